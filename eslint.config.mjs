@@ -1,0 +1,70 @@
+// Lint: typescript-eslint recommended rules plus the module-boundary rule below, driven by the Nx
+// project tags in each project.json (one source of truth for what may import what).
+import { readFileSync, readdirSync, existsSync } from 'node:fs';
+import { join } from 'node:path';
+import tseslint from 'typescript-eslint';
+
+const roots = ['packages', 'apps'];
+const projects = [];
+for (const root of roots) {
+  if (!existsSync(root)) continue;
+  for (const dir of readdirSync(root)) {
+    const pj = join(root, dir, 'project.json');
+    const pkg = join(root, dir, 'package.json');
+    if (!existsSync(pj) || !existsSync(pkg)) continue;
+    const { tags = [] } = JSON.parse(readFileSync(pj, 'utf8'));
+    const { name } = JSON.parse(readFileSync(pkg, 'utf8'));
+    projects.push({ dir: join(root, dir), name, tags });
+  }
+}
+const vendor = ['@aws-sdk/*', '@azure/*', '@kubernetes/client-node', '@kubernetes/client-node/*', 'inversify', 'inversify/*'];
+const names = (pred) => projects.filter(pred).map((p) => p.name);
+
+const boundaries = projects.map((p) => {
+  const patterns = [];
+  if (p.tags.includes('type:core')) {
+    patterns.push({ group: vendor, message: 'packages/core is vendor-free: no cloud SDK, client-node or inversify (house rule 1).' });
+    patterns.push({ group: names((q) => q.name !== p.name).flatMap((n) => [n, `${n}/*`]), message: 'core imports no other project.' });
+  }
+  if (p.tags.includes('type:adapter')) {
+    const others = names((q) => q.name !== p.name && (q.tags.includes('type:adapter') || q.tags.includes('type:app')));
+    if (others.length) patterns.push({ group: others.flatMap((n) => [n, `${n}/*`]), message: 'adapters never import other adapters or the app (house rule 1).' });
+    patterns.push({ group: ['@kubernetes/client-node'], message: 'adapters reach the cluster through the ClusterStore port.' });
+  }
+  if (p.tags.includes('type:app') || p.tags.includes('type:adapter')) {
+    patterns.push({ group: names((q) => q.tags.includes('type:testkit')), message: 'production code does not import the testkit.' });
+  }
+  return {
+    files: [`${p.dir}/src/**/*.ts`],
+    ignores: ['**/*.test.ts'],
+    rules: patterns.length ? { 'no-restricted-imports': ['error', { patterns }] } : {},
+  };
+});
+
+// inversify is allowed in exactly one file per adapter package (house rule 3).
+const moduleOnly = projects
+  .filter((p) => p.tags.includes('type:adapter'))
+  .map((p) => ({
+    files: [`${p.dir}/src/**/*.ts`],
+    ignores: [`${p.dir}/src/module.ts`, '**/*.test.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        { selector: "ImportDeclaration[source.value='inversify']", message: 'only src/module.ts imports inversify (house rule 3).' },
+      ],
+    },
+  }));
+
+export default tseslint.config(
+  { ignores: ['**/node_modules/**', '**/dist/**', '.nx/**', '.local/**', 'generated/**'] },
+  ...tseslint.configs.recommended,
+  {
+    rules: {
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/no-explicit-any': 'error',
+      'no-console': 'off',
+    },
+  },
+  ...boundaries,
+  ...moduleOnly,
+);

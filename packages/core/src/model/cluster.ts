@@ -1,0 +1,60 @@
+import type { KubeObject, ObjectRef } from './kube.js';
+
+export interface ResourceTag {
+  key: string;
+  value: string;
+}
+
+/** What the operator needs to know about the cluster it serves (from Infrastructure `cluster` or the HCP). */
+export interface ClusterFacts {
+  /** `status.platformStatus.type`: `AWS`, `Azure`, ... */
+  platform: string;
+  region?: string;
+  /** The infra ID, e.g. `mycluster-x7k2p`; Karpenter's `CLUSTER_NAME`. */
+  infrastructureName: string;
+  /** Internal API URL; Karpenter's `CLUSTER_ENDPOINT`. */
+  apiServerInternalURL: string;
+  /** `HighlyAvailable`, `SingleReplica`, `External`. */
+  controlPlaneTopology?: string;
+  resourceTags: ResourceTag[];
+}
+
+export type LogLevel = 'debug' | 'info' | 'error';
+
+/** The request to run Karpenter: the `Karpenter` CR (standalone) or `spec.autoNode` (HyperShift). */
+export interface KarpenterRequest {
+  /** The object that owns the operand and carries status, with its uid. */
+  owner: ObjectRef & { uid: string };
+  generation: number;
+  logLevel: LogLevel;
+  /** True when the owner is being deleted (teardown runs). */
+  deleting: boolean;
+  finalizers: string[];
+}
+
+/** Typed settings, read once at start-up by the composition root. */
+export interface OperatorSettings {
+  namespace: string;
+  releaseVersion: string;
+  /** Operand image (KARPENTER_IMAGE_AWS for AWS). */
+  operandImage: string;
+  /** The operator's own image, used for the credentials-check init container. */
+  operatorImage?: string;
+  clusterNameOverride?: string;
+  clusterEndpointOverride?: string;
+  /** Directory holding the runtime CRD YAML produced at build time. */
+  crdDir: string;
+}
+
+/** The raw cluster objects default-NodeClass discovery works from. */
+export interface DiscoveryInput {
+  facts: ClusterFacts;
+  /** MachineSets in `openshift-machine-api`, any order. */
+  machineSets: KubeObject[];
+  /** Secrets in `openshift-machine-api` (user-data Secrets). */
+  secrets: KubeObject[];
+  /** ConfigMap `openshift-machine-config-operator/coreos-bootimages`, if present. */
+  bootImages?: KubeObject;
+  /** Kubelet maxPods of the cluster (OpenShift default 250). */
+  maxPods: number;
+}

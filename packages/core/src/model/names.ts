@@ -1,0 +1,33 @@
+/** Names that OpenShift, the CVO and must-gather look for. One definition; install/ is checked against it. */
+export const Names = {
+  operatorNamespace: 'openshift-karpenter',
+  operatorDeployment: 'karpenter-operator',
+  operatorServiceAccount: 'karpenter-operator',
+  leaderLease: 'karpenter-operator.openshift.io',
+  fieldManager: 'karpenter-operator',
+  /** Field manager used only when the operator creates a NodeClass's user-owned defaults. */
+  defaultsFieldManager: 'karpenter-operator-defaults',
+  clusterOperator: 'karpenter',
+  karpenterCr: 'default',
+  karpenterFinalizer: 'karpenter.autoscaling.openshift.io/teardown',
+  operandDeployment: 'karpenter',
+  operandServiceAccount: 'karpenter',
+  operandLeaderLease: 'karpenter-leader-election',
+  credentialsSecret: 'karpenter-cloud-credentials',
+  nodeIdentityCredentialsSecret: 'karpenter-node-identity-credentials',
+  credentialsRequestNamespace: 'openshift-cloud-credential-operator',
+  defaultNodeClass: 'default',
+  managedLabel: 'karpenter-operator.openshift.io/managed',
+  machineApiNamespace: 'openshift-machine-api',
+  mcoNamespace: 'openshift-machine-config-operator',
+  bootImagesConfigMap: 'coreos-bootimages',
+  infrastructure: 'cluster',
+  nodeBootstrapperUser: 'system:serviceaccount:openshift-machine-config-operator:node-bootstrapper',
+  registrationTaintKubeletConfig: 'set-karpenter-taint',
+  nodePoolLabel: 'karpenter.sh/nodepool',
+  nodeClassLabel: 'karpenter.k8s.aws/ec2nodeclass',
+  terminationAnnotation: 'karpenter.sh/nodeclaim-termination-timestamp',
+  featureGate: 'KarpenterOperator',
+} as const;
+
+export const poolNameFor = (nodeClass: string): string => `karpenter-${nodeClass}`;

@@ -1,0 +1,46 @@
+import type { ClusterFacts, KarpenterRequest } from '../model/cluster.js';
+import type { Condition, ObjectRef } from '../model/kube.js';
+import type { RelatedObject } from './cloud-provider.js';
+import type { ClusterStore } from './cluster-store.js';
+import { token } from './token.js';
+
+export interface StatusReport {
+  /** Available, Progressing, Degraded, Upgradeable (already folded from the use-cases' conditions). */
+  conditions: Condition[];
+  /** `versions[name=operator]` to report, only once the operand rolled out at this release. */
+  version?: string;
+  relatedObjects: RelatedObject[];
+}
+
+/**
+ * Where things live and how status is reported: standalone OpenShift or a HyperShift hosted control
+ * plane. Use-cases never branch on the topology; they ask it.
+ */
+export interface Topology {
+  readonly name: 'standalone' | 'hypershift';
+
+  /** Store for the cluster where the operator and operand Deployments run. */
+  readonly controlStore: ClusterStore;
+  /** Store for the cluster where Karpenter objects, Nodes and CSRs live (same as controlStore standalone). */
+  readonly workloadStore: ClusterStore;
+
+  /** Namespace of the operand Deployment on `controlStore`. */
+  readonly operandNamespace: string;
+
+  /**
+   * The request to run Karpenter, or undefined when none exists (standalone: no `Karpenter` CR named
+   * `default`). Throws `InvalidInputError` when the request is malformed.
+   */
+  readRequest(): Promise<KarpenterRequest | undefined>;
+
+  /** Cluster facts. Throws `InvalidInputError` naming the field when they are incomplete. */
+  clusterFacts(): Promise<ClusterFacts>;
+
+  /** Publishes folded status. Idempotent: writes only differences. */
+  reportStatus(report: StatusReport, request: KarpenterRequest | undefined): Promise<void>;
+
+  /** Object that events about the operator as a whole are recorded on. */
+  readonly statusObject: ObjectRef;
+}
+
+export const TopologyId = token<Topology>('Topology');

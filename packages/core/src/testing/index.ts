@@ -1,0 +1,3 @@
+export { MemoryClusterStore, mergePatch, type RecordedWrite } from './memory-cluster-store.js';
+export { FakeClock } from './fake-clock.js';
+export { RecordingEvents, RecordingMetrics, type RecordedEvent } from './recording.js';
