@@ -13,3 +13,4 @@ export * from './ports/event-recorder.js';
 export * from './runtime/reconciler.js';
 export * from './policy/conditions.js';
 export * from './policy/subset.js';
+export * from './policy/ignition.js';

@@ -105,6 +105,13 @@ export interface CloudProvider {
    * Throws `TransientError` / `ForbiddenError` as `verifyNodeClass`.
    */
   describeInstances(instanceIds: string[], facts: ClusterFacts): Promise<InstanceInfo[]>;
+
+  /**
+   * A cheap read call proving the operand's credentials work (`check-credentials`, the operand's init
+   * container). Resolves when they do; throws `ForbiddenError` (refused), `TransientError` (unreachable)
+   * or `InvalidInputError` (credentials file missing or malformed), each naming what failed.
+   */
+  checkCredentials(facts: ClusterFacts): Promise<void>;
 }
 
 export const CloudProviderId = token<CloudProvider>('CloudProvider');
