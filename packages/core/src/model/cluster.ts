@@ -29,6 +29,8 @@ export interface KarpenterRequest {
   logLevel: LogLevel;
   /** True when the owner is being deleted (teardown runs). */
   deleting: boolean;
+  /** When deletion was requested (ms since epoch), while `deleting`. */
+  deletionRequestedAtMs?: number;
   finalizers: string[];
 }
 

@@ -1,12 +1,14 @@
 import type { ClusterFacts, KarpenterRequest } from '../model/cluster.js';
-import type { Condition, ObjectRef } from '../model/kube.js';
+import type { ObjectRef } from '../model/kube.js';
+import type { ConditionInput } from '../policy/conditions.js';
+import type { Watch } from '../runtime/reconciler.js';
 import type { RelatedObject } from './cloud-provider.js';
 import type { ClusterStore } from './cluster-store.js';
 import { token } from './token.js';
 
 export interface StatusReport {
   /** Available, Progressing, Degraded, Upgradeable (already folded from the use-cases' conditions). */
-  conditions: Condition[];
+  conditions: ConditionInput[];
   /** `versions[name=operator]` to report, only once the operand rolled out at this release. */
   version?: string;
   relatedObjects: RelatedObject[];
@@ -38,6 +40,9 @@ export interface Topology {
 
   /** Publishes folded status. Idempotent: writes only differences. */
   reportStatus(report: StatusReport, request: KarpenterRequest | undefined): Promise<void>;
+
+  /** Objects whose changes can change `readRequest` or `clusterFacts`; every use-case watches them. */
+  readonly watches: Watch[];
 
   /** Object that events about the operator as a whole are recorded on. */
   readonly statusObject: ObjectRef;

@@ -8,6 +8,8 @@ export interface Result {
 /** Maps a watched object to the keys of the controllers that care about it. */
 export interface Watch {
   type: TypeRef;
+  /** Which cluster: `control` (operator and operand Deployments) or `workload` (Karpenter objects, Nodes, CSRs). Default workload. */
+  cluster?: 'control' | 'workload';
   /** Namespace to watch; all namespaces when absent. */
   namespace?: string;
   /** Label selector (equality) for the informer. */

@@ -1,0 +1,158 @@
+import type { ConditionInput } from './conditions.js';
+
+/** PascalCase reasons of the ClusterOperator and Karpenter CR conditions. */
+export const Reasons = {
+  AsExpected: 'AsExpected',
+  KarpenterNotFound: 'KarpenterNotFound',
+  KarpenterCheckFailed: 'KarpenterCheckFailed',
+  OperandNotYetCreated: 'OperandNotYetCreated',
+  OperandNotReady: 'OperandNotReady',
+  OperandRollingOut: 'OperandRollingOut',
+  OperandCheckFailed: 'OperandCheckFailed',
+  WaitingForCredentials: 'WaitingForCredentials',
+  WaitingForCRDs: 'WaitingForCRDs',
+  PlatformNotSupported: 'PlatformNotSupported',
+  InvalidInfrastructure: 'InvalidInfrastructure',
+  TeardownInProgress: 'TeardownInProgress',
+  RepeatedFailures: 'RepeatedFailures',
+} as const;
+
+export interface OperandState {
+  generation: number;
+  observedGeneration: number;
+  replicas: number;
+  updatedReplicas: number;
+  availableReplicas: number;
+}
+
+export interface StatusInputs {
+  request: 'absent' | 'present' | 'deleting';
+  /** Message when the provider cannot run Karpenter on this platform. */
+  unsupported?: string;
+  /** Cluster facts could not be read (Infrastructure incomplete). */
+  factsError?: string;
+  /** Names of runtime CRDs not yet Established; empty when all are. */
+  crdsPending: string[];
+  /** The operand's credentials Secret, when it is missing. */
+  missingCredentials?: string;
+  /** The operand Deployment, when it exists. */
+  operand?: OperandState;
+  /** Conditions owned by use-cases (e.g. NodeClassDiscovered); False ones make the operator Degraded. */
+  useCaseConditions: ConditionInput[];
+  /** Use-cases whose reconciles keep failing. */
+  failures: Array<{ useCase: string; consecutiveFailures: number; lastError?: string }>;
+  /** Consecutive failures before Degraded (no flapping on one error). */
+  degradedAfter: number;
+  releaseVersion: string;
+  generation?: number;
+}
+
+export interface FoldedStatus {
+  conditions: ConditionInput[];
+  /** Set only when the operand is fully rolled out at this release (or nothing needs to roll out). */
+  version?: string;
+}
+
+/** True when every replica runs the current template and is available. */
+export function rolledOut(op: OperandState): boolean {
+  return (
+    op.observedGeneration >= op.generation &&
+    op.updatedReplicas === op.replicas &&
+    op.availableReplicas === op.replicas &&
+    op.replicas > 0
+  );
+}
+
+/**
+ * Folds the use-cases' results into Available / Progressing / Degraded / Upgradeable, following the CVO
+ * conventions: terse Progressing, specific Degraded, never Degraded during a normal rollout, Degraded only
+ * after `degradedAfter` consecutive failures, and a version only once the operand rolled out. Pure.
+ */
+export function foldStatus(input: StatusInputs): FoldedStatus {
+  const gen = input.generation;
+  const c = (type: string, status: ConditionInput['status'], reason: string, message: string): ConditionInput =>
+    gen === undefined ? { type, status, reason, message } : { type, status, reason, message, observedGeneration: gen };
+
+  const degraded = degradedCondition(input);
+  const upgradeable = c('Upgradeable', 'True', Reasons.AsExpected, '');
+
+  if (input.unsupported) {
+    return {
+      conditions: [
+        c('Available', 'True', Reasons.PlatformNotSupported, input.unsupported),
+        c('Progressing', 'False', Reasons.PlatformNotSupported, ''),
+        degraded,
+        upgradeable,
+      ],
+      version: input.releaseVersion,
+    };
+  }
+  if (input.request === 'absent') {
+    return {
+      conditions: [
+        c('Available', 'True', Reasons.KarpenterNotFound, 'No Karpenter named default: nothing to deploy'),
+        c('Progressing', 'False', Reasons.KarpenterNotFound, ''),
+        degraded,
+        upgradeable,
+      ],
+      version: input.releaseVersion,
+    };
+  }
+  if (input.request === 'deleting') {
+    return {
+      conditions: [
+        c('Available', 'True', Reasons.TeardownInProgress, 'Removing Karpenter'),
+        c('Progressing', 'True', Reasons.TeardownInProgress, 'Removing NodePools, NodeClaims and the operand'),
+        degraded,
+        upgradeable,
+      ],
+    };
+  }
+
+  const op = input.operand;
+  let available: ConditionInput;
+  let progressing: ConditionInput;
+  let version: string | undefined;
+  if (!op) {
+    available = c('Available', 'False', Reasons.OperandNotYetCreated, 'Karpenter is not deployed yet');
+    if (input.factsError) progressing = c('Progressing', 'False', Reasons.InvalidInfrastructure, '');
+    else if (input.crdsPending.length)
+      progressing = c('Progressing', 'True', Reasons.WaitingForCRDs, `Waiting for CRDs: ${input.crdsPending.join(', ')}`);
+    else if (input.missingCredentials)
+      progressing = c('Progressing', 'True', Reasons.WaitingForCredentials, `Waiting for Secret ${input.missingCredentials}`);
+    else progressing = c('Progressing', 'True', Reasons.OperandNotYetCreated, 'Deploying Karpenter');
+  } else {
+    available =
+      op.availableReplicas > 0
+        ? c('Available', 'True', Reasons.AsExpected, '')
+        : c('Available', 'False', Reasons.OperandNotReady, 'No Karpenter replica is available');
+    if (rolledOut(op)) {
+      progressing = c('Progressing', 'False', Reasons.AsExpected, '');
+      version = input.releaseVersion;
+    } else {
+      progressing = c('Progressing', 'True', Reasons.OperandRollingOut, 'Rolling out Karpenter');
+    }
+  }
+  return { conditions: [available, progressing, degraded, upgradeable], ...(version ? { version } : {}) };
+}
+
+function degradedCondition(input: StatusInputs): ConditionInput {
+  const gen = input.generation;
+  const mk = (status: 'True' | 'False', reason: string, message: string): ConditionInput =>
+    gen === undefined ? { type: 'Degraded', status, reason, message } : { type: 'Degraded', status, reason, message, observedGeneration: gen };
+  if (input.factsError && input.request === 'present') return mk('True', Reasons.InvalidInfrastructure, input.factsError);
+  const failed = input.failures
+    .filter((f) => f.consecutiveFailures >= input.degradedAfter)
+    .sort((a, b) => a.useCase.localeCompare(b.useCase));
+  if (failed.length) {
+    const msg = failed.map((f) => `${f.useCase}: ${f.lastError ?? 'failing'}`).join('; ');
+    return mk('True', Reasons.RepeatedFailures, msg);
+  }
+  if (input.request === 'present') {
+    const bad = input.useCaseConditions.filter((u) => u.status === 'False');
+    if (bad.length) {
+      return mk('True', bad[0]!.reason, bad.map((b) => `${b.type}: ${b.message}`).join('; '));
+    }
+  }
+  return mk('False', Reasons.AsExpected, '');
+}

@@ -1,0 +1,81 @@
+import { isUnsupportedPlatformError } from '../../errors.js';
+import type { KubeObject } from '../../model/kube.js';
+import { Types } from '../../model/kube.js';
+import { Names } from '../../model/names.js';
+import type { CloudProvider } from '../../ports/cloud-provider.js';
+import type { Topology } from '../../ports/topology.js';
+import type { Reconciler, Result, Watch } from '../../runtime/reconciler.js';
+
+export const CRDS_KEY = 'crds';
+
+export interface CrdsDeps {
+  topology: Topology;
+  cloud: CloudProvider;
+}
+
+/** True when the CRD reports `Established=True`. */
+export function crdEstablished(crd: KubeObject | undefined): boolean {
+  const conds = (crd?.status as { conditions?: Array<{ type: string; status: string }> } | undefined)?.conditions;
+  return Boolean(conds?.some((c) => c.type === 'Established' && c.status === 'True'));
+}
+
+/** The runtime CRDs, labelled so the operator's informer watches only them. Schemas stay as upstream ships them. */
+export function desiredCrds(cloud: CloudProvider): KubeObject[] {
+  return cloud.crds().map((crd) => ({
+    apiVersion: crd.apiVersion,
+    kind: crd.kind,
+    metadata: { name: crd.metadata.name, labels: { [Names.managedLabel]: 'true' } },
+    spec: crd.spec,
+  }));
+}
+
+/** Names of the runtime CRDs that are not Established yet (absent counts). */
+export async function pendingCrds(topology: Topology, cloud: CloudProvider): Promise<string[]> {
+  const pending: string[] = [];
+  for (const crd of cloud.crds()) {
+    const cur = await topology.workloadStore.get({ ...Types.CustomResourceDefinition, name: crd.metadata.name });
+    if (!crdEstablished(cur)) pending.push(crd.metadata.name);
+  }
+  return pending;
+}
+
+/**
+ * `customresourcedefinition.crds`: applies NodePool, NodeClaim, NodeOverlay and the provider's NodeClass
+ * CRDs while Karpenter is requested; re-creates them when deleted; never deletes them (deleting a CRD
+ * deletes every object of its kind).
+ */
+export class CrdsReconciler implements Reconciler {
+  readonly name = 'customresourcedefinition.crds';
+  readonly watches: Watch[];
+
+  constructor(private readonly deps: CrdsDeps) {
+    this.watches = [
+      ...deps.topology.watches,
+      { type: Types.CustomResourceDefinition, labels: { [Names.managedLabel]: 'true' } },
+    ];
+  }
+
+  keysFor(): string[] {
+    return [CRDS_KEY];
+  }
+
+  async resyncKeys(): Promise<string[]> {
+    return [CRDS_KEY];
+  }
+
+  async reconcile(): Promise<Result> {
+    const { topology, cloud } = this.deps;
+    const request = await topology.readRequest();
+    if (!request || request.deleting) return {};
+    try {
+      cloud.assertSupported();
+    } catch (e) {
+      if (isUnsupportedPlatformError(e)) return {};
+      throw e;
+    }
+    for (const crd of desiredCrds(cloud)) await topology.workloadStore.apply(crd);
+    const pending = await pendingCrds(topology, cloud);
+    // Established follows within a second or two; the CRD watch usually wakes us first.
+    return pending.length ? { requeueAfterMs: 1000 } : {};
+  }
+}

@@ -1,0 +1,132 @@
+import { describeError, isInvalidInputError, isUnsupportedPlatformError } from '../../errors.js';
+import type { KarpenterRequest, OperatorSettings } from '../../model/cluster.js';
+import type { KubeObject } from '../../model/kube.js';
+import { Types } from '../../model/kube.js';
+import { Names } from '../../model/names.js';
+import { foldStatus, Reasons, type OperandState, type StatusInputs } from '../../policy/status-fold.js';
+import type { CloudProvider, RelatedObject } from '../../ports/cloud-provider.js';
+import type { Topology } from '../../ports/topology.js';
+import type { Reconciler, Result, Watch } from '../../runtime/reconciler.js';
+import { pendingCrds } from '../crds/crds.js';
+import type { StatusBoard } from '../status-board.js';
+
+export const STATUS_KEY = 'status';
+
+export interface StatusDeps {
+  topology: Topology;
+  cloud: CloudProvider;
+  settings: OperatorSettings;
+  board: StatusBoard;
+  /** Consecutive failures of a use-case before Degraded=True (the reference used 3). */
+  degradedAfter?: number;
+}
+
+export function operandState(d: KubeObject | undefined): OperandState | undefined {
+  if (!d) return undefined;
+  const spec = (d.spec ?? {}) as { replicas?: number };
+  const st = (d.status ?? {}) as { observedGeneration?: number; updatedReplicas?: number; availableReplicas?: number };
+  return {
+    generation: d.metadata.generation ?? 1,
+    observedGeneration: st.observedGeneration ?? 0,
+    replicas: spec.replicas ?? 1,
+    updatedReplicas: st.updatedReplicas ?? 0,
+    availableReplicas: st.availableReplicas ?? 0,
+  };
+}
+
+/** ClusterOperator `relatedObjects`: what must-gather collects. */
+export function relatedObjects(namespace: string, cloud: CloudProvider): RelatedObject[] {
+  return [
+    { group: '', resource: 'namespaces', name: namespace },
+    { group: 'apps', resource: 'deployments', name: Names.operatorDeployment, namespace },
+    { group: 'apps', resource: 'deployments', name: Names.operandDeployment, namespace },
+    { group: 'rbac.authorization.k8s.io', resource: 'clusterroles', name: Names.operatorServiceAccount },
+    { group: 'rbac.authorization.k8s.io', resource: 'clusterrolebindings', name: Names.operatorServiceAccount },
+    { group: 'autoscaling.openshift.io', resource: 'karpenters', name: '' },
+    { group: 'karpenter.sh', resource: 'nodepools', name: '' },
+    { group: 'karpenter.sh', resource: 'nodeclaims', name: '' },
+    ...cloud.relatedObjects(),
+  ];
+}
+
+/**
+ * `clusteroperator.status`: folds every use-case's outcome and the operand's rollout into the topology's
+ * status (ClusterOperator + Karpenter CR standalone). Writes only differences.
+ */
+export class StatusReconciler implements Reconciler {
+  readonly name = 'clusteroperator.status';
+  readonly watches: Watch[];
+
+  constructor(private readonly deps: StatusDeps) {
+    const ns = deps.topology.operandNamespace;
+    this.watches = [
+      ...deps.topology.watches,
+      { type: Types.Deployment, cluster: 'control', namespace: ns, fieldSelector: `metadata.name=${Names.operandDeployment}` },
+      { type: Types.Secret, cluster: 'control', namespace: ns, fieldSelector: `metadata.name=${Names.credentialsSecret}` },
+      { type: Types.CustomResourceDefinition, labels: { [Names.managedLabel]: 'true' } },
+      { type: deps.topology.statusObject, cluster: 'control', fieldSelector: `metadata.name=${deps.topology.statusObject.name}` },
+    ];
+  }
+
+  keysFor(): string[] {
+    return [STATUS_KEY];
+  }
+
+  async resyncKeys(): Promise<string[]> {
+    return [STATUS_KEY];
+  }
+
+  async reconcile(): Promise<Result> {
+    const { topology, cloud, settings, board } = this.deps;
+    const ns = topology.operandNamespace;
+    const input: StatusInputs = {
+      request: 'absent',
+      crdsPending: [],
+      useCaseConditions: board.conditions(),
+      failures: board.entries().map(([useCase, o]) => ({
+        useCase,
+        consecutiveFailures: o.consecutiveFailures,
+        ...(o.lastError ? { lastError: o.lastError } : {}),
+      })),
+      degradedAfter: this.deps.degradedAfter ?? 3,
+      releaseVersion: settings.releaseVersion,
+    };
+    let request: KarpenterRequest | undefined;
+    try {
+      request = await topology.readRequest();
+    } catch (e) {
+      if (!isInvalidInputError(e)) throw e;
+      input.request = 'present';
+      input.failures.push({ useCase: Reasons.KarpenterCheckFailed, consecutiveFailures: input.degradedAfter, lastError: describeError(e) });
+    }
+    if (request) {
+      input.request = request.deleting ? 'deleting' : 'present';
+      input.generation = request.generation;
+    }
+    try {
+      cloud.assertSupported();
+    } catch (e) {
+      if (!isUnsupportedPlatformError(e)) throw e;
+      input.unsupported = e.message;
+    }
+    if (input.request === 'present' && !input.unsupported) {
+      try {
+        const facts = await topology.clusterFacts();
+        input.crdsPending = await pendingCrds(topology, cloud);
+        const cfg = cloud.operandCloudConfig(facts, settings);
+        const secret = await topology.controlStore.get({ ...Types.Secret, namespace: ns, name: cfg.credentialsSecret });
+        if (!secret) input.missingCredentials = `${ns}/${cfg.credentialsSecret}`;
+      } catch (e) {
+        if (!isInvalidInputError(e)) throw e;
+        input.factsError = describeError(e);
+      }
+      const dep = await topology.controlStore.get({ ...Types.Deployment, namespace: ns, name: Names.operandDeployment });
+      const op = operandState(dep);
+      if (op) input.operand = op;
+    }
+    const folded = foldStatus(input);
+    const report = { conditions: folded.conditions, relatedObjects: relatedObjects(ns, cloud), ...(folded.version ? { version: folded.version } : {}) };
+    await topology.reportStatus(report, request);
+    return {};
+  }
+}

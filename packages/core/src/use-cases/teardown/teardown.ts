@@ -1,0 +1,104 @@
+import type { KubeObject } from '../../model/kube.js';
+import { refOf, Types } from '../../model/kube.js';
+import { Names } from '../../model/names.js';
+import type { Clock } from '../../ports/clock.js';
+import type { EventRecorder } from '../../ports/event-recorder.js';
+import type { Logger } from '../../ports/logger.js';
+import type { Topology } from '../../ports/topology.js';
+import type { Reconciler, Result, Watch } from '../../runtime/reconciler.js';
+
+export const TEARDOWN_KEY = 'teardown';
+
+export interface TeardownDeps {
+  topology: Topology;
+  clock: Clock;
+  events: EventRecorder;
+  logger: Logger;
+  /** After this long, NodeClaims still present get Karpenter's termination-timestamp annotation (forced drain). */
+  forceAfterMs?: number;
+  /**
+   * After this long, finalizers of NodeClaims that still exist are removed so deletion cannot hang forever;
+   * a Warning event says instances may be orphaned. Only reached when Karpenter itself is not finishing.
+   */
+  abandonAfterMs?: number;
+  pollMs?: number;
+}
+
+/**
+ * `karpenter.teardown`: owns the finalizer on the request object. While Karpenter is requested it makes
+ * sure the finalizer is there; once deletion is requested it deletes NodePools, waits for NodeClaims to
+ * finish (Karpenter drains and terminates their instances), forces after a bound, then removes the
+ * operand and releases the finalizer.
+ */
+export class TeardownReconciler implements Reconciler {
+  readonly name = 'karpenter.teardown';
+  readonly watches: Watch[];
+
+  constructor(private readonly deps: TeardownDeps) {
+    this.watches = [...deps.topology.watches, { type: Types.NodePool }, { type: Types.NodeClaim }];
+  }
+
+  keysFor(): string[] {
+    return [TEARDOWN_KEY];
+  }
+
+  async resyncKeys(): Promise<string[]> {
+    return [TEARDOWN_KEY];
+  }
+
+  async reconcile(): Promise<Result> {
+    const { topology, clock, events } = this.deps;
+    const request = await topology.readRequest();
+    if (!request) return {};
+    const owner = request.owner;
+    const ownerRef = { apiVersion: owner.apiVersion, kind: owner.kind, name: owner.name, ...(owner.namespace ? { namespace: owner.namespace } : {}) };
+    const fin = Names.karpenterFinalizer;
+    if (!request.deleting) {
+      if (!request.finalizers.includes(fin)) {
+        await topology.controlStore.patch(ownerRef, { metadata: { finalizers: [...request.finalizers, fin] } });
+      }
+      return {};
+    }
+    if (!request.finalizers.includes(fin)) return {};
+
+    const store = topology.workloadStore;
+    const pools = await store.list(Types.NodePool);
+    for (const p of pools) {
+      if (await store.delete(refOf(p))) events.record(owner, 'Normal', 'DeletingNodePool', `Deleting NodePool ${p.metadata.name}`);
+    }
+    const claims = await store.list(Types.NodeClaim);
+    const elapsed = clock.now() - (request.deletionRequestedAtMs ?? clock.now());
+    if (claims.length) {
+      await this.pushClaims(claims, elapsed);
+      return { requeueAfterMs: this.deps.pollMs ?? 5000 };
+    }
+    if (pools.length) return { requeueAfterMs: this.deps.pollMs ?? 5000 };
+
+    const dep = { ...Types.Deployment, namespace: topology.operandNamespace, name: Names.operandDeployment };
+    if (await topology.controlStore.delete(dep)) events.record(owner, 'Normal', 'DeletingOperand', 'NodeClaims are gone; removing Karpenter');
+    if (await topology.controlStore.get(dep)) return { requeueAfterMs: this.deps.pollMs ?? 5000 };
+
+    await topology.controlStore.patch(ownerRef, { metadata: { finalizers: request.finalizers.filter((f) => f !== fin) } });
+    events.record(owner, 'Normal', 'TeardownComplete', 'NodePools, NodeClaims and the operand are removed');
+    return {};
+  }
+
+  private async pushClaims(claims: KubeObject[], elapsedMs: number): Promise<void> {
+    const { topology, clock, events, logger } = this.deps;
+    const store = topology.workloadStore;
+    const owner = topology.statusObject;
+    for (const c of claims) {
+      const ref = refOf(c);
+      if (await store.delete(ref)) events.record(owner, 'Normal', 'DeletingNodeClaim', `Deleting NodeClaim ${c.metadata.name}`);
+      if (elapsedMs >= (this.deps.forceAfterMs ?? 5 * 60_000) && !c.metadata.annotations?.[Names.terminationAnnotation]) {
+        await store.patch(ref, { metadata: { annotations: { [Names.terminationAnnotation]: new Date(clock.now()).toISOString() } } });
+        events.record(owner, 'Warning', 'ForcingNodeClaimTermination', `NodeClaim ${c.metadata.name} did not terminate in time; forcing its drain`);
+      }
+      if (elapsedMs >= (this.deps.abandonAfterMs ?? 20 * 60_000) && (c.metadata.finalizers ?? []).length) {
+        await store.patch(ref, { metadata: { finalizers: null } });
+        events.record(owner, 'Warning', 'NodeClaimAbandoned', `Removed finalizers of NodeClaim ${c.metadata.name}; its instance may be orphaned`);
+        logger.warn('abandoned NodeClaim during teardown', { nodeclaim: c.metadata.name });
+      }
+    }
+  }
+}
