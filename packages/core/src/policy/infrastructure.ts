@@ -28,7 +28,8 @@ export function decodeInfrastructure(
   if (typeof api !== 'string' || !/^https:\/\/[^\s/]+/.test(api)) {
     throw new InvalidInputError('InvalidInfrastructure', OBJ, 'status.apiServerInternalURI', `must be an https URL, got ${JSON.stringify(api ?? null)}`);
   }
-  const platformKey = platform.charAt(0).toLowerCase() + platform.slice(1);
+  // platformStatus.<type lower-cased>: aws, azure, gcp, baremetal, openstack, vsphere, ibmcloud...
+  const platformKey = platform.toLowerCase();
   const specific = asRecord(ps?.[platformKey]);
   const region = specific?.region;
   if (region !== undefined && typeof region !== 'string') {
