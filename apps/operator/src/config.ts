@@ -1,0 +1,138 @@
+/**
+ * Flags and environment, read once at start-up into a typed object. Pure: takes argv and env, returns
+ * the settings or every problem at once, so a misconfigured Deployment fails with one message.
+ */
+
+export interface OperatorConfig {
+  namespace: string;
+  kubeconfig?: string;
+  guestKubeconfig?: string;
+  metricsBindAddress: { host: string; port: number };
+  healthProbeBindAddress: { host: string; port: number };
+  leaderElect: boolean;
+  releaseVersion: string;
+  managementCluster: boolean;
+  clusterName?: string;
+  clusterEndpoint?: string;
+  platform?: string;
+  region?: string;
+  operandImageAws?: string;
+  operatorImage?: string;
+  awsSharedCredentialsFile?: string;
+  /** Credentials for the operator's own node-identity lookups (DescribeInstances only). */
+  nodeIdentityCredentialsFile?: string;
+  awsEndpoint?: string;
+  crdDir: string;
+  logLevel: 'debug' | 'info' | 'warn' | 'error';
+  podName: string;
+}
+
+export type ConfigResult = { ok: true; config: OperatorConfig } | { ok: false; errors: string[] };
+
+const FLAG_NAMES = [
+  'namespace',
+  'kubeconfig',
+  'guest-kubeconfig',
+  'metrics-bind-address',
+  'health-probe-bind-address',
+  'leader-elect',
+  'crd-dir',
+  'log-level',
+] as const;
+
+/** `--name value`, `--name=value`, and bare boolean `--leader-elect` / `--leader-elect=false`. */
+export function parseFlags(argv: readonly string[]): { flags: Map<string, string>; errors: string[] } {
+  const flags = new Map<string, string>();
+  const errors: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (!arg.startsWith('--')) {
+      errors.push(`unexpected argument ${JSON.stringify(arg)}`);
+      continue;
+    }
+    const eq = arg.indexOf('=');
+    const name = eq > 0 ? arg.slice(2, eq) : arg.slice(2);
+    if (!(FLAG_NAMES as readonly string[]).includes(name)) {
+      errors.push(`unknown flag --${name}`);
+      continue;
+    }
+    if (eq > 0) flags.set(name, arg.slice(eq + 1));
+    else if (name === 'leader-elect') flags.set(name, 'true');
+    else if (i + 1 < argv.length && !argv[i + 1]!.startsWith('--')) flags.set(name, argv[++i]!);
+    else errors.push(`flag --${name} needs a value`);
+  }
+  return { flags, errors };
+}
+
+function parseBool(name: string, v: string | undefined, fallback: boolean, errors: string[]): boolean {
+  if (v === undefined || v === '') return fallback;
+  if (v === 'true') return true;
+  if (v === 'false') return false;
+  errors.push(`${name} must be "true" or "false", got ${JSON.stringify(v)}`);
+  return fallback;
+}
+
+function parseAddress(name: string, v: string, errors: string[]): { host: string; port: number } {
+  const m = /^(.*):(\d{1,5})$/.exec(v);
+  const port = m ? Number(m[2]) : NaN;
+  if (!m || port > 65535) {
+    errors.push(`${name} must be [host]:port, got ${JSON.stringify(v)}`);
+    return { host: '0.0.0.0', port: 0 };
+  }
+  return { host: m[1] === '' ? '0.0.0.0' : m[1]!, port };
+}
+
+export function parseConfig(argv: readonly string[], env: Readonly<Record<string, string | undefined>>, defaults: { crdDir: string }): ConfigResult {
+  const { flags, errors } = parseFlags(argv);
+  const namespace = flags.get('namespace') ?? env.POD_NAMESPACE;
+  if (!namespace) errors.push('--namespace is required (set it from the downward API: metadata.namespace)');
+  const releaseVersion = env.RELEASE_VERSION;
+  if (!releaseVersion) errors.push('RELEASE_VERSION is required');
+  const managementCluster = parseBool('MANAGEMENT_CLUSTER', env.MANAGEMENT_CLUSTER, false, errors);
+  const leaderElect = parseBool('--leader-elect', flags.get('leader-elect'), false, errors);
+  const platform = env.PLATFORM || undefined;
+  if (managementCluster) {
+    for (const k of ['CLUSTER_NAME', 'CLUSTER_ENDPOINT', 'PLATFORM', 'REGION'] as const) {
+      if (!env[k]) errors.push(`${k} is required when MANAGEMENT_CLUSTER=true`);
+    }
+    if (!flags.get('guest-kubeconfig')) errors.push('--guest-kubeconfig is required when MANAGEMENT_CLUSTER=true');
+  }
+  if (platform === 'AWS' && !env.KARPENTER_IMAGE_AWS) errors.push('KARPENTER_IMAGE_AWS is required for PLATFORM=AWS');
+  const logLevel = (flags.get('log-level') ?? env.LOG_LEVEL ?? 'info') as OperatorConfig['logLevel'];
+  if (!['debug', 'info', 'warn', 'error'].includes(logLevel)) errors.push(`--log-level must be debug, info, warn or error, got ${JSON.stringify(logLevel)}`);
+  const metrics = parseAddress('--metrics-bind-address', flags.get('metrics-bind-address') ?? ':8080', errors);
+  const health = parseAddress('--health-probe-bind-address', flags.get('health-probe-bind-address') ?? ':8081', errors);
+  if (errors.length) return { ok: false, errors };
+  const config: OperatorConfig = {
+    namespace: namespace!,
+    metricsBindAddress: metrics,
+    healthProbeBindAddress: health,
+    leaderElect,
+    releaseVersion: releaseVersion!,
+    managementCluster,
+    crdDir: flags.get('crd-dir') ?? env.KARPENTER_CRD_DIR ?? defaults.crdDir,
+    logLevel,
+    podName: env.POD_NAME ?? env.HOSTNAME ?? 'karpenter-operator',
+  };
+  const opt = (k: keyof OperatorConfig, v: string | undefined) => {
+    if (v) (config as unknown as Record<string, unknown>)[k] = v;
+  };
+  opt('kubeconfig', flags.get('kubeconfig') ?? env.KUBECONFIG);
+  opt('guestKubeconfig', flags.get('guest-kubeconfig'));
+  opt('clusterName', env.CLUSTER_NAME);
+  opt('clusterEndpoint', env.CLUSTER_ENDPOINT);
+  opt('platform', platform);
+  opt('region', env.REGION);
+  opt('operandImageAws', env.KARPENTER_IMAGE_AWS);
+  opt('operatorImage', env.OPERATOR_IMAGE);
+  opt('awsSharedCredentialsFile', env.AWS_SHARED_CREDENTIALS_FILE);
+  opt('nodeIdentityCredentialsFile', env.NODE_IDENTITY_CREDENTIALS_FILE);
+  opt('awsEndpoint', env.AWS_ENDPOINT_URL_EC2 ?? env.AWS_ENDPOINT_URL);
+  return { ok: true, config };
+}
+
+/** Problems that can only be known once the platform is known (standalone reads it from Infrastructure). */
+export function platformRequirements(config: OperatorConfig, platform: string): string[] {
+  if (platform === 'AWS' && !config.operandImageAws) return ['KARPENTER_IMAGE_AWS is required on AWS'];
+  return [];
+}
