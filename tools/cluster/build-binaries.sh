@@ -4,9 +4,8 @@
 # Idempotent: a binary already in the cache is not rebuilt.
 set -euo pipefail
 
-K8S_VERSION="${K8S_VERSION:-v1.36.3}"
-ETCD_VERSION="${ETCD_VERSION:-v3.6.16}"
-KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"
+# shellcheck source=versions.env
+. "$(dirname "${BASH_SOURCE[0]}")/versions.env"
 CACHE_ROOT="${KO_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/karpenter-operator}"
 BIN_DIR="$CACHE_ROOT/bin/k8s-${K8S_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}"
 

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Copies the real CRDs the local cluster serves from pinned Go modules (module cache) into
+# generated/crds/{openshift,karpenter,hypershift,cco}/ (gitignored). Never hand-copied, never committed.
+# Idempotent: does nothing when the stamp matches the pinned versions. Prints the CRD directory.
+set -euo pipefail
+KO_SCRIPT=fetch-crds
+# shellcheck source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+stamp="openshift-api=$OPENSHIFT_API_VERSION karpenter-aws=$KARPENTER_AWS_VERSION hypershift-api=$HYPERSHIFT_API_VERSION cco=$CCO_VERSION layout=1"
+if [ -f "$KO_CRD_DIR/.stamp" ] && [ "$(cat "$KO_CRD_DIR/.stamp")" = "$stamp" ]; then
+  echo "$KO_CRD_DIR"; exit 0
+fi
+ko_require_go
+
+openshift=$(ko_go_module_dir github.com/openshift/api "$OPENSHIFT_API_VERSION")
+karpenter=$(ko_go_module_dir github.com/aws/karpenter-provider-aws "$KARPENTER_AWS_VERSION")
+hypershift=$(ko_go_module_dir github.com/openshift/hypershift/api "$HYPERSHIFT_API_VERSION")
+cco=$(ko_go_module_dir github.com/openshift/cloud-credential-operator "$CCO_VERSION")
+
+mkdir -p "$(dirname "$KO_CRD_DIR")"
+tmp=$(mktemp -d "$(dirname "$KO_CRD_DIR")/.crds.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$tmp"/{openshift,karpenter,hypershift,cco}
+: > "$tmp/SOURCES.txt"
+
+# copy <group-dir> <target-name> <module-dir> <module@version> <glob>...: the first glob that matches
+# exactly one file wins (file names move between commits, so select by pattern, -Default first).
+copy() {
+  local group="$1" target="$2" root="$3" modver="$4"; shift 4
+  local pattern matches
+  for pattern in "$@"; do
+    # shellcheck disable=SC2206
+    matches=( $root/$pattern )
+    [ -e "${matches[0]}" ] || continue
+    [ ${#matches[@]} -eq 1 ] || ko_fail "$target: pattern $pattern matches ${#matches[@]} files in $modver; pin a version whose layout is known"
+    cp "${matches[0]}" "$tmp/$group/$target.yaml"
+    chmod 644 "$tmp/$group/$target.yaml"
+    echo "$group/$target.yaml <= $modver ${matches[0]#"$root"/}" >> "$tmp/SOURCES.txt"
+    return 0
+  done
+  ko_fail "$target: no CRD matching $* in $modver"
+}
+
+o=github.com/openshift/api@$OPENSHIFT_API_VERSION
+cfg=config/v1/zz_generated.crd-manifests
+copy openshift infrastructures.config.openshift.io "$openshift" "$o" "$cfg/*_infrastructures-Default.crd.yaml" "$cfg/*_infrastructures.crd.yaml"
+copy openshift clusteroperators.config.openshift.io "$openshift" "$o" "$cfg/*_clusteroperators-Default.crd.yaml" "$cfg/*_clusteroperators.crd.yaml"
+copy openshift clusterversions.config.openshift.io "$openshift" "$o" "$cfg/*_clusterversions-Default.crd.yaml" "$cfg/*_clusterversions.crd.yaml"
+copy openshift featuregates.config.openshift.io "$openshift" "$o" "$cfg/*_featuregates-Default.crd.yaml" "$cfg/*_featuregates.crd.yaml"
+mach=machine/v1beta1/zz_generated.crd-manifests
+copy openshift machinesets.machine.openshift.io "$openshift" "$o" "$mach/*_machinesets-Default.crd.yaml" "$mach/*_machinesets.crd.yaml"
+copy openshift machines.machine.openshift.io "$openshift" "$o" "$mach/*_machines-Default.crd.yaml" "$mach/*_machines.crd.yaml"
+mc=machineconfiguration/v1/zz_generated.crd-manifests
+copy openshift machineconfigpools.machineconfiguration.openshift.io "$openshift" "$o" "$mc/*_machineconfigpools-Default.crd.yaml" "$mc/*_machineconfigpools.crd.yaml"
+copy openshift machineconfigs.machineconfiguration.openshift.io "$openshift" "$o" "$mc/*_machineconfigs-Default.crd.yaml" "$mc/*_machineconfigs.crd.yaml"
+copy openshift kubeletconfigs.machineconfiguration.openshift.io "$openshift" "$o" "$mc/*_kubeletconfigs-Default.crd.yaml" "$mc/*_kubeletconfigs.crd.yaml"
+
+k=github.com/aws/karpenter-provider-aws@$KARPENTER_AWS_VERSION
+copy karpenter nodepools.karpenter.sh "$karpenter" "$k" "pkg/apis/crds/karpenter.sh_nodepools.yaml"
+copy karpenter nodeclaims.karpenter.sh "$karpenter" "$k" "pkg/apis/crds/karpenter.sh_nodeclaims.yaml"
+copy karpenter nodeoverlays.karpenter.sh "$karpenter" "$k" "pkg/apis/crds/karpenter.sh_nodeoverlays.yaml"
+copy karpenter ec2nodeclasses.karpenter.k8s.aws "$karpenter" "$k" "pkg/apis/crds/karpenter.k8s.aws_ec2nodeclasses.yaml"
+
+# HyperShift publishes one complete CRD per feature gate; spec.autoNode is behind AutoNodeKarpenter.
+h=github.com/openshift/hypershift/api@$HYPERSHIFT_API_VERSION
+fg=hypershift/v1beta1/zz_generated.featuregated-crd-manifests
+copy hypershift hostedcontrolplanes.hypershift.openshift.io "$hypershift" "$h" \
+  "$fg/hostedcontrolplanes.hypershift.openshift.io/AutoNodeKarpenter.yaml" "$fg/hostedcontrolplanes.hypershift.openshift.io/AAA_ungated.yaml"
+copy hypershift hostedclusters.hypershift.openshift.io "$hypershift" "$h" \
+  "$fg/hostedclusters.hypershift.openshift.io/AutoNodeKarpenter.yaml" "$fg/hostedclusters.hypershift.openshift.io/AAA_ungated.yaml"
+
+c=github.com/openshift/cloud-credential-operator@$CCO_VERSION
+copy cco credentialsrequests.cloudcredential.openshift.io "$cco" "$c" "manifests/*_cloud-credential-operator_01_crd.yaml"
+
+echo "$stamp" > "$tmp/.stamp"
+rm -rf "$KO_CRD_DIR"
+mv "$tmp" "$KO_CRD_DIR"
+trap - EXIT
+chmod 755 "$KO_CRD_DIR"
+echo "$KO_CRD_DIR"

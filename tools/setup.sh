@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# `npm run setup`: everything the tests and `npm run dev` need on a fresh machine (Node 20+, npm, Go,
+# Python). Idempotent and fast when nothing changed. Each missing prerequisite stops with one line.
+#   1. npm ci when node_modules is missing or older than package-lock.json (brings Node 24)
+#   2. control-plane binaries from pinned Go modules (tools/cluster/build-binaries.sh, cached per version)
+#   3. the real CRDs from pinned Go modules into generated/crds (tools/cluster/fetch-crds.sh)
+#   4. a Python virtualenv with moto[server] (the EC2 emulator)
+#   5. .local/toolchain.json: where all of that is, for packages/testkit
+set -euo pipefail
+KO_SCRIPT=setup
+# shellcheck source=cluster/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/cluster/lib.sh"
+cd "$KO_REPO_ROOT"
+logs="$KO_LOCAL_DIR/logs"
+mkdir -p "$logs"
+started=$SECONDS
+
+# 1. Node dependencies. The system Node may be 20: it only has to run `npm ci`, which installs Node 24.
+command -v npm >/dev/null 2>&1 || ko_fail "npm is not installed: install Node.js >= 20 with npm (https://nodejs.org or apt-get install nodejs npm) and re-run"
+if [ ! -x node_modules/.bin/node ] || [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  ko_log "installing Node dependencies (npm ci)"
+  npm ci --no-audit --no-fund > "$logs/npm-ci.log" 2>&1 || ko_fail "npm ci failed (see $logs/npm-ci.log); check access to the npm registry"
+fi
+node_major=$(node_modules/.bin/node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+[ "$node_major" -ge 24 ] || ko_fail "node_modules/.bin/node is not Node >= 24; delete node_modules and re-run npm run setup"
+
+# 2. Binaries (minutes cold, instant warm).
+ko_require_go
+if ! bin_dir=$(bash tools/cluster/build-binaries.sh 2> "$logs/build-binaries.log"); then
+  ko_fail "$(grep -E '^build-binaries: ' "$logs/build-binaries.log" | tail -n1 | sed 's/^build-binaries: //') (full log: $logs/build-binaries.log)"
+fi
+
+# 3. CRDs.
+crd_dir=$(bash tools/cluster/fetch-crds.sh) || exit 1
+
+# 4. The EC2 emulator. venv scripts embed their absolute path, so the venv is built in place and
+#    marked complete by a stamp written last.
+command -v python3 >/dev/null 2>&1 || ko_fail "Python 3 is not installed: install Python >= 3.9 with venv (apt-get install python3 python3-venv) and re-run"
+python3 -c 'import sys; sys.exit(0 if sys.version_info >= (3, 9) else 1)' || ko_fail "Python $(python3 -V 2>&1) is too old: moto ${MOTO_VERSION} needs Python >= 3.9"
+if [ "$(cat "$KO_VENV_DIR/.stamp" 2>/dev/null)" != "moto[server]==${MOTO_VERSION}" ]; then
+  python3 -c 'import venv, ensurepip' 2>/dev/null || ko_fail "Python's venv module is missing: apt-get install python3-venv (or your distribution's equivalent) and re-run"
+  ko_log "creating the EC2 emulator virtualenv (moto[server]==${MOTO_VERSION})"
+  rm -rf "$KO_VENV_DIR"
+  mkdir -p "$(dirname "$KO_VENV_DIR")"
+  python3 -m venv "$KO_VENV_DIR" > "$logs/venv.log" 2>&1 || ko_fail "python3 -m venv failed (see $logs/venv.log)"
+  "$KO_VENV_DIR/bin/pip" install --disable-pip-version-check -q "moto[server]==${MOTO_VERSION}" >> "$logs/venv.log" 2>&1 \
+    || ko_fail "pip could not install moto[server]==${MOTO_VERSION} (see $logs/venv.log); check access to PyPI"
+  echo "moto[server]==${MOTO_VERSION}" > "$KO_VENV_DIR/.stamp"
+fi
+[ -x "$KO_VENV_DIR/bin/moto_server" ] || ko_fail "moto_server is missing from $KO_VENV_DIR; delete that directory and re-run npm run setup"
+
+# 5. What packages/testkit reads to find the toolchain.
+cat > "$KO_LOCAL_DIR/toolchain.json.tmp" <<JSON
+{
+  "binDir": "$bin_dir",
+  "crdDir": "$crd_dir",
+  "motoServer": "$KO_VENV_DIR/bin/moto_server",
+  "versions": {
+    "kubernetes": "$K8S_VERSION",
+    "etcd": "$ETCD_VERSION",
+    "kwok": "$KWOK_VERSION",
+    "openshiftApi": "$OPENSHIFT_API_VERSION",
+    "karpenterProviderAws": "$KARPENTER_AWS_VERSION",
+    "hypershiftApi": "$HYPERSHIFT_API_VERSION",
+    "cloudCredentialOperator": "$CCO_VERSION",
+    "moto": "$MOTO_VERSION"
+  }
+}
+JSON
+mv "$KO_LOCAL_DIR/toolchain.json.tmp" "$KO_LOCAL_DIR/toolchain.json"
+ko_log "ready in $((SECONDS - started))s (toolchain: .local/toolchain.json)"
