@@ -1,1 +1,2 @@
-export {};
+export { AzureStubCloudProvider, AZURE_UNSUPPORTED_MESSAGE } from './azure-stub-provider.js';
+export { azureStubProviderModule } from './module.js';

@@ -1,3 +1,4 @@
 export { MemoryClusterStore, mergePatch, type RecordedWrite } from './memory-cluster-store.js';
 export { FakeClock } from './fake-clock.js';
 export { RecordingEvents, RecordingMetrics, type RecordedEvent } from './recording.js';
+export { describeCloudProviderContract, type CloudProviderContractFixture } from './cloud-provider-contract.js';
