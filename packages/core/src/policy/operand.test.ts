@@ -1,0 +1,222 @@
+import { describe, expect, it } from 'vitest';
+import type { ClusterFacts, KarpenterRequest, LogLevel, OperatorSettings } from '../model/cluster.js';
+import type { KubeObject } from '../model/kube.js';
+import { Names } from '../model/names.js';
+import type { OperandCloudConfig } from '../ports/cloud-provider.js';
+import { OperandNames, renderOperand, type OperandInput } from './operand.js';
+import { isSubset } from './subset.js';
+
+const facts = (over: Partial<ClusterFacts> = {}): ClusterFacts => ({
+  platform: 'AWS',
+  region: 'us-east-2',
+  infrastructureName: 'mycluster-x7k2p',
+  apiServerInternalURL: 'https://api-int.mycluster.example.com:6443',
+  controlPlaneTopology: 'HighlyAvailable',
+  resourceTags: [],
+  ...over,
+});
+const settings = (over: Partial<OperatorSettings> = {}): OperatorSettings => ({
+  namespace: 'openshift-karpenter',
+  releaseVersion: '4.22.0',
+  operandImage: 'registry.example.com/karpenter@sha256:abc',
+  crdDir: '/crds',
+  ...over,
+});
+const request = (over: Partial<KarpenterRequest> = {}): KarpenterRequest => ({
+  owner: { apiVersion: 'autoscaling.openshift.io/v1alpha1', kind: 'Karpenter', name: 'default', uid: 'uid-karpenter' },
+  generation: 3,
+  logLevel: 'info',
+  deleting: false,
+  finalizers: [],
+  ...over,
+});
+const cloud: OperandCloudConfig = {
+  env: [
+    { name: 'AWS_REGION', value: 'us-east-2' },
+    { name: 'AWS_SHARED_CREDENTIALS_FILE', value: '/etc/provider/credentials' },
+  ],
+  volumes: [{ name: 'provider-creds', secret: { secretName: 'karpenter-cloud-credentials' } }],
+  volumeMounts: [{ name: 'provider-creds', mountPath: '/etc/provider', readOnly: true }],
+  credentialsSecret: 'karpenter-cloud-credentials',
+};
+const providerRbac: KubeObject[] = [
+  { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: 'karpenter' }, rules: [] },
+];
+const input = (over: Partial<OperandInput> = {}): OperandInput => ({
+  namespace: 'openshift-karpenter',
+  facts: facts(),
+  settings: settings(),
+  request: request(),
+  cloud,
+  providerRbac,
+  credentialsHash: 'hash-1',
+  topology: 'standalone',
+  ...over,
+});
+
+type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+const deployment = (objs: KubeObject[]): Obj => {
+  const d = objs.find((o) => o.kind === 'Deployment');
+  if (!d) throw new Error('no Deployment rendered');
+  return d as Obj;
+};
+const podSpec = (objs: KubeObject[]): Obj => deployment(objs)['spec'].template.spec;
+const controller = (objs: KubeObject[]): Obj => podSpec(objs)['containers'][0];
+const envOf = (c: Obj): Record<string, unknown> =>
+  Object.fromEntries((c['env'] as Obj[]).map((e) => [e['name'], e['value'] ?? e['valueFrom']]));
+
+describe('renderOperand: objects', () => {
+  it('renders the operand objects in apply order, Deployment last', () => {
+    const ids = renderOperand(input()).map((o) => `${o.kind} ${o.metadata.namespace ?? ''}/${o.metadata.name}`);
+    expect(ids).toEqual([
+      'ServiceAccount openshift-karpenter/karpenter',
+      'ClusterRole /karpenter-core',
+      'ClusterRoleBinding /karpenter-core',
+      'Role openshift-karpenter/karpenter',
+      'RoleBinding openshift-karpenter/karpenter',
+      'Role kube-system/karpenter-dns',
+      'RoleBinding kube-system/karpenter-dns',
+      'ClusterRole /karpenter',
+      'Deployment openshift-karpenter/karpenter',
+    ]);
+  });
+
+  it.each([
+    { name: 'every object carries app and managed labels', check: (o: KubeObject) => isSubset({ app: 'karpenter', [Names.managedLabel]: 'true' }, o.metadata.labels) },
+    { name: 'every object is controlled by the Karpenter CR with blockOwnerDeletion', check: (o: KubeObject) => isSubset([{ apiVersion: 'autoscaling.openshift.io/v1alpha1', kind: 'Karpenter', name: 'default', uid: 'uid-karpenter', controller: true, blockOwnerDeletion: true }], o.metadata.ownerReferences) },
+    { name: 'bindings name the operand ServiceAccount', check: (o: KubeObject) => !o.kind.endsWith('Binding') || isSubset([{ kind: 'ServiceAccount', name: 'karpenter', namespace: 'openshift-karpenter' }], o['subjects']) },
+    { name: 'bindings reference a role of their own name', check: (o: KubeObject) => !o.kind.endsWith('Binding') || (o['roleRef'] as Obj)['name'] === o.metadata.name },
+  ])('$name', ({ check }) => {
+    for (const o of renderOperand(input())) expect(check(o), `${o.kind} ${o.metadata.name}`).toBe(true);
+  });
+
+  it('owns only objects in the owner namespace when the owner is namespaced (HyperShift)', () => {
+    const owner = { apiVersion: 'hypershift.openshift.io/v1beta1', kind: 'HostedControlPlane', name: 'hcp', namespace: 'clusters-a', uid: 'u1' };
+    const objs = renderOperand(input({ namespace: 'clusters-a', topology: 'hypershift', request: request({ owner }) }));
+    const owned = objs.filter((o) => o.metadata.ownerReferences).map((o) => `${o.kind}/${o.metadata.name}`);
+    expect(owned).toEqual(['ServiceAccount/karpenter', 'Role/karpenter', 'RoleBinding/karpenter', 'Deployment/karpenter']);
+  });
+
+  it.each([
+    { name: 'core role writes nodeclaims finalizers', role: 'karpenter-core', rule: { apiGroups: ['karpenter.sh'], resources: ['nodeclaims/finalizers', 'nodepools/finalizers'], verbs: ['update'] } },
+    { name: 'core role evicts pods', role: 'karpenter-core', rule: { apiGroups: [''], resources: ['pods/eviction'], verbs: ['create'] } },
+    { name: 'lease role updates only the leader lease', role: 'karpenter', rule: { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['patch', 'update'], resourceNames: ['karpenter-leader-election'] } },
+    { name: 'dns role reads kube-dns', role: 'karpenter-dns', rule: { apiGroups: [''], resources: ['services'], verbs: ['get'], resourceNames: ['kube-dns'] } },
+  ])('$name', ({ role, rule }) => {
+    const r = renderOperand(input()).find((o) => (o.kind === 'ClusterRole' || o.kind === 'Role') && o.metadata.name === role);
+    expect(r?.['rules']).toContainEqual(rule);
+  });
+
+  it('includes the provider RBAC without changing its rules', () => {
+    const rules = [{ apiGroups: ['karpenter.k8s.aws'], resources: ['ec2nodeclasses'], verbs: ['get'] }];
+    const objs = renderOperand(input({ providerRbac: [{ ...providerRbac[0]!, rules }] }));
+    expect(objs.find((o) => o.metadata.name === 'karpenter' && o.kind === 'ClusterRole')?.['rules']).toEqual(rules);
+  });
+
+  it('is pure: rendering twice gives equal objects and leaves the inputs alone', () => {
+    const i = input();
+    const before = structuredClone(i);
+    const a = renderOperand(i);
+    controller(a)['env'].push({ name: 'MUTATED' });
+    expect(renderOperand(i)).not.toEqual(a);
+    expect(i).toEqual(before);
+  });
+});
+
+describe('renderOperand: Deployment', () => {
+  it.each([
+    { name: 'SYSTEM_NAMESPACE from the downward API', key: 'SYSTEM_NAMESPACE', value: { fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.namespace' } }, over: {} },
+    { name: 'CLUSTER_NAME is the infra ID', key: 'CLUSTER_NAME', value: 'mycluster-x7k2p', over: {} },
+    { name: 'CLUSTER_NAME override', key: 'CLUSTER_NAME', value: 'other', over: { settings: settings({ clusterNameOverride: 'other' }) } },
+    { name: 'CLUSTER_ENDPOINT is the internal API URL', key: 'CLUSTER_ENDPOINT', value: 'https://api-int.mycluster.example.com:6443', over: {} },
+    { name: 'CLUSTER_ENDPOINT override', key: 'CLUSTER_ENDPOINT', value: 'https://x:6443', over: { settings: settings({ clusterEndpointOverride: 'https://x:6443' }) } },
+    { name: 'webhooks disabled', key: 'DISABLE_WEBHOOK', value: 'true', over: {} },
+    { name: 'health probe port', key: 'HEALTH_PROBE_PORT', value: '8081', over: {} },
+    { name: 'metrics port', key: 'METRICS_PORT', value: '8080', over: {} },
+    { name: 'cloud env passed through', key: 'AWS_SHARED_CREDENTIALS_FILE', value: '/etc/provider/credentials', over: {} },
+  ])('env: $name', ({ key, value, over }) => {
+    expect(envOf(controller(renderOperand(input(over))))[key]).toEqual(value);
+  });
+
+  it.each([
+    { name: 'debug', level: 'debug' as LogLevel },
+    { name: 'info', level: 'info' as LogLevel },
+    { name: 'error', level: 'error' as LogLevel },
+  ])('logLevel $name becomes LOG_LEVEL and --log-level', ({ level }) => {
+    const c = controller(renderOperand(input({ request: request({ logLevel: level }) })));
+    expect(envOf(c)['LOG_LEVEL']).toBe(level);
+    expect(c['args']).toEqual([`--log-level=${level}`]);
+  });
+
+  it.each([
+    { name: 'container drops ALL capabilities', path: (o: KubeObject[]) => controller(o)['securityContext'].capabilities, want: { drop: ['ALL'] } },
+    { name: 'container: no privilege escalation', path: (o: KubeObject[]) => controller(o)['securityContext'].allowPrivilegeEscalation, want: false },
+    { name: 'container: read-only root filesystem', path: (o: KubeObject[]) => controller(o)['securityContext'].readOnlyRootFilesystem, want: true },
+    { name: 'pod: runAsNonRoot and RuntimeDefault seccomp only', path: (o: KubeObject[]) => podSpec(o)['securityContext'], want: { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } } },
+    { name: 'requests 1 CPU / 1Gi, no limits', path: (o: KubeObject[]) => controller(o)['resources'], want: { requests: { cpu: '1', memory: '1Gi' } } },
+    { name: 'ports metrics and http', path: (o: KubeObject[]) => controller(o)['ports'].map((p: Obj) => `${p['name']}:${p['containerPort']}`), want: ['metrics:8080', 'http:8081'] },
+    { name: 'liveness /healthz', path: (o: KubeObject[]) => controller(o)['livenessProbe'].httpGet, want: { path: '/healthz', port: 'http' } },
+    { name: 'readiness /readyz', path: (o: KubeObject[]) => controller(o)['readinessProbe'].httpGet, want: { path: '/readyz', port: 'http' } },
+    { name: 'image from settings', path: (o: KubeObject[]) => controller(o)['image'], want: 'registry.example.com/karpenter@sha256:abc' },
+    { name: 'credentials mounted read-only', path: (o: KubeObject[]) => controller(o)['volumeMounts'], want: [{ name: 'provider-creds', mountPath: '/etc/provider', readOnly: true }] },
+    { name: 'credentials volume', path: (o: KubeObject[]) => podSpec(o)['volumes'], want: [{ name: 'provider-creds', secret: { secretName: 'karpenter-cloud-credentials' } }] },
+    { name: 'system-node-critical', path: (o: KubeObject[]) => podSpec(o)['priorityClassName'], want: 'system-node-critical' },
+    { name: 'grace period 10 s', path: (o: KubeObject[]) => podSpec(o)['terminationGracePeriodSeconds'], want: 10 },
+    { name: 'runs as the operand ServiceAccount', path: (o: KubeObject[]) => podSpec(o)['serviceAccountName'], want: 'karpenter' },
+    { name: 'control-plane nodeSelector', path: (o: KubeObject[]) => podSpec(o)['nodeSelector'], want: { 'node-role.kubernetes.io/control-plane': '' } },
+    { name: 'tolerates master and control-plane NoSchedule', path: (o: KubeObject[]) => podSpec(o)['tolerations'], want: [
+      { key: 'node-role.kubernetes.io/master', operator: 'Exists', effect: 'NoSchedule' },
+      { key: 'node-role.kubernetes.io/control-plane', operator: 'Exists', effect: 'NoSchedule' },
+    ] },
+    { name: 'two replicas', path: (o: KubeObject[]) => deployment(o)['spec'].replicas, want: 2 },
+    { name: 'preferred anti-affinity by hostname', path: (o: KubeObject[]) => podSpec(o)['affinity'].podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm, want: { topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: { app: 'karpenter' } } } },
+    { name: 'selector matches the pod labels', path: (o: KubeObject[]) => [deployment(o)['spec'].selector.matchLabels, deployment(o)['spec'].template.metadata.labels], want: [{ app: 'karpenter' }, { app: 'karpenter' }] },
+    { name: 'management workload annotation', path: (o: KubeObject[]) => deployment(o)['spec'].template.metadata.annotations['target.workload.openshift.io/management'], want: '{"effect": "PreferredDuringScheduling"}' },
+    { name: 'credentials hash on the pod template', path: (o: KubeObject[]) => deployment(o)['spec'].template.metadata.annotations[OperandNames.credentialsHashAnnotation], want: 'hash-1' },
+    { name: 'no init container without an operator image', path: (o: KubeObject[]) => podSpec(o)['initContainers'], want: undefined },
+  ])('$name', ({ path, want }) => {
+    expect(path(renderOperand(input()))).toEqual(want);
+  });
+
+  it('sets no fixed UID, GID or fsGroup anywhere', () => {
+    const text = JSON.stringify(renderOperand(input({ settings: settings({ operatorImage: 'op:1' }) })));
+    expect(text).not.toMatch(/runAsUser|runAsGroup|fsGroup|limits/);
+  });
+
+  it.each([
+    { name: 'hash changes the pod template', a: 'hash-1', b: 'hash-2', equal: false },
+    { name: 'same hash, same pod template', a: 'hash-1', b: 'hash-1', equal: true },
+    { name: 'no hash yet, no annotation', a: undefined, b: undefined, equal: true },
+  ])('credentials rotation: $name', ({ a, b, equal }) => {
+    const ta = deployment(renderOperand(input({ credentialsHash: a })))['spec'].template;
+    const tb = deployment(renderOperand(input({ credentialsHash: b })))['spec'].template;
+    expect(JSON.stringify(ta) === JSON.stringify(tb)).toBe(equal);
+    if (a === undefined) expect(ta.metadata.annotations[OperandNames.credentialsHashAnnotation]).toBeUndefined();
+  });
+
+  it.each([
+    { name: 'single-node control plane runs one replica without anti-affinity', topology: 'SingleReplica', replicas: 1, affinity: false },
+    { name: 'highly available control plane runs two', topology: 'HighlyAvailable', replicas: 2, affinity: true },
+  ])('$name', ({ topology, replicas, affinity }) => {
+    const objs = renderOperand(input({ facts: facts({ controlPlaneTopology: topology }) }));
+    expect(deployment(objs)['spec'].replicas).toBe(replicas);
+    expect(podSpec(objs)['affinity'] !== undefined).toBe(affinity);
+  });
+
+  it('runs a credentials check before the controller when the operator image is known', () => {
+    const objs = renderOperand(input({ settings: settings({ operatorImage: 'quay.io/op:1' }) }));
+    const [init] = podSpec(objs)['initContainers'] as Obj[];
+    expect(init).toMatchObject({ name: 'check-credentials', image: 'quay.io/op:1', args: ['check-credentials'] });
+    expect(init!['volumeMounts']).toEqual(controller(objs)['volumeMounts']);
+    expect(envOf(init!)['AWS_REGION']).toBe('us-east-2');
+    expect(init!['securityContext']).toEqual(controller(objs)['securityContext']);
+  });
+
+  it('HyperShift placement leaves out the control-plane selector and tolerations', () => {
+    const owner = { apiVersion: 'hypershift.openshift.io/v1beta1', kind: 'HostedControlPlane', name: 'hcp', namespace: 'clusters-a', uid: 'u1' };
+    const objs = renderOperand(input({ namespace: 'clusters-a', topology: 'hypershift', request: request({ owner }) }));
+    expect(podSpec(objs)['nodeSelector']).toBeUndefined();
+    expect(podSpec(objs)['tolerations']).toBeUndefined();
+    expect(deployment(objs)['metadata'].namespace).toBe('clusters-a');
+  });
+});
