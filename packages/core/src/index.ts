@@ -23,3 +23,5 @@ export * from './use-cases/instrument.js';
 export * from './use-cases/crds/crds.js';
 export * from './use-cases/status/status.js';
 export * from './use-cases/teardown/teardown.js';
+export * from './policy/operand.js';
+export * from './policy/rbac.js';
