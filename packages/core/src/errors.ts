@@ -39,9 +39,17 @@ export class InvalidInputError extends CoreError {
 /** The reconcile cannot succeed by retrying: stop until the inputs change. */
 export class TerminalError extends CoreError {}
 
-/** The platform is known but not supported by this build (e.g. the Azure stub). */
+/**
+ * Karpenter cannot run on this platform. `known` is true for a platform with a provider package that is not
+ * supported yet (the Azure stub: nothing is wrong, nothing is deployed) and false for a platform no package
+ * serves (reported as Degraded).
+ */
 export class UnsupportedPlatformError extends CoreError {
-  constructor(readonly platform: string, detail: string) {
+  constructor(
+    readonly platform: string,
+    detail: string,
+    readonly known: boolean = true,
+  ) {
     super(detail);
   }
 }

@@ -18,6 +18,7 @@ describe('foldStatus', () => {
   it.each([
     { name: 'no CR: available idle, version reported', in: { request: 'absent' as const }, available: ['True', 'KarpenterNotFound'], progressing: ['False', 'KarpenterNotFound'], degraded: 'False', version: '4.22.0' },
     { name: 'unsupported platform: available, no operand', in: { unsupported: 'Azure is not supported yet' }, available: ['True', 'PlatformNotSupported'], progressing: ['False', 'PlatformNotSupported'], degraded: 'False', version: '4.22.0' },
+    { name: 'unknown platform: nothing deployed, degraded', in: { unsupported: 'platform Foo is not supported', unknownPlatform: true }, available: ['True', 'PlatformNotSupported'], progressing: ['False', 'PlatformNotSupported'], degraded: 'True', version: '4.22.0' },
     { name: 'waiting for CRDs', in: { crdsPending: ['nodepools.karpenter.sh'] }, available: ['False', 'OperandNotYetCreated'], progressing: ['True', 'WaitingForCRDs'], degraded: 'False', version: undefined },
     { name: 'waiting for credentials', in: { missingCredentials: 'openshift-karpenter/karpenter-cloud-credentials' }, available: ['False', 'OperandNotYetCreated'], progressing: ['True', 'WaitingForCredentials'], degraded: 'False', version: undefined },
     { name: 'rolled out', in: { operand: rolled }, available: ['True', 'AsExpected'], progressing: ['False', 'AsExpected'], degraded: 'False', version: '4.22.0' },

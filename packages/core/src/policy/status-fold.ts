@@ -12,6 +12,7 @@ export const Reasons = {
   WaitingForCredentials: 'WaitingForCredentials',
   WaitingForCRDs: 'WaitingForCRDs',
   PlatformNotSupported: 'PlatformNotSupported',
+  UnknownPlatform: 'UnknownPlatform',
   InvalidInfrastructure: 'InvalidInfrastructure',
   TeardownInProgress: 'TeardownInProgress',
   RepeatedFailures: 'RepeatedFailures',
@@ -29,6 +30,8 @@ export interface StatusInputs {
   request: 'absent' | 'present' | 'deleting';
   /** Message when the provider cannot run Karpenter on this platform. */
   unsupported?: string;
+  /** True when no provider package serves the platform at all (Degraded), not merely "not yet supported". */
+  unknownPlatform?: boolean;
   /** Cluster facts could not be read (Infrastructure incomplete). */
   factsError?: string;
   /** Names of runtime CRDs not yet Established; empty when all are. */
@@ -140,6 +143,7 @@ function degradedCondition(input: StatusInputs): ConditionInput {
   const gen = input.generation;
   const mk = (status: 'True' | 'False', reason: string, message: string): ConditionInput =>
     gen === undefined ? { type: 'Degraded', status, reason, message } : { type: 'Degraded', status, reason, message, observedGeneration: gen };
+  if (input.unsupported && input.unknownPlatform) return mk('True', Reasons.UnknownPlatform, input.unsupported);
   if (input.factsError && input.request === 'present') return mk('True', Reasons.InvalidInfrastructure, input.factsError);
   const failed = input.failures
     .filter((f) => f.consecutiveFailures >= input.degradedAfter)

@@ -108,6 +108,7 @@ export class StatusReconciler implements Reconciler {
     } catch (e) {
       if (!isUnsupportedPlatformError(e)) throw e;
       input.unsupported = e.message;
+      if (!e.known) input.unknownPlatform = true;
     }
     if (input.request === 'present' && !input.unsupported) {
       try {
