@@ -25,3 +25,4 @@ export * from './use-cases/status/status.js';
 export * from './use-cases/teardown/teardown.js';
 export * from './policy/operand.js';
 export * from './policy/rbac.js';
+export * from './use-cases/operand/operand.js';
