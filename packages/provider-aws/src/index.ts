@@ -1,1 +1,24 @@
-export {};
+export { AwsCloudProvider, AWS_CRD_FILES, OPERAND_CREDENTIALS_DIR, readCrd, type AwsCloudProviderOptions } from './aws-cloud-provider.js';
+export { awsProviderModule } from './module.js';
+export {
+  renderDefaultNodeClass,
+  isWorkerMachineSet,
+  architectureOf,
+  isRestrictedTagKey,
+  sameTerms,
+  workerMachineSets,
+  type Architecture,
+} from './discovery.js';
+export { decodeProviderSpec, PROVIDER_SPEC_PATH, type AwsProviderSpec, type AwsResourceRef, type AwsFilter } from './provider-spec.js';
+export {
+  Ec2Adapter,
+  createEc2Client,
+  mapAwsError,
+  instanceIdFromProviderId,
+  clusterTagKey,
+  EC2_DEFAULTS,
+  type Ec2ClientOptions,
+  type AwsCredentialsSource,
+} from './ec2.js';
+export { awsOperandRbac } from './rbac.js';
+export { awsCredentialsRequests } from './credentials-requests.js';

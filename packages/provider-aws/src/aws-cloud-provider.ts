@@ -1,0 +1,139 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import {
+  InvalidInputError,
+  Names,
+  Types,
+  type CloudProvider,
+  type ClusterFacts,
+  type DefaultNodeClass,
+  type DiscoveryInput,
+  type InstanceInfo,
+  type KubeObject,
+  type OperandCloudConfig,
+  type OperatorSettings,
+  type RelatedObject,
+  type TypeRef,
+  type VerificationProblem,
+} from '@karpenter-operator/core';
+import { awsCredentialsRequests } from './credentials-requests.js';
+import { renderDefaultNodeClass } from './discovery.js';
+import { Ec2Adapter, instanceIdFromProviderId, type Ec2ClientOptions } from './ec2.js';
+import type { EC2Client } from '@aws-sdk/client-ec2';
+import { awsOperandRbac } from './rbac.js';
+
+/** The runtime CRD files, as karpenter-provider-aws ships them (`pkg/apis/crds`). */
+export const AWS_CRD_FILES = [
+  'karpenter.sh_nodepools.yaml',
+  'karpenter.sh_nodeclaims.yaml',
+  'karpenter.sh_nodeoverlays.yaml',
+  'karpenter.k8s.aws_ec2nodeclasses.yaml',
+] as const;
+
+/** Where the operand finds the CCO-minted credentials Secret. */
+export const OPERAND_CREDENTIALS_DIR = '/etc/provider';
+export const OPERAND_CREDENTIALS_VOLUME = 'provider-creds';
+
+export interface AwsCloudProviderOptions {
+  /** Directory holding the runtime CRD YAML files (`AWS_CRD_FILES`). */
+  crdDir: string;
+  /** The operator's own EC2 client (verification, node identity, credentials check). */
+  ec2: Ec2ClientOptions;
+  /** Overrides the operand's EC2 endpoint (`AWS_ENDPOINT_URL_EC2`): emulators and private endpoints. */
+  operandEc2Endpoint?: string;
+  /** Test seam: builds the EC2 client for a region. */
+  ec2ClientFor?: (region: string) => EC2Client;
+}
+
+/** The AWS `CloudProvider`: discovery from MachineSets, EC2 checks, operand cloud config, CRDs and RBAC. */
+export class AwsCloudProvider implements CloudProvider {
+  readonly platform = 'AWS';
+  readonly nodeClassType: TypeRef = Types.EC2NodeClass;
+  private readonly ec2: Ec2Adapter;
+  private crdCache: KubeObject[] | undefined;
+
+  constructor(private readonly options: AwsCloudProviderOptions) {
+    this.ec2 = new Ec2Adapter(options.ec2, options.ec2ClientFor);
+  }
+
+  assertSupported(): void {}
+
+  crds(): KubeObject[] {
+    this.crdCache ??= AWS_CRD_FILES.map((file) => readCrd(join(this.options.crdDir, file)));
+    return structuredClone(this.crdCache);
+  }
+
+  operandCloudConfig(facts: ClusterFacts, _settings: OperatorSettings): OperandCloudConfig {
+    if (!facts.region) {
+      throw new InvalidInputError('RegionMissing', 'Infrastructure cluster', 'status.platformStatus.aws.region', 'the AWS region is not set');
+    }
+    const env: OperandCloudConfig['env'] = [
+      { name: 'AWS_REGION', value: facts.region },
+      { name: 'AWS_SHARED_CREDENTIALS_FILE', value: `${OPERAND_CREDENTIALS_DIR}/credentials` },
+      { name: 'AWS_SDK_LOAD_CONFIG', value: 'true' },
+    ];
+    if (this.options.operandEc2Endpoint) env.push({ name: 'AWS_ENDPOINT_URL_EC2', value: this.options.operandEc2Endpoint });
+    return {
+      env,
+      volumes: [{ name: OPERAND_CREDENTIALS_VOLUME, secret: { secretName: Names.credentialsSecret } }],
+      volumeMounts: [{ name: OPERAND_CREDENTIALS_VOLUME, mountPath: OPERAND_CREDENTIALS_DIR, readOnly: true }],
+      credentialsSecret: Names.credentialsSecret,
+    };
+  }
+
+  operandRbac(namespace: string): KubeObject[] {
+    return awsOperandRbac(namespace);
+  }
+
+  credentialsRequests(namespace: string): KubeObject[] {
+    return awsCredentialsRequests(namespace);
+  }
+
+  relatedObjects(): RelatedObject[] {
+    // An empty name asks must-gather for every object of the resource.
+    return [{ group: 'karpenter.k8s.aws', resource: 'ec2nodeclasses', name: '' }];
+  }
+
+  renderDefaultNodeClass(input: DiscoveryInput): DefaultNodeClass {
+    return renderDefaultNodeClass(input);
+  }
+
+  verifyNodeClass(nodeClass: KubeObject, facts: ClusterFacts): Promise<VerificationProblem[]> {
+    return this.ec2.verifyNodeClass(nodeClass, facts);
+  }
+
+  instanceIdFromProviderId(providerID: string): string | undefined {
+    return instanceIdFromProviderId(providerID);
+  }
+
+  describeInstances(instanceIds: string[], facts: ClusterFacts): Promise<InstanceInfo[]> {
+    return this.ec2.describeInstances(instanceIds, facts);
+  }
+
+  checkCredentials(facts: ClusterFacts): Promise<void> {
+    return this.ec2.checkCredentials(facts);
+  }
+}
+
+/** Reads one CRD file (a single `CustomResourceDefinition` document). */
+export function readCrd(file: string): KubeObject {
+  const object = `CRD file ${file}`;
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new InvalidInputError('CrdMissing', object, 'file', `cannot read: ${(e as Error).message}`, { cause: e });
+  }
+  const docs = parseAllDocuments(text);
+  const crds: KubeObject[] = [];
+  for (const doc of Array.isArray(docs) ? docs : [docs]) {
+    if (doc.errors.length) throw new InvalidInputError('CrdInvalid', object, 'yaml', doc.errors[0]!.message);
+    const v = doc.toJS() as KubeObject | null;
+    if (v && v.kind === 'CustomResourceDefinition') crds.push(v);
+  }
+  if (crds.length !== 1) {
+    throw new InvalidInputError('CrdInvalid', object, 'kind', `expected one CustomResourceDefinition, found ${crds.length}`);
+  }
+  return crds[0]!;
+}
