@@ -1,0 +1,70 @@
+import { Names, Types, type KubeObject } from '@karpenter-operator/core';
+
+/** What the operand calls, by service (karpenter-provider-aws's controller policy, without EKS/SQS). */
+export const operandAwsActions = {
+  ec2: [
+    'ec2:RunInstances',
+    'ec2:CreateFleet',
+    'ec2:CreateLaunchTemplate',
+    'ec2:DeleteLaunchTemplate',
+    'ec2:TerminateInstances',
+    'ec2:CreateTags',
+    'ec2:DescribeAvailabilityZones',
+    'ec2:DescribeCapacityReservations',
+    'ec2:DescribeImages',
+    'ec2:DescribeInstances',
+    'ec2:DescribeInstanceTypeOfferings',
+    'ec2:DescribeInstanceTypes',
+    'ec2:DescribeLaunchTemplates',
+    'ec2:DescribeSecurityGroups',
+    'ec2:DescribeSpotPriceHistory',
+    'ec2:DescribeSubnets',
+  ],
+  iam: [
+    'iam:AddRoleToInstanceProfile',
+    'iam:CreateInstanceProfile',
+    'iam:DeleteInstanceProfile',
+    'iam:GetInstanceProfile',
+    'iam:ListInstanceProfiles',
+    'iam:PassRole',
+    'iam:RemoveRoleFromInstanceProfile',
+    'iam:TagInstanceProfile',
+  ],
+  ssm: ['ssm:GetParameter'],
+  pricing: ['pricing:GetProducts'],
+} as const;
+
+/** The operator's node-identity check looks instances up and does nothing else. */
+export const nodeIdentityAwsActions = ['ec2:DescribeInstances'] as const;
+
+function credentialsRequest(name: string, namespace: string, serviceAccount: string, actions: readonly (readonly string[])[]): KubeObject {
+  return {
+    ...Types.CredentialsRequest,
+    metadata: {
+      name,
+      namespace: Names.credentialsRequestNamespace,
+      annotations: { 'capability.openshift.io/name': 'CloudCredential' },
+    },
+    spec: {
+      serviceAccountNames: [serviceAccount],
+      secretRef: { name, namespace },
+      providerSpec: {
+        apiVersion: 'cloudcredential.openshift.io/v1',
+        kind: 'AWSProviderSpec',
+        statementEntries: actions.map((action) => ({ effect: 'Allow', action: [...action], resource: '*' })),
+      },
+    },
+  };
+}
+
+/**
+ * CredentialsRequests: `karpenter-cloud-credentials` for the operand and the narrow
+ * `karpenter-node-identity-credentials` for the operator; the cloud-credential operator writes each
+ * Secret into `namespace`. Pure.
+ */
+export function awsCredentialsRequests(namespace: string): KubeObject[] {
+  return [
+    credentialsRequest(Names.credentialsSecret, namespace, Names.operandServiceAccount, Object.values(operandAwsActions)),
+    credentialsRequest(Names.nodeIdentityCredentialsSecret, namespace, Names.operatorServiceAccount, [nodeIdentityAwsActions]),
+  ];
+}
