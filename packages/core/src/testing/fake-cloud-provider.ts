@@ -1,0 +1,202 @@
+import type { ClusterFacts, DiscoveryInput, OperatorSettings } from '../model/cluster.js';
+import type { KubeObject, TypeRef } from '../model/kube.js';
+import type {
+  CloudProvider,
+  DefaultNodeClass,
+  InstanceInfo,
+  OperandCloudConfig,
+  RelatedObject,
+  VerificationProblem,
+} from '../ports/cloud-provider.js';
+
+/** Every member of the port that a test may want to see called or make fail. */
+export type FakeCloudMethod =
+  | 'assertSupported'
+  | 'crds'
+  | 'operandCloudConfig'
+  | 'operandRbac'
+  | 'credentialsRequests'
+  | 'relatedObjects'
+  | 'renderDefaultNodeClass'
+  | 'verifyNodeClass'
+  | 'instanceIdFromProviderId'
+  | 'describeInstances'
+  | 'checkCredentials';
+
+export interface FakeCloudCall {
+  method: FakeCloudMethod;
+  args: unknown[];
+}
+
+export interface FakeCloudProviderOptions {
+  platform?: string;
+  nodeClassType?: TypeRef;
+  instances?: InstanceInfo[];
+  crds?: KubeObject[];
+  /** What `renderDefaultNodeClass` returns; a function receives the input. Throws when unset. */
+  defaultNodeClass?: DefaultNodeClass | ((input: DiscoveryInput) => DefaultNodeClass);
+  verificationProblems?: VerificationProblem[];
+  operandCloudConfig?: OperandCloudConfig;
+  operandRbac?: KubeObject[];
+  credentialsRequests?: KubeObject[];
+  relatedObjects?: RelatedObject[];
+  /** Milliseconds each async cloud call takes (real timers), to let concurrent callers overlap. */
+  latencyMs?: number;
+}
+
+/**
+ * A CloudProvider for unit tests of use-cases. Records every call in `calls`, serves `describeInstances`
+ * from a settable instance table (`setInstances`, `putInstance`, `removeInstance`; unknown IDs are absent
+ * as the port says), and injects errors with `failNext(method, error)` (once) or `failAlways`.
+ * Provider IDs look like AWS ones: `aws:///<zone>/<id>` or `aws:///<id>` (see `providerIdFor`).
+ */
+export class FakeCloudProvider implements CloudProvider {
+  readonly platform: string;
+  readonly nodeClassType: TypeRef;
+  readonly calls: FakeCloudCall[] = [];
+  latencyMs: number;
+  verificationProblems: VerificationProblem[];
+  crdList: KubeObject[];
+  defaultNodeClass: FakeCloudProviderOptions['defaultNodeClass'];
+  private readonly instances = new Map<string, InstanceInfo>();
+  private readonly failures: Array<{ method: FakeCloudMethod; error: Error; always: boolean }> = [];
+  private readonly options: FakeCloudProviderOptions;
+
+  constructor(options: FakeCloudProviderOptions = {}) {
+    this.options = options;
+    this.platform = options.platform ?? 'AWS';
+    this.nodeClassType = options.nodeClassType ?? { apiVersion: 'karpenter.k8s.aws/v1', kind: 'EC2NodeClass' };
+    this.latencyMs = options.latencyMs ?? 0;
+    this.verificationProblems = options.verificationProblems ?? [];
+    this.crdList = options.crds ?? [];
+    this.defaultNodeClass = options.defaultNodeClass;
+    this.setInstances(options.instances ?? []);
+  }
+
+  // --- test controls --------------------------------------------------------------------------------
+
+  /** Replaces the instance table. */
+  setInstances(instances: InstanceInfo[]): void {
+    this.instances.clear();
+    for (const i of instances) this.instances.set(i.instanceId, structuredClone(i));
+  }
+
+  putInstance(instance: InstanceInfo): void {
+    this.instances.set(instance.instanceId, structuredClone(instance));
+  }
+
+  removeInstance(instanceId: string): void {
+    this.instances.delete(instanceId);
+  }
+
+  /** The next call of `method` throws `error`. */
+  failNext(method: FakeCloudMethod, error: Error): void {
+    this.failures.push({ method, error, always: false });
+  }
+
+  /** Every call of `method` throws `error` until `clearFailures`. */
+  failAlways(method: FakeCloudMethod, error: Error): void {
+    this.failures.push({ method, error, always: true });
+  }
+
+  clearFailures(): void {
+    this.failures.length = 0;
+  }
+
+  /** Calls of one method, e.g. `callsOf('describeInstances').length`. */
+  callsOf(method: FakeCloudMethod): FakeCloudCall[] {
+    return this.calls.filter((c) => c.method === method);
+  }
+
+  clearCalls(): void {
+    this.calls.length = 0;
+  }
+
+  /** The providerID a NodeClaim of this instance would carry. */
+  static providerIdFor(instanceId: string, zone = 'us-east-1a'): string {
+    return `aws:///${zone}/${instanceId}`;
+  }
+
+  // --- the port -------------------------------------------------------------------------------------
+
+  assertSupported(): void {
+    this.record('assertSupported', []);
+  }
+
+  crds(): KubeObject[] {
+    this.record('crds', []);
+    return structuredClone(this.crdList);
+  }
+
+  operandCloudConfig(facts: ClusterFacts, settings: OperatorSettings): OperandCloudConfig {
+    this.record('operandCloudConfig', [facts, settings]);
+    return structuredClone(
+      this.options.operandCloudConfig ?? {
+        env: [{ name: 'AWS_REGION', value: facts.region ?? 'us-east-1' }],
+        volumes: [],
+        volumeMounts: [],
+        credentialsSecret: 'karpenter-cloud-credentials',
+      },
+    );
+  }
+
+  operandRbac(namespace: string): KubeObject[] {
+    this.record('operandRbac', [namespace]);
+    return structuredClone(this.options.operandRbac ?? []);
+  }
+
+  credentialsRequests(namespace: string): KubeObject[] {
+    this.record('credentialsRequests', [namespace]);
+    return structuredClone(this.options.credentialsRequests ?? []);
+  }
+
+  relatedObjects(): RelatedObject[] {
+    this.record('relatedObjects', []);
+    return structuredClone(this.options.relatedObjects ?? [{ group: 'karpenter.k8s.aws', resource: 'ec2nodeclasses', name: '' }]);
+  }
+
+  renderDefaultNodeClass(input: DiscoveryInput): DefaultNodeClass {
+    this.record('renderDefaultNodeClass', [input]);
+    const d = this.defaultNodeClass;
+    if (d === undefined) throw new Error('FakeCloudProvider: no defaultNodeClass configured');
+    return structuredClone(typeof d === 'function' ? d(input) : d);
+  }
+
+  async verifyNodeClass(nodeClass: KubeObject, facts: ClusterFacts): Promise<VerificationProblem[]> {
+    this.record('verifyNodeClass', [nodeClass, facts]);
+    await this.delay();
+    return structuredClone(this.verificationProblems);
+  }
+
+  instanceIdFromProviderId(providerID: string): string | undefined {
+    this.record('instanceIdFromProviderId', [providerID]);
+    return /^aws:\/\/\/(?:[a-z0-9-]+\/)?(i-[0-9a-z]+)$/.exec(providerID.trim())?.[1];
+  }
+
+  async describeInstances(instanceIds: string[], facts: ClusterFacts): Promise<InstanceInfo[]> {
+    this.record('describeInstances', [[...instanceIds], facts]);
+    await this.delay();
+    return [...new Set(instanceIds)]
+      .map((id) => this.instances.get(id))
+      .filter((i): i is InstanceInfo => i !== undefined)
+      .map((i) => structuredClone(i));
+  }
+
+  async checkCredentials(facts: ClusterFacts): Promise<void> {
+    this.record('checkCredentials', [facts]);
+    await this.delay();
+  }
+
+  private record(method: FakeCloudMethod, args: unknown[]): void {
+    this.calls.push({ method, args });
+    const i = this.failures.findIndex((f) => f.method === method);
+    if (i < 0) return;
+    const f = this.failures[i]!;
+    if (!f.always) this.failures.splice(i, 1);
+    throw f.error;
+  }
+
+  private delay(): Promise<void> {
+    return this.latencyMs > 0 ? new Promise((r) => setTimeout(r, this.latencyMs)) : Promise.resolve();
+  }
+}
