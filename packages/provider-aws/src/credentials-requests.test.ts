@@ -32,13 +32,16 @@ describe('awsCredentialsRequests', () => {
     { name: 'resolves AMI aliases', action: 'ssm:GetParameter', operand: true, identity: false },
     { name: 'prices instances', action: 'pricing:GetProducts', operand: true, identity: false },
     { name: 'describes instances', action: 'ec2:DescribeInstances', operand: true, identity: true },
+    { name: 'verifies subnets', action: 'ec2:DescribeSubnets', operand: true, identity: true },
   ])('$name', ({ action, operand, identity }) => {
     expect(actions(byName('karpenter-cloud-credentials')).includes(action)).toBe(operand);
     expect(actions(byName('karpenter-node-identity-credentials')).includes(action)).toBe(identity);
   });
 
-  it('gives the node-identity credential nothing but DescribeInstances', () => {
-    expect(actions(byName('karpenter-node-identity-credentials'))).toEqual(['ec2:DescribeInstances']);
+  it('gives the operator credential read-only Describe calls, node identity in a statement of its own', () => {
+    const entries = byName('karpenter-node-identity-credentials')['spec'].providerSpec.statementEntries as Obj[];
+    expect(entries[0]!['action']).toEqual(['ec2:DescribeInstances']);
+    for (const a of actions(byName('karpenter-node-identity-credentials'))) expect(a).toMatch(/^ec2:Describe/);
   });
 });
 

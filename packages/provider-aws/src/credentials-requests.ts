@@ -37,6 +37,17 @@ export const operandAwsActions = {
 /** The operator's node-identity check looks instances up and does nothing else. */
 export const nodeIdentityAwsActions = ['ec2:DescribeInstances'] as const;
 
+/**
+ * The operator's EC2 client also verifies what a NodeClass references and checks that credentials work;
+ * read-only calls, in a statement of their own so the node-identity one stays as narrow as it is.
+ */
+export const operatorVerificationAwsActions = [
+  'ec2:DescribeAvailabilityZones',
+  'ec2:DescribeImages',
+  'ec2:DescribeSecurityGroups',
+  'ec2:DescribeSubnets',
+] as const;
+
 function credentialsRequest(name: string, namespace: string, serviceAccount: string, actions: readonly (readonly string[])[]): KubeObject {
   return {
     ...Types.CredentialsRequest,
@@ -58,13 +69,13 @@ function credentialsRequest(name: string, namespace: string, serviceAccount: str
 }
 
 /**
- * CredentialsRequests: `karpenter-cloud-credentials` for the operand and the narrow
- * `karpenter-node-identity-credentials` for the operator; the cloud-credential operator writes each
- * Secret into `namespace`. Pure.
+ * CredentialsRequests: `karpenter-cloud-credentials` for the operand and the narrow, read-only
+ * `karpenter-node-identity-credentials` for the operator (instance lookups for node identity, NodeClass
+ * verification); the cloud-credential operator writes each Secret into `namespace`. Pure.
  */
 export function awsCredentialsRequests(namespace: string): KubeObject[] {
   return [
     credentialsRequest(Names.credentialsSecret, namespace, Names.operandServiceAccount, Object.values(operandAwsActions)),
-    credentialsRequest(Names.nodeIdentityCredentialsSecret, namespace, Names.operatorServiceAccount, [nodeIdentityAwsActions]),
+    credentialsRequest(Names.nodeIdentityCredentialsSecret, namespace, Names.operatorServiceAccount, [nodeIdentityAwsActions, operatorVerificationAwsActions]),
   ];
 }
