@@ -1,0 +1,281 @@
+import { Types, type KubeObject, type Watch } from '@karpenter-operator/core';
+import { RecordingMetrics } from '@karpenter-operator/core/testing';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { Informer, InformerFactory, inScope, type InformerOptions } from './informer.js';
+import { ResourceResolver } from './resources.js';
+import { FakeTransport, apiError } from './testing/fake-transport.js';
+
+const path = '/apis/apps/v1/namespaces/ns/deployments';
+const deploy = (name: string, rv: string, extra: Record<string, unknown> = {}): KubeObject => ({
+  apiVersion: 'apps/v1',
+  kind: 'Deployment',
+  metadata: { name, namespace: 'ns', resourceVersion: rv, ...extra },
+});
+const listOf = (rv: string, items: KubeObject[], cont?: string) => ({
+  kind: 'DeploymentList',
+  apiVersion: 'apps/v1',
+  metadata: { resourceVersion: rv, ...(cont ? { continue: cont } : {}) },
+  // Like the API server: items of a typed list carry no apiVersion/kind.
+  items: items.map(({ apiVersion: _a, kind: _k, ...rest }) => rest),
+});
+
+function setup(overrides: Partial<InformerOptions> = {}, watch: Watch = { type: Types.Deployment, namespace: 'ns' }) {
+  const transport = new FakeTransport();
+  const metrics = new RecordingMetrics();
+  const informer = new Informer({
+    watch,
+    transport,
+    resources: new ResourceResolver(transport),
+    metrics,
+    clock: { now: () => Date.now() },
+    random: () => 0,
+    staleAfterMs: 60_000,
+    watchTimeoutSeconds: () => 300,
+    ...overrides,
+  });
+  const seen: string[] = [];
+  informer.addHandler((o) => seen.push(`${o.metadata.name}@${o.metadata.resourceVersion}`));
+  return { transport, informer, seen, metrics };
+}
+
+const lists = (t: FakeTransport) => t.requests.filter((r) => r.verb === 'list');
+
+describe('inScope', () => {
+  const o = (name: string, namespace?: string, labels?: Record<string, string>): KubeObject => ({
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name, ...(namespace ? { namespace } : {}), ...(labels ? { labels } : {}) },
+  });
+  it.each([
+    { name: 'no scope', watch: {}, obj: o('a', 'x'), want: true },
+    { name: 'namespace match', watch: { namespace: 'x' }, obj: o('a', 'x'), want: true },
+    { name: 'namespace mismatch', watch: { namespace: 'x' }, obj: o('a', 'y'), want: false },
+    { name: 'labels match', watch: { labels: { app: 'k' } }, obj: o('a', 'x', { app: 'k', other: '1' }), want: true },
+    { name: 'labels missing', watch: { labels: { app: 'k' } }, obj: o('a', 'x'), want: false },
+    { name: 'name field selector', watch: { fieldSelector: 'metadata.name=cluster' }, obj: o('cluster'), want: true },
+    { name: 'name field selector ==', watch: { fieldSelector: 'metadata.name==cluster' }, obj: o('other'), want: false },
+    { name: 'name field selector !=', watch: { fieldSelector: 'metadata.name!=cluster' }, obj: o('other'), want: true },
+    { name: 'two terms', watch: { fieldSelector: 'metadata.name=a,metadata.namespace=x' }, obj: o('a', 'y'), want: false },
+    { name: 'unknown field', watch: { fieldSelector: 'spec.nodeName=n1' }, obj: o('a', 'x'), want: undefined },
+  ])('$name', ({ watch, obj, want }) => {
+    expect(inScope({ type: Types.Secret, ...watch }, obj)).toBe(want);
+  });
+});
+
+describe('Informer', () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+    vi.setSystemTime(Date.UTC(2026, 0, 1));
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('lists page by page, caches without managedFields, syncs, then watches from the list version with bookmarks', async () => {
+    const { transport, informer, seen, metrics } = setup({ pageSize: 1 });
+    transport.once({ verb: 'list' }, listOf('10', [deploy('a', '5', { managedFields: [{ manager: 'x' }] })], 'page2'));
+    transport.once({ verb: 'list' }, listOf('11', [deploy('b', '6')]));
+    informer.start();
+    await informer.waitForSync();
+    expect(lists(transport).map((r) => r.query)).toEqual([
+      { limit: 1, continue: undefined },
+      { limit: 1, continue: 'page2' },
+    ]);
+    expect(informer.get('a', 'ns')).toEqual(deploy('a', '5'));
+    expect(informer.list().map((o) => o.metadata.name)).toEqual(['a', 'b']);
+    expect(seen).toEqual(['a@5', 'b@6']);
+    await vi.advanceTimersByTimeAsync(0);
+    const w = transport.activeWatch()!;
+    expect(w.path).toBe(path);
+    expect(w.query).toEqual({ resourceVersion: '11', allowWatchBookmarks: true, timeoutSeconds: 300 });
+    expect(metrics.gauges.get('karpenter_operator_informer_synced{kind=Deployment}')).toBe(1);
+  });
+
+  it('passes label and field selectors to list and watch', async () => {
+    const { transport, informer } = setup({}, { type: Types.Deployment, namespace: 'ns', labels: { b: '2', a: '1' }, fieldSelector: 'metadata.name=x' });
+    transport.on({ verb: 'list' }, listOf('1', []));
+    informer.start();
+    await informer.waitForSync();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(lists(transport)[0]!.query).toMatchObject({ labelSelector: 'a=1,b=2', fieldSelector: 'metadata.name=x' });
+    expect(transport.activeWatch()!.query).toMatchObject({ labelSelector: 'a=1,b=2', fieldSelector: 'metadata.name=x' });
+  });
+
+  it('applies watch events to the cache and calls handlers for adds, updates and deletes alike', async () => {
+    const { transport, informer, seen } = setup();
+    transport.on({ verb: 'list' }, listOf('10', [deploy('a', '5')]));
+    informer.start();
+    await informer.waitForSync();
+    await vi.advanceTimersByTimeAsync(0);
+    const w = transport.activeWatch()!;
+    w.send('ADDED', deploy('b', '11'));
+    w.send('MODIFIED', deploy('a', '12', { labels: { x: 'y' } }));
+    w.send('DELETED', deploy('b', '13'));
+    w.send('BOOKMARK', { kind: 'Deployment', apiVersion: 'apps/v1', metadata: { resourceVersion: '20' } });
+    expect(seen).toEqual(['a@5', 'b@11', 'a@12', 'b@13']);
+    expect(informer.list().map((o) => o.metadata.name)).toEqual(['a']);
+    expect(informer.get('a', 'ns')?.metadata.labels).toEqual({ x: 'y' });
+    expect(informer.lastResourceVersion).toBe('20');
+  });
+
+  it('restarts after a non-410 error with backoff, from the last resource version, without relisting', async () => {
+    const { transport, informer, metrics } = setup();
+    transport.on({ verb: 'list' }, listOf('10', []));
+    informer.start();
+    await informer.waitForSync();
+    await vi.advanceTimersByTimeAsync(0);
+    transport.activeWatch()!.send('ADDED', deploy('a', '15'));
+    transport.activeWatch()!.end(Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }));
+    await vi.advanceTimersByTimeAsync(999);
+    expect(transport.watches).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(transport.watches).toHaveLength(2);
+    expect(transport.activeWatch()!.query.resourceVersion).toBe('15');
+    expect(lists(transport)).toHaveLength(1);
+    expect(metrics.counters.get('karpenter_operator_informer_restarts_total{kind=Deployment,reason=error}')).toBe(1);
+  });
+
+  it('keeps retrying with growing delays while the API server refuses connections, and recovers', async () => {
+    const { transport, informer } = setup();
+    transport.on({ verb: 'list' }, listOf('10', []));
+    const refused = Object.assign(new TypeError('fetch failed'), { cause: { code: 'ECONNREFUSED' } });
+    transport.watchFailures.push(refused, refused, refused);
+    informer.start();
+    await informer.waitForSync();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(informer.restarts).toBe(1);
+    await vi.advanceTimersByTimeAsync(1_000); // 1st retry after 1 s
+    expect(informer.restarts).toBe(2);
+    await vi.advanceTimersByTimeAsync(1_999); // 2nd after 2 s
+    expect(informer.restarts).toBe(2);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(informer.restarts).toBe(3);
+    await vi.advanceTimersByTimeAsync(4_000); // 3rd after 4 s: the watch opens
+    expect(transport.activeWatch()).toBeDefined();
+    expect(transport.activeWatch()!.query.resourceVersion).toBe('10');
+  });
+
+  it('relists on 410 Gone, notifying for objects that changed or went away', async () => {
+    const { transport, informer, seen } = setup();
+    transport.once({ verb: 'list' }, listOf('10', [deploy('a', '5'), deploy('b', '6')]));
+    transport.once({ verb: 'list' }, listOf('30', [deploy('a', '5'), deploy('c', '25')]));
+    informer.start();
+    await informer.waitForSync();
+    await vi.advanceTimersByTimeAsync(0);
+    transport.activeWatch()!.send('ERROR', { kind: 'Status', code: 410, message: 'too old resource version: 10 (20)' });
+    await vi.advanceTimersByTimeAsync(0);
+    expect(lists(transport)).toHaveLength(2);
+    expect(informer.list().map((o) => o.metadata.name)).toEqual(['a', 'c']);
+    expect(seen).toEqual(['a@5', 'b@6', 'b@6', 'c@25']); // b removed, c added; a unchanged
+    expect(transport.activeWatch()!.query.resourceVersion).toBe('30');
+  });
+
+  it('relists when the watch request itself answers 410', async () => {
+    const { transport, informer } = setup();
+    transport.on({ verb: 'list' }, listOf('10', []));
+    informer.start();
+    await informer.waitForSync();
+    await vi.advanceTimersByTimeAsync(0);
+    transport.activeWatch()!.end(Object.assign(new Error('Gone'), { statusCode: 410 }));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(lists(transport)).toHaveLength(2);
+  });
+
+  it('restarts a watch that went silent (no event or bookmark within staleAfterMs)', async () => {
+    const { transport, informer, metrics } = setup({ staleAfterMs: 60_000 });
+    transport.on({ verb: 'list' }, listOf('10', []));
+    informer.start();
+    await informer.waitForSync();
+    await vi.advanceTimersByTimeAsync(0);
+    const first = transport.activeWatch()!;
+    await vi.advanceTimersByTimeAsync(30_000);
+    first.send('BOOKMARK', { metadata: { resourceVersion: '12' } });
+    await vi.advanceTimersByTimeAsync(59_000); // 89 s since start, 59 s since the bookmark
+    expect(first.aborted).toBe(false);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(first.aborted).toBe(true);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(transport.watches).toHaveLength(2);
+    expect(transport.activeWatch()!.query.resourceVersion).toBe('12');
+    expect(metrics.counters.get('karpenter_operator_informer_restarts_total{kind=Deployment,reason=stale}')).toBe(1);
+  });
+
+  it('re-watches at once when the server ends a watch normally', async () => {
+    const { transport, informer } = setup({ staleAfterMs: 600_000 });
+    transport.on({ verb: 'list' }, listOf('10', []));
+    informer.start();
+    await informer.waitForSync();
+    await vi.advanceTimersByTimeAsync(0);
+    transport.activeWatch()!.send('BOOKMARK', { metadata: { resourceVersion: '11' } });
+    await vi.advanceTimersByTimeAsync(300_000);
+    transport.activeWatch()!.end(null);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(transport.watches).toHaveLength(2);
+    expect(informer.restarts).toBe(0);
+  });
+
+  it('retries a failing list (e.g. 403) and is not synced until one succeeds', async () => {
+    const { transport, informer } = setup();
+    transport.once({ verb: 'list' }, () => {
+      throw apiError(403, 'deployments.apps is forbidden');
+    });
+    transport.once({ verb: 'list' }, listOf('10', []));
+    informer.start();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(informer.hasSynced()).toBe(false);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(informer.hasSynced()).toBe(true);
+  });
+
+  it('stop ends the watch and no further requests are made', async () => {
+    const { transport, informer } = setup();
+    transport.on({ verb: 'list' }, listOf('10', []));
+    informer.start();
+    await informer.waitForSync();
+    await vi.advanceTimersByTimeAsync(0);
+    await informer.stop();
+    expect(transport.watches[0]!.aborted).toBe(true);
+    const n = transport.requests.length;
+    await vi.advanceTimersByTimeAsync(600_000);
+    expect(transport.requests.length).toBe(n);
+    expect(transport.watches).toHaveLength(1);
+  });
+
+  it('upsertLocal keeps newer cached versions and respects the scope; it does not call handlers', async () => {
+    const { transport, informer, seen } = setup({}, { type: Types.Deployment, namespace: 'ns', labels: { app: 'k' } });
+    transport.on({ verb: 'list' }, listOf('10', [deploy('a', '20', { labels: { app: 'k' } })]));
+    informer.start();
+    await informer.waitForSync();
+    informer.upsertLocal(deploy('a', '15', { labels: { app: 'k' } }));
+    expect(informer.get('a', 'ns')?.metadata.resourceVersion).toBe('20');
+    informer.upsertLocal(deploy('a', '25', { labels: { app: 'k' }, managedFields: [] }));
+    expect(informer.get('a', 'ns')).toEqual(deploy('a', '25', { labels: { app: 'k' } }));
+    informer.upsertLocal(deploy('a', '26')); // label removed: out of scope
+    expect(informer.get('a', 'ns')).toBeUndefined();
+    informer.upsertLocal({ ...deploy('b', '27', { labels: { app: 'k' } }), metadata: { name: 'b', namespace: 'other', labels: { app: 'k' } } });
+    expect(informer.list()).toHaveLength(0);
+    expect(seen).toEqual(['a@20']);
+  });
+
+  it('applies a custom transform after dropping managedFields', async () => {
+    const { transport, informer } = setup({ transform: (o) => ({ ...o, data: undefined }) });
+    transport.on({ verb: 'list' }, listOf('10', [deploy('a', '5', { managedFields: [] })]));
+    informer.start();
+    await informer.waitForSync();
+    expect(informer.get('a', 'ns')).toEqual({ ...deploy('a', '5'), data: undefined });
+  });
+});
+
+describe('InformerFactory', () => {
+  it('shares informers between equal watches and finds them by kind', () => {
+    const transport = new FakeTransport();
+    const f = new InformerFactory({ transport, resources: new ResourceResolver(transport) });
+    const a = f.informerFor({ type: Types.Node });
+    const b = f.informerFor({ type: Types.Node, cluster: 'workload' });
+    const c = f.informerFor({ type: Types.Node, labels: { x: 'y' } });
+    f.informerFor({ type: Types.Secret });
+    expect(a).toBe(b);
+    expect(c).not.toBe(a);
+    expect(f.informersOf(Types.Node)).toEqual([a, c]);
+  });
+});

@@ -1,0 +1,497 @@
+import {
+  describeError,
+  noopMetrics,
+  silentLogger,
+  systemClock,
+  type Clock,
+  type KubeObject,
+  type Logger,
+  type Metrics,
+  type TypeRef,
+  type Watch,
+} from '@karpenter-operator/core';
+import { backoffDelay, watchBackoff, type BackoffPolicy } from '../runtime/backoff.js';
+import { watchKey, type CacheFactory, type InformerHandler, type SharedInformer } from '../runtime/cache.js';
+import { RuntimeMetrics } from '../runtime/metric-names.js';
+import { sleep, systemTimers, type TimerHandle, type Timers } from '../runtime/timers.js';
+import { httpStatusOf, serverMessage } from './errors.js';
+import { resourcePath, type ResourceResolver } from './resources.js';
+import type { KubeTransport, QueryParams, WatchHandle } from './transport.js';
+
+export interface InformerOptions {
+  watch: Watch;
+  transport: KubeTransport;
+  resources: ResourceResolver;
+  logger?: Logger;
+  metrics?: Metrics;
+  clock?: Clock;
+  timers?: Timers;
+  random?: () => number;
+  /** Restart backoff after errors. Default 1 s doubling to 30 s, 50% jitter. */
+  backoff?: BackoffPolicy;
+  /**
+   * Restart the watch when nothing (no event, no bookmark) arrived for this long: a half-open connection
+   * otherwise stalls the cache silently. The API server sends a bookmark about every minute. Default 3 min.
+   */
+  staleAfterMs?: number;
+  /** Server-side watch timeout per request; default a random 5..10 minutes, like client-go's reflector. */
+  watchTimeoutSeconds?: () => number;
+  /** LIST page size. Default 500. */
+  pageSize?: number;
+  /** Field projection applied to every object before it is cached (after `metadata.managedFields` is dropped). */
+  transform?: (obj: KubeObject) => KubeObject;
+}
+
+/** The watch ended because the resource version is too old (HTTP 410 / ERROR event with code 410): relist. */
+class GoneError extends Error {
+  override readonly name = 'GoneError';
+}
+
+/** No event or bookmark arrived within `staleAfterMs`. */
+class StaleWatchError extends Error {
+  override readonly name = 'StaleWatchError';
+}
+
+/** Drops what the operator never reads and what costs the most memory. */
+export function defaultTransform(obj: KubeObject): KubeObject {
+  const meta = obj.metadata as KubeObject['metadata'] & { managedFields?: unknown };
+  if (meta?.managedFields === undefined) return obj;
+  const { managedFields: _dropped, ...metadata } = meta;
+  return { ...obj, metadata };
+}
+
+/** `a=b,c=d` from equality labels. */
+export function labelSelectorString(labels: Record<string, string> | undefined): string | undefined {
+  const entries = Object.entries(labels ?? {});
+  if (entries.length === 0) return undefined;
+  return entries
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([k, v]) => `${k}=${v}`)
+    .join(',');
+}
+
+/**
+ * Whether `obj` is inside the scope of `watch` (namespace, labels, and the `metadata.name` /
+ * `metadata.namespace` field selectors). `undefined` when a field selector on another field makes it
+ * impossible to tell locally.
+ */
+export function inScope(watch: Watch, obj: KubeObject): boolean | undefined {
+  if (watch.namespace !== undefined && obj.metadata.namespace !== watch.namespace) return false;
+  for (const [k, v] of Object.entries(watch.labels ?? {})) if (obj.metadata.labels?.[k] !== v) return false;
+  if (!watch.fieldSelector) return true;
+  for (const term of watch.fieldSelector.split(',').map((t) => t.trim()).filter(Boolean)) {
+    const m = /^([^!=]+?)\s*(==|=|!=)\s*(.*)$/.exec(term);
+    if (!m) return undefined;
+    const [, field, op, value] = m as unknown as [string, string, string, string];
+    let actual: string | undefined;
+    if (field === 'metadata.name') actual = obj.metadata.name;
+    else if (field === 'metadata.namespace') actual = obj.metadata.namespace ?? '';
+    else return undefined;
+    if ((op === '!=') === (actual === value)) return false;
+  }
+  return true;
+}
+
+const isDecimal = (s: string | undefined): s is string => s !== undefined && /^\d+$/.test(s);
+
+/** True when `candidate` is known to be older than `current` (only comparable when both are etcd revisions). */
+function isOlder(candidate: KubeObject, current: KubeObject | undefined): boolean {
+  const a = candidate.metadata.resourceVersion;
+  const b = current?.metadata.resourceVersion;
+  if (!isDecimal(a) || !isDecimal(b)) return false;
+  return BigInt(a) < BigInt(b);
+}
+
+const cacheKey = (name: string, namespace?: string) => `${namespace ?? ''}/${name}`;
+
+interface ListResponse {
+  metadata?: { resourceVersion?: string; continue?: string };
+  items?: KubeObject[];
+}
+
+/**
+ * A list+watch informer that does not give up: any error (not only 410) restarts the watch with jittered
+ * exponential backoff, 410 Gone relists, and a watchdog restarts a watch that went silent. The cache is
+ * keyed by namespace/name and holds objects after `transform` (managedFields dropped).
+ *
+ * Handlers are called for every watch event and for every object a relist adds, changes or removes;
+ * never for `upsertLocal` (a write's own result), so other controllers still hear about the change when
+ * its watch event arrives.
+ */
+export class Informer implements SharedInformer {
+  readonly watch: Watch;
+  private readonly transport: KubeTransport;
+  private readonly resources: ResourceResolver;
+  private readonly logger: Logger;
+  private readonly metrics: Metrics;
+  private readonly clock: Clock;
+  private readonly timers: Timers;
+  private readonly random: () => number;
+  private readonly backoff: BackoffPolicy;
+  private readonly staleAfterMs: number;
+  private readonly watchTimeoutSeconds: () => number;
+  private readonly pageSize: number;
+  private readonly transform: (obj: KubeObject) => KubeObject;
+
+  private readonly objects = new Map<string, KubeObject>();
+  private readonly handlers = new Set<InformerHandler>();
+  private syncWaiters: Array<() => void> = [];
+  private synced = false;
+  private resourceVersion = '';
+  private running: Promise<void> | undefined;
+  private readonly abort = new AbortController();
+  private stopCurrentWatch: (() => void) | undefined;
+  /** Restarts so far, for tests and diagnostics. */
+  restarts = 0;
+
+  constructor(options: InformerOptions) {
+    this.watch = options.watch;
+    this.transport = options.transport;
+    this.resources = options.resources;
+    this.metrics = options.metrics ?? noopMetrics;
+    this.clock = options.clock ?? systemClock;
+    this.timers = options.timers ?? systemTimers;
+    this.random = options.random ?? Math.random;
+    this.backoff = options.backoff ?? watchBackoff;
+    this.staleAfterMs = options.staleAfterMs ?? 3 * 60_000;
+    this.watchTimeoutSeconds = options.watchTimeoutSeconds ?? (() => Math.floor(300 * (1 + this.random())));
+    this.pageSize = options.pageSize ?? 500;
+    const extra = options.transform;
+    this.transform = extra ? (o) => extra(defaultTransform(o)) : defaultTransform;
+    this.logger = (options.logger ?? silentLogger).child({
+      informer: this.watch.type.kind,
+      ...(this.watch.namespace ? { namespace: this.watch.namespace } : {}),
+      ...(this.watch.labels ? { labelSelector: labelSelectorString(this.watch.labels) } : {}),
+      ...(this.watch.fieldSelector ? { fieldSelector: this.watch.fieldSelector } : {}),
+    });
+  }
+
+  addHandler(handler: InformerHandler): () => void {
+    this.handlers.add(handler);
+    return () => this.handlers.delete(handler);
+  }
+
+  start(): void {
+    if (this.running || this.abort.signal.aborted) return;
+    this.running = this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.abort.abort();
+    this.stopCurrentWatch?.();
+    await this.running;
+  }
+
+  hasSynced(): boolean {
+    return this.synced;
+  }
+
+  waitForSync(signal?: AbortSignal): Promise<void> {
+    if (this.synced) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      if (signal?.aborted) return reject(new Error(`waiting for the ${this.watch.type.kind} cache: aborted`));
+      const done = () => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      };
+      const onAbort = () => {
+        this.syncWaiters = this.syncWaiters.filter((w) => w !== done);
+        reject(new Error(`waiting for the ${this.watch.type.kind} cache: aborted`));
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.syncWaiters.push(done);
+    });
+  }
+
+  get(name: string, namespace?: string): KubeObject | undefined {
+    return this.objects.get(cacheKey(name, namespace));
+  }
+
+  list(): KubeObject[] {
+    return [...this.objects.values()];
+  }
+
+  /** The last resource version seen (list, event or bookmark). */
+  get lastResourceVersion(): string {
+    return this.resourceVersion;
+  }
+
+  /**
+   * Read-your-writes: puts a write's result in the cache at once, unless the cache already holds a newer
+   * version or the object is outside this informer's scope (then it is removed, as the watch will do).
+   * Does not call handlers.
+   */
+  upsertLocal(obj: KubeObject): void {
+    const o = this.normalize(obj);
+    const key = cacheKey(o.metadata.name, o.metadata.namespace);
+    const scope = inScope(this.watch, o);
+    if (scope === false) {
+      this.objects.delete(key);
+      return;
+    }
+    if (scope === undefined) return;
+    if (isOlder(o, this.objects.get(key))) return;
+    this.objects.set(key, o);
+  }
+
+  /** Read-your-writes for a delete that removed the object at once. Does not call handlers. */
+  removeLocal(name: string, namespace?: string): void {
+    this.objects.delete(cacheKey(name, namespace));
+  }
+
+  private normalize(raw: KubeObject): KubeObject {
+    const o = { ...raw };
+    o.apiVersion ??= this.watch.type.apiVersion;
+    o.kind ??= this.watch.type.kind;
+    return this.transform(o);
+  }
+
+  private notify(obj: KubeObject): void {
+    for (const h of this.handlers) {
+      try {
+        h(obj);
+      } catch (e) {
+        this.logger.error('informer handler failed', { name: obj.metadata.name, error: describeError(e) });
+      }
+    }
+  }
+
+  private setSynced(): void {
+    if (this.synced) return;
+    this.synced = true;
+    this.metrics.set(RuntimeMetrics.informerSynced.name, 1, { kind: this.watch.type.kind });
+    for (const w of this.syncWaiters.splice(0)) w();
+  }
+
+  private selectorQuery(): QueryParams {
+    const q: QueryParams = {};
+    const labelSelector = labelSelectorString(this.watch.labels);
+    if (labelSelector) q.labelSelector = labelSelector;
+    if (this.watch.fieldSelector) q.fieldSelector = this.watch.fieldSelector;
+    return q;
+  }
+
+  private async run(): Promise<void> {
+    const signal = this.abort.signal;
+    let failures = 0;
+    while (!signal.aborted) {
+      let events = 0;
+      try {
+        const info = await this.resources.resolve(this.watch.type);
+        const path = resourcePath(this.watch.type, info, { namespace: this.watch.namespace });
+        if (!this.resourceVersion) await this.relist(path);
+        if (signal.aborted) break;
+        const startedAt = this.clock.now();
+        events = await this.watchOnce(path);
+        // A watch the server closes at once with nothing in it must not become a tight loop.
+        if (events === 0 && this.clock.now() - startedAt < 1_000 && !signal.aborted) {
+          throw new Error('the watch closed immediately');
+        }
+        failures = 0;
+      } catch (e) {
+        if (signal.aborted) break;
+        if (e instanceof GoneError) {
+          this.resourceVersion = '';
+          this.countRestart('gone');
+          this.logger.info('watch expired (410 Gone); relisting');
+          continue;
+        }
+        if (events > 0) failures = 0;
+        failures++;
+        const delay = backoffDelay(failures, this.backoff, this.random);
+        const reason = e instanceof StaleWatchError ? 'stale' : 'error';
+        this.countRestart(reason);
+        const fields = { attempt: failures, retryInMs: delay, error: describeError(e) };
+        if (reason === 'stale' || failures < 5) this.logger.warn('watch failed; restarting', fields);
+        else this.logger.error('watch keeps failing; restarting', fields);
+        await sleep(this.timers, delay, signal);
+      }
+    }
+  }
+
+  private countRestart(reason: 'gone' | 'stale' | 'error'): void {
+    this.restarts++;
+    this.metrics.inc(RuntimeMetrics.informerRestarts.name, { kind: this.watch.type.kind, reason });
+  }
+
+  private async relist(path: string): Promise<void> {
+    const items: KubeObject[] = [];
+    let cont: string | undefined;
+    let rv = '';
+    do {
+      let page: ListResponse;
+      try {
+        page = await this.transport.request<ListResponse>({
+          verb: 'list',
+          kind: this.watch.type.kind,
+          method: 'GET',
+          path,
+          query: { ...this.selectorQuery(), limit: this.pageSize, continue: cont },
+        });
+      } catch (e) {
+        // An expired continue token: start the list over.
+        if (httpStatusOf(e) === 410) throw new GoneError(serverMessage(e));
+        throw e;
+      }
+      items.push(...(page.items ?? []));
+      cont = page.metadata?.continue || undefined;
+      rv = page.metadata?.resourceVersion ?? '';
+    } while (cont);
+    this.replace(items.map((i) => this.normalize(i)));
+    this.resourceVersion = rv;
+    this.setSynced();
+  }
+
+  /** Replaces the cache with a fresh list; notifies for what was added, changed or removed. */
+  private replace(items: KubeObject[]): void {
+    const next = new Map(items.map((o) => [cacheKey(o.metadata.name, o.metadata.namespace), o]));
+    const changed: KubeObject[] = [];
+    const removed: KubeObject[] = [];
+    for (const [k, old] of this.objects) if (!next.has(k)) removed.push(old);
+    for (const [k, o] of next) {
+      const old = this.objects.get(k);
+      if (!old || old.metadata.resourceVersion !== o.metadata.resourceVersion) changed.push(o);
+    }
+    this.objects.clear();
+    for (const [k, o] of next) this.objects.set(k, o);
+    this.reportSize();
+    for (const o of removed) this.notify(o);
+    for (const o of changed) this.notify(o);
+  }
+
+  private reportSize(): void {
+    this.metrics.set(RuntimeMetrics.informerObjects.name, this.objects.size, { kind: this.watch.type.kind });
+  }
+
+  /** Runs one watch request; resolves with the number of events seen when it ends cleanly. */
+  private watchOnce(path: string): Promise<number> {
+    return new Promise<number>((resolve, reject) => {
+      let settled = false;
+      let handle: WatchHandle | undefined;
+      let watchdog: TimerHandle | undefined;
+      let lastActivity = this.clock.now();
+      let events = 0;
+
+      const finish = (error?: unknown) => {
+        if (settled) return;
+        settled = true;
+        if (watchdog !== undefined) this.timers.clearTimeout(watchdog);
+        this.stopCurrentWatch = undefined;
+        handle?.abort();
+        if (error === undefined) resolve(events);
+        else reject(error);
+      };
+      this.stopCurrentWatch = () => finish();
+
+      const check = () => {
+        const idle = this.clock.now() - lastActivity;
+        if (idle >= this.staleAfterMs) {
+          finish(new StaleWatchError(`no event or bookmark for ${Math.round(idle / 1000)} s`));
+        } else {
+          watchdog = this.timers.setTimeout(check, this.staleAfterMs - idle);
+        }
+      };
+      watchdog = this.timers.setTimeout(check, this.staleAfterMs);
+
+      const onEvent = (type: string, raw: unknown) => {
+        if (settled) return;
+        lastActivity = this.clock.now();
+        events++;
+        const obj = raw as KubeObject;
+        switch (type) {
+          case 'ADDED':
+          case 'MODIFIED': {
+            const o = this.normalize(obj);
+            this.objects.set(cacheKey(o.metadata.name, o.metadata.namespace), o);
+            this.resourceVersion = o.metadata.resourceVersion ?? this.resourceVersion;
+            this.reportSize();
+            this.notify(o);
+            return;
+          }
+          case 'DELETED': {
+            const o = this.normalize(obj);
+            this.objects.delete(cacheKey(o.metadata.name, o.metadata.namespace));
+            this.resourceVersion = o.metadata.resourceVersion ?? this.resourceVersion;
+            this.reportSize();
+            this.notify(o);
+            return;
+          }
+          case 'BOOKMARK':
+            this.resourceVersion = obj?.metadata?.resourceVersion ?? this.resourceVersion;
+            return;
+          case 'ERROR': {
+            const status = raw as { code?: number; message?: string };
+            if (status?.code === 410) return finish(new GoneError(status.message ?? 'resource version too old'));
+            const err = Object.assign(new Error(`watch error: ${status?.message ?? JSON.stringify(raw)}`), {
+              statusCode: status?.code,
+            });
+            return finish(err);
+          }
+          default:
+            return;
+        }
+      };
+
+      const onDone = (error: unknown) => {
+        if (error === null || error === undefined) return finish();
+        if (httpStatusOf(error) === 410) return finish(new GoneError(serverMessage(error)));
+        finish(error);
+      };
+
+      const query: QueryParams = {
+        ...this.selectorQuery(),
+        resourceVersion: this.resourceVersion,
+        allowWatchBookmarks: true,
+        timeoutSeconds: this.watchTimeoutSeconds(),
+      };
+      this.transport.watch({ kind: this.watch.type.kind, path, query, onEvent, onDone }).then(
+        (h) => {
+          handle = h;
+          if (settled) h.abort();
+        },
+        (e) => onDone(e ?? new Error('watch failed')),
+      );
+    });
+  }
+}
+
+export type InformerFactoryOptions = Omit<InformerOptions, 'watch'>;
+
+/**
+ * Creates one `Informer` per distinct watch (see `watchKey`) and finds the informers of a kind for the
+ * cluster store. Serves one cluster; combine two with `routeByCluster`.
+ */
+export class InformerFactory implements CacheFactory {
+  private readonly informers = new Map<string, Informer>();
+
+  constructor(private readonly options: InformerFactoryOptions) {}
+
+  informerFor(watch: Watch): Informer {
+    const key = watchKey(watch);
+    let informer = this.informers.get(key);
+    if (!informer) {
+      informer = new Informer({ ...this.options, watch });
+      this.informers.set(key, informer);
+    }
+    return informer;
+  }
+
+  /** Informers of a kind, in creation order. */
+  informersOf(type: TypeRef): Informer[] {
+    return [...this.informers.values()].filter(
+      (i) => i.watch.type.apiVersion === type.apiVersion && i.watch.type.kind === type.kind,
+    );
+  }
+
+  all(): Informer[] {
+    return [...this.informers.values()];
+  }
+
+  hasSynced(): boolean {
+    return this.all().every((i) => i.hasSynced());
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.all().map((i) => i.stop()));
+  }
+}

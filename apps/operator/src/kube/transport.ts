@@ -1,0 +1,138 @@
+import {
+  ApiException,
+  HttpMethod,
+  IsomorphicFetchHttpLibrary,
+  RequestContext,
+  Watch as ClientWatch,
+  type KubeConfig,
+} from '@kubernetes/client-node';
+import { noopMetrics, type Metrics } from '@karpenter-operator/core';
+import { RuntimeMetrics } from '../runtime/metric-names.js';
+
+export type QueryParams = Record<string, string | number | boolean | undefined>;
+
+export interface KubeRequest {
+  /** Metric label: get, list, create, apply, patch, update, delete, discovery. */
+  verb: string;
+  /** Metric label: the kind the request is about (`-` for discovery). */
+  kind: string;
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  /** Absolute API path, e.g. `/apis/apps/v1/namespaces/x/deployments/y`. */
+  path: string;
+  query?: QueryParams;
+  /** Sent as JSON. */
+  body?: unknown;
+  /** Defaults to `application/json` when there is a body. */
+  contentType?: string;
+}
+
+export interface KubeWatchRequest {
+  kind: string;
+  path: string;
+  query: QueryParams;
+  /** One decoded watch event: `ADDED`, `MODIFIED`, `DELETED`, `BOOKMARK` or `ERROR`. */
+  onEvent(type: string, object: unknown): void;
+  /** The stream ended: `null` when the server closed it, otherwise the error. Called at most once. */
+  onDone(error: unknown): void;
+}
+
+export interface WatchHandle {
+  abort(): void;
+}
+
+/**
+ * The HTTP seam of the Kubernetes adapters: plain JSON in and out, errors as client-node `ApiException`
+ * (`.code`, raw `.body`). Stubbed in unit tests; `ClientNodeTransport` is the real one.
+ */
+export interface KubeTransport {
+  request<T = unknown>(req: KubeRequest): Promise<T>;
+  watch(req: KubeWatchRequest): Promise<WatchHandle>;
+}
+
+export interface ClientNodeTransportOptions {
+  metrics?: Metrics;
+  /** Per-request timeout (not for watches). Default 30 s. */
+  requestTimeoutMs?: number;
+  /**
+   * Client-side inactivity limit of a watch stream. client-node's own default (30 s) is shorter than the
+   * API server's bookmark interval (~1 min), so quiet watches would be cut every 30 s; the informer runs
+   * its own staleness watchdog instead. Default 10 minutes.
+   */
+  watchInactivityTimeoutMs?: number;
+}
+
+/**
+ * Requests through client-node's own HTTP stack (its `RequestContext`, `KubeConfig` authentication and TLS
+ * dispatcher, and its fetch library) with plain JSON bodies. `KubernetesObjectApi` would send the same
+ * requests, but its typed (de)serialisation turns timestamps into `Date`s and drops fields its generated
+ * models do not know, which breaks comparing desired state with the raw objects the watches deliver.
+ * Every request is counted in `karpenter_operator_api_requests_total{verb,kind}`.
+ */
+export class ClientNodeTransport implements KubeTransport {
+  private readonly http = new IsomorphicFetchHttpLibrary();
+  private readonly config: () => KubeConfig;
+  private readonly metrics: Metrics;
+  private readonly requestTimeoutMs: number;
+  private readonly watchInactivityTimeoutMs: number;
+
+  constructor(config: KubeConfig | (() => KubeConfig), options: ClientNodeTransportOptions = {}) {
+    this.config = typeof config === 'function' ? config : () => config;
+    this.metrics = options.metrics ?? noopMetrics;
+    this.requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
+    this.watchInactivityTimeoutMs = options.watchInactivityTimeoutMs ?? 10 * 60_000;
+  }
+
+  async request<T = unknown>(req: KubeRequest): Promise<T> {
+    this.metrics.inc(RuntimeMetrics.apiRequests.name, { verb: req.verb, kind: req.kind });
+    try {
+      return await this.send<T>(req);
+    } catch (e) {
+      const code = e instanceof ApiException ? String(e.code) : '0';
+      this.metrics.inc(RuntimeMetrics.apiErrors.name, { verb: req.verb, kind: req.kind, code });
+      throw e;
+    }
+  }
+
+  async watch(req: KubeWatchRequest): Promise<WatchHandle> {
+    this.metrics.inc(RuntimeMetrics.apiRequests.name, { verb: 'watch', kind: req.kind });
+    const w = new ClientWatch(this.config());
+    // See `watchInactivityTimeoutMs`: a private field of client-node's Watch, set if it exists.
+    const internals = w as unknown as { requestTimeoutMs?: number };
+    if (typeof internals.requestTimeoutMs === 'number') internals.requestTimeoutMs = this.watchInactivityTimeoutMs;
+    const controller = await w.watch(
+      req.path,
+      req.query,
+      (type, obj) => req.onEvent(type, obj),
+      (err) => req.onDone(err ?? null),
+    );
+    return { abort: () => controller.abort() };
+  }
+
+  private async send<T>(req: KubeRequest): Promise<T> {
+    const kc = this.config();
+    const cluster = kc.getCurrentCluster();
+    if (!cluster) throw new Error('the kubeconfig has no current cluster');
+    const url = new URL(cluster.server.replace(/\/+$/, '') + req.path);
+    for (const [k, v] of Object.entries(req.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
+    const ctx = new RequestContext(url.toString(), HttpMethod[req.method]);
+    ctx.setHeaderParam('Accept', 'application/json');
+    if (req.body !== undefined) {
+      ctx.setHeaderParam('Content-Type', req.contentType ?? 'application/json');
+      ctx.setBody(JSON.stringify(req.body));
+    }
+    await kc.applySecurityAuthentication(ctx);
+    ctx.setSignal(AbortSignal.timeout(this.requestTimeoutMs));
+    const resp = await this.http.send(ctx).toPromise();
+    const text = await resp.body.text();
+    if (resp.httpStatusCode < 200 || resp.httpStatusCode > 299) {
+      let body: unknown = text;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        // not JSON: keep the raw text
+      }
+      throw new ApiException(resp.httpStatusCode, `HTTP ${resp.httpStatusCode}`, body, resp.headers);
+    }
+    return (text ? JSON.parse(text) : undefined) as T;
+  }
+}
