@@ -134,6 +134,36 @@ export function ownerReferenceTo(request: KarpenterRequest): OwnerReference {
   return { apiVersion, kind, name, uid, controller: true, blockOwnerDeletion: true };
 }
 
+/**
+ * Placement of a platform component on OpenShift control-plane nodes (the operand, and the operator's own
+ * Deployment in install/): node selector, the NoSchedule taints of both role names, management-workload
+ * partitioning, and the SCC the pod is written for.
+ */
+export const controlPlanePlacement = {
+  nodeSelector: { 'node-role.kubernetes.io/control-plane': '' },
+  tolerations: [
+    { key: 'node-role.kubernetes.io/master', operator: 'Exists', effect: 'NoSchedule' },
+    { key: 'node-role.kubernetes.io/control-plane', operator: 'Exists', effect: 'NoSchedule' },
+  ],
+  podAnnotations: {
+    'target.workload.openshift.io/management': '{"effect": "PreferredDuringScheduling"}',
+    'openshift.io/required-scc': 'restricted-v2',
+  },
+} as const;
+
+/**
+ * Pod security context accepted by the `restricted-v2` SCC and the `restricted` pod security level. No
+ * runAsUser/runAsGroup/fsGroup: the SCC assigns them from the namespace's range and rejects fixed ones.
+ */
+export function restrictedPodSecurityContext(): Record<string, unknown> {
+  return { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } };
+}
+
+/** Container security context for `restricted-v2`: no privilege escalation, no capabilities, read-only root. */
+export function restrictedContainerSecurityContext(): Record<string, unknown> {
+  return { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] }, readOnlyRootFilesystem: true, runAsNonRoot: true };
+}
+
 interface Placement {
   replicas: number;
   priorityClassName: string;
@@ -154,15 +184,9 @@ function placement(topology: OperandInput['topology'], facts: ClusterFacts): Pla
   return {
     replicas: facts.controlPlaneTopology === 'SingleReplica' ? 1 : 2,
     priorityClassName: 'system-node-critical',
-    nodeSelector: { 'node-role.kubernetes.io/control-plane': '' },
-    tolerations: [
-      { key: 'node-role.kubernetes.io/master', operator: 'Exists', effect: 'NoSchedule' },
-      { key: 'node-role.kubernetes.io/control-plane', operator: 'Exists', effect: 'NoSchedule' },
-    ],
-    annotations: {
-      'target.workload.openshift.io/management': '{"effect": "PreferredDuringScheduling"}',
-      'openshift.io/required-scc': 'restricted-v2',
-    },
+    nodeSelector: { ...controlPlanePlacement.nodeSelector },
+    tolerations: controlPlanePlacement.tolerations.map((t) => ({ ...t })),
+    annotations: { ...controlPlanePlacement.podAnnotations },
   };
 }
 
@@ -188,12 +212,7 @@ function renderDeployment(input: OperandInput): KubeObject {
     { name: 'LOG_LEVEL', value: request.logLevel },
     ...cloud.env,
   ];
-  const securityContext = {
-    allowPrivilegeEscalation: false,
-    capabilities: { drop: ['ALL'] },
-    readOnlyRootFilesystem: true,
-    runAsNonRoot: true,
-  };
+  const securityContext = restrictedContainerSecurityContext();
 
   const controller: Record<string, unknown> = {
     name: OperandNames.container,
@@ -218,8 +237,7 @@ function renderDeployment(input: OperandInput): KubeObject {
     serviceAccountName: Names.operandServiceAccount,
     priorityClassName: place.priorityClassName,
     terminationGracePeriodSeconds: 10,
-    // No runAsUser/runAsGroup/fsGroup: restricted-v2 assigns them from the namespace's range.
-    securityContext: { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } },
+    securityContext: restrictedPodSecurityContext(),
     containers: [controller],
   };
   if (settings.operatorImage) {
@@ -232,7 +250,7 @@ function renderDeployment(input: OperandInput): KubeObject {
       args: ['check-credentials'],
       env: [...clusterEnv, ...cloud.env].map((e) => structuredClone(e)),
       resources: { requests: { cpu: '10m', memory: '64Mi' } },
-      securityContext: structuredClone(securityContext),
+      securityContext: restrictedContainerSecurityContext(),
       terminationMessagePolicy: 'FallbackToLogsOnError',
     };
     if (cloud.volumeMounts.length) check['volumeMounts'] = cloud.volumeMounts.map((m) => structuredClone(m));
