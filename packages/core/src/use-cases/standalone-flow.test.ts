@@ -60,7 +60,7 @@ describe('standalone flow (in memory)', () => {
   const co = () => store.get({ ...Types.ClusterOperator, name: 'karpenter' });
   const cond = async (type: string) => ((await co())?.status as { conditions: Array<{ type: string; status: string; reason: string; message: string; lastTransitionTime: string }> }).conditions.find((c) => c.type === type)!;
   const all = async () => {
-    for (const r of [reconcilers.teardown, reconcilers.crds, reconcilers.operand, reconcilers.status]) await r.reconcile('x');
+    for (const r of [reconcilers.teardown, reconcilers.crds, reconcilers.operand, reconcilers.status]) await r.reconcile();
   };
 
   beforeEach(() => {
@@ -170,8 +170,8 @@ describe('standalone flow (in memory)', () => {
   it('an invalid logLevel on the CR degrades naming the field and deploys nothing', async () => {
     store.seed(karpenter({}, { logLevel: 'loud' }));
     store.seed(secret);
-    await expect(reconcilers.operand.reconcile('x')).rejects.toThrow(/spec\.logLevel/);
-    await reconcilers.status.reconcile('x');
+    await expect(reconcilers.operand.reconcile()).rejects.toThrow(/spec\.logLevel/);
+    await reconcilers.status.reconcile();
     expect((await cond('Degraded')).status).toBe('True');
     expect((await cond('Degraded')).message).toContain('spec.logLevel');
   });
@@ -197,25 +197,25 @@ describe('standalone flow (in memory)', () => {
     const cr = (await store.get({ ...Types.Karpenter, name: 'default' }))!;
     store.seed({ ...cr, metadata: { ...cr.metadata, deletionTimestamp: new Date(clock.now()).toISOString() } });
 
-    await reconcilers.teardown.reconcile('x');
+    await reconcilers.teardown.reconcile();
     expect(await store.get({ ...Types.NodePool, name: 'general' })).toBeUndefined();
     const claim = await store.get({ ...Types.NodeClaim, name: 'general-abc' });
     expect(claim?.metadata.deletionTimestamp).toBeDefined();
     expect(await store.get({ ...Types.Deployment, namespace: NS, name: 'karpenter' })).toBeDefined();
-    await reconcilers.status.reconcile('x');
+    await reconcilers.status.reconcile();
     expect((await cond('Progressing')).reason).toBe('TeardownInProgress');
 
     clock.advance(6 * 60_000);
-    const r = await reconcilers.teardown.reconcile('x');
+    const r = await reconcilers.teardown.reconcile();
     expect(r.requeueAfterMs).toBeGreaterThan(0);
     expect((await store.get({ ...Types.NodeClaim, name: 'general-abc' }))?.metadata.annotations?.[Names.terminationAnnotation]).toBeDefined();
     expect(events.events.map((e) => e.reason)).toContain('ForcingNodeClaimTermination');
 
     // Karpenter finishes the NodeClaim.
     store.remove({ ...Types.NodeClaim, name: 'general-abc' });
-    await reconcilers.teardown.reconcile('x');
+    await reconcilers.teardown.reconcile();
     expect(await store.get({ ...Types.Deployment, namespace: NS, name: 'karpenter' })).toBeUndefined();
-    await reconcilers.teardown.reconcile('x');
+    await reconcilers.teardown.reconcile();
     expect(await store.get({ ...Types.Karpenter, name: 'default' })).toBeUndefined();
     expect(events.events.map((e) => e.reason)).toEqual(expect.arrayContaining(['DeletingNodePool', 'DeletingNodeClaim', 'DeletingOperand', 'TeardownComplete']));
   });

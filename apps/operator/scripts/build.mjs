@@ -1,0 +1,41 @@
+// Bundles each image's entry point into one ESM file with production dependencies inlined, and copies the
+// runtime CRDs (produced from the pinned Go modules by tools/cluster/fetch-crds.sh) beside it.
+import { build } from 'esbuild';
+import { cpSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
+const out = join(root, 'apps/operator/dist');
+const crdSrc = join(root, 'generated/crds/karpenter');
+
+const entries = [
+  { in: 'apps/operator/src/main.ts', out: 'main' },
+  { in: 'packages/topology-hypershift/src/adapter-main.ts', out: 'adapter' },
+].filter((e) => existsSync(join(root, e.in)));
+
+rmSync(out, { recursive: true, force: true });
+mkdirSync(out, { recursive: true });
+await build({
+  absWorkingDir: root,
+  entryPoints: entries.map((e) => ({ in: e.in, out: e.out })),
+  outdir: out,
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  target: 'node24',
+  conditions: ['@karpenter-operator/source'],
+  sourcemap: 'linked',
+  legalComments: 'linked',
+  logLevel: 'warning',
+  // Some dependencies are CommonJS and call require(); give the ESM bundle one.
+  banner: { js: "import { createRequire as __ko_cr } from 'node:module'; const require = __ko_cr(import.meta.url);" },
+});
+writeFileSync(join(out, 'package.json'), JSON.stringify({ type: 'module' }) + '\n');
+if (existsSync(crdSrc)) {
+  cpSync(crdSrc, join(out, 'crds'), { recursive: true });
+} else {
+  console.error(`build: ${crdSrc} is missing; run \`npm run setup\` (tools/cluster/fetch-crds.sh) to produce the runtime CRDs`);
+  process.exit(1);
+}
+console.log(`build: ${entries.map((e) => `dist/${e.out}.js`).join(', ')} and dist/crds`);
