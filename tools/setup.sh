@@ -54,6 +54,7 @@ cat > "$KO_LOCAL_DIR/toolchain.json.tmp" <<JSON
 {
   "binDir": "$bin_dir",
   "crdDir": "$crd_dir",
+  "kwokStages": "$KO_KWOK_STAGES",
   "motoServer": "$KO_VENV_DIR/bin/moto_server",
   "versions": {
     "kubernetes": "$K8S_VERSION",

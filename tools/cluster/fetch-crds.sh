@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Copies the real CRDs the local cluster serves from pinned Go modules (module cache) into
-# generated/crds/{openshift,karpenter,hypershift,cco}/ (gitignored). Never hand-copied, never committed.
+# generated/crds/{openshift,karpenter,hypershift,cco}/ (gitignored), and KWOK's stock node/pod stages
+# (the kwok binary has none built in) into generated/kwok/stages.yaml. Never hand-copied, never committed.
 # Idempotent: does nothing when the stamp matches the pinned versions. Prints the CRD directory.
 set -euo pipefail
 KO_SCRIPT=fetch-crds
 # shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-stamp="openshift-api=$OPENSHIFT_API_VERSION karpenter-aws=$KARPENTER_AWS_VERSION hypershift-api=$HYPERSHIFT_API_VERSION cco=$CCO_VERSION layout=1"
-if [ -f "$KO_CRD_DIR/.stamp" ] && [ "$(cat "$KO_CRD_DIR/.stamp")" = "$stamp" ]; then
+stamp="openshift-api=$OPENSHIFT_API_VERSION karpenter-aws=$KARPENTER_AWS_VERSION hypershift-api=$HYPERSHIFT_API_VERSION cco=$CCO_VERSION kwok=$KWOK_VERSION layout=2"
+if [ -f "$KO_CRD_DIR/.stamp" ] && [ "$(cat "$KO_CRD_DIR/.stamp")" = "$stamp" ] && [ -f "$KO_KWOK_STAGES" ]; then
   echo "$KO_CRD_DIR"; exit 0
 fi
 ko_require_go
@@ -17,6 +18,7 @@ openshift=$(ko_go_module_dir github.com/openshift/api "$OPENSHIFT_API_VERSION")
 karpenter=$(ko_go_module_dir github.com/aws/karpenter-provider-aws "$KARPENTER_AWS_VERSION")
 hypershift=$(ko_go_module_dir github.com/openshift/hypershift/api "$HYPERSHIFT_API_VERSION")
 cco=$(ko_go_module_dir github.com/openshift/cloud-credential-operator "$CCO_VERSION")
+kwok=$(ko_go_module_dir sigs.k8s.io/kwok "$KWOK_VERSION")
 
 mkdir -p "$(dirname "$KO_CRD_DIR")"
 tmp=$(mktemp -d "$(dirname "$KO_CRD_DIR")/.crds.XXXXXX")
@@ -72,6 +74,21 @@ copy hypershift hostedclusters.hypershift.openshift.io "$hypershift" "$h" \
 
 c=github.com/openshift/cloud-credential-operator@$CCO_VERSION
 copy cco credentialsrequests.cloudcredential.openshift.io "$cco" "$c" "manifests/*_cloud-credential-operator_01_crd.yaml"
+
+# KWOK's "fast" profile (what kwokctl installs by default): nodes become Ready at once and heartbeat
+# through Leases; pods become Running/Ready at once, complete and are deleted.
+ks=kustomize/stage
+mkdir -p "$(dirname "$KO_KWOK_STAGES")"
+{
+  for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
+           pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do
+    [ -f "$kwok/$ks/$f" ] || ko_fail "kwok stage $ks/$f is missing from sigs.k8s.io/kwok@$KWOK_VERSION"
+    echo "---"
+    cat "$kwok/$ks/$f"
+  done
+} > "$KO_KWOK_STAGES.tmp"
+mv "$KO_KWOK_STAGES.tmp" "$KO_KWOK_STAGES"
+chmod 644 "$KO_KWOK_STAGES"
 
 echo "$stamp" > "$tmp/.stamp"
 rm -rf "$KO_CRD_DIR"

@@ -7,6 +7,7 @@ KO_CACHE_ROOT="${KO_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/karpenter-operato
 KO_BIN_DIR="$KO_CACHE_ROOT/bin/k8s-${K8S_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}"
 KO_VENV_DIR="$KO_CACHE_ROOT/venv/moto-${MOTO_VERSION}"
 KO_CRD_DIR="$KO_REPO_ROOT/generated/crds"
+KO_KWOK_STAGES="$KO_REPO_ROOT/generated/kwok/stages.yaml"
 KO_LOCAL_DIR="$KO_REPO_ROOT/.local"
 
 # One clear line on stderr, then stop.

@@ -1,1 +1,13 @@
-export {};
+export * from './errors.js';
+export * from './toolchain.js';
+export * from './ports.js';
+export * from './processes.js';
+export * from './pki.js';
+export * from './kubeconfig.js';
+export * from './kube-request.js';
+export * from './resources.js';
+export * from './wait.js';
+export * from './audit.js';
+export * from './ec2-emulator.js';
+export * from './access.js';
+export * from './cluster.js';

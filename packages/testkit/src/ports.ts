@@ -1,0 +1,43 @@
+import { createServer } from 'node:net';
+import { LocalClusterError } from './errors.js';
+
+export const LOOPBACK = '127.0.0.1';
+
+/** A TCP port free on 127.0.0.1 right now (the OS picks it). */
+export function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.once('error', reject);
+    srv.listen(0, LOOPBACK, () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      srv.close(() => resolvePort(port));
+    });
+  });
+}
+
+/** Throws a one-line LocalClusterError when 127.0.0.1:<port> cannot be bound. */
+export function assertPortFree(port: number, what: string): Promise<void> {
+  return new Promise((resolveFree, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.once('error', (e: NodeJS.ErrnoException) => {
+      if (e.code === 'EADDRINUSE') {
+        reject(new LocalClusterError(`port ${LOOPBACK}:${port} (${what}) is already in use: stop what listens there (ss -ltnp 'sport = :${port}') or pick another port`));
+      } else {
+        reject(new LocalClusterError(`cannot bind ${LOOPBACK}:${port} (${what}): ${e.message}`));
+      }
+    });
+    srv.listen(port, LOOPBACK, () => srv.close(() => resolveFree()));
+  });
+}
+
+/** The requested port after checking it is free, or a fresh free one. */
+export async function portFor(requested: number | undefined, what: string): Promise<number> {
+  if (requested !== undefined && requested !== 0) {
+    await assertPortFree(requested, what);
+    return requested;
+  }
+  return freePort();
+}

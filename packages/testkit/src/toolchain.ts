@@ -1,0 +1,72 @@
+import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { LocalClusterError } from './errors.js';
+
+/** Where `npm run setup` put the binaries, CRDs and the EC2 emulator (`.local/toolchain.json`). */
+export interface Toolchain {
+  repoRoot: string;
+  binDir: string;
+  crdDir: string;
+  /** KWOK Stage documents (node and pod lifecycles). */
+  kwokStages: string;
+  motoServer: string;
+  versions: Record<string, string>;
+}
+
+export const CLUSTER_BINARIES = ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kwok'] as const;
+export type ClusterBinary = (typeof CLUSTER_BINARIES)[number];
+
+/** The repository root: the nearest ancestor holding nx.json, from this file, else from the cwd. */
+export function findRepoRoot(): string {
+  for (const start of [dirname(fileURLToPath(import.meta.url)), process.cwd()]) {
+    let dir = resolve(start);
+    for (;;) {
+      if (existsSync(join(dir, 'nx.json')) && existsSync(join(dir, 'package.json'))) return dir;
+      const parent = dirname(dir);
+      if (parent === dir) break;
+      dir = parent;
+    }
+  }
+  throw new LocalClusterError('cannot find the repository root (no nx.json above this file or the current directory)');
+}
+
+const SETUP_HINT = 'run `npm run setup` first';
+
+/**
+ * Reads and checks `.local/toolchain.json`. Env overrides: `KO_BIN_DIR`, `KO_CRD_DIR`, `KO_MOTO_SERVER`.
+ * Throws LocalClusterError (one line, naming the fix) when anything is missing.
+ */
+export function loadToolchain(repoRoot = findRepoRoot()): Toolchain {
+  const file = join(repoRoot, '.local', 'toolchain.json');
+  let raw: Partial<Toolchain> = {};
+  if (existsSync(file)) {
+    try {
+      raw = JSON.parse(readFileSync(file, 'utf8')) as Partial<Toolchain>;
+    } catch (e) {
+      throw new LocalClusterError(`${file} is not valid JSON (${(e as Error).message}): ${SETUP_HINT}`);
+    }
+  } else if (!process.env.KO_BIN_DIR) {
+    throw new LocalClusterError(`the local cluster toolchain is not set up (${file} is missing): ${SETUP_HINT}`);
+  }
+  const tc: Toolchain = {
+    repoRoot,
+    binDir: process.env.KO_BIN_DIR ?? raw.binDir ?? '',
+    crdDir: process.env.KO_CRD_DIR ?? raw.crdDir ?? join(repoRoot, 'generated', 'crds'),
+    kwokStages: raw.kwokStages ?? join(repoRoot, 'generated', 'kwok', 'stages.yaml'),
+    motoServer: process.env.KO_MOTO_SERVER ?? raw.motoServer ?? '',
+    versions: raw.versions ?? {},
+  };
+  for (const b of CLUSTER_BINARIES) assertExecutable(join(tc.binDir, b), `binary ${b}`);
+  if (!existsSync(tc.kwokStages)) throw new LocalClusterError(`the KWOK stages are missing (${tc.kwokStages}): ${SETUP_HINT}`);
+  if (!existsSync(join(tc.crdDir, '.stamp'))) throw new LocalClusterError(`the CRDs are missing from ${tc.crdDir}: ${SETUP_HINT}`);
+  return tc;
+}
+
+export function assertExecutable(path: string, what: string): void {
+  try {
+    accessSync(path, constants.X_OK);
+  } catch {
+    throw new LocalClusterError(`${what} is missing (${path}): ${SETUP_HINT}`);
+  }
+}
