@@ -92,13 +92,14 @@ const idFromArn = (arn: string | undefined, resource: string): string | undefine
  * Cross product of filter values as tag maps: AWS ANDs filters and ORs the values of one filter, Karpenter
  * ANDs the keys of one term and ORs terms. Only `tag:<key>` filters translate.
  */
-function tagTerms(filters: AwsFilter[]): Array<Record<string, string>> {
+function tagTerms(filters: AwsFilter[], fail: (sub: string, detail: string) => never): Array<Record<string, string>> {
   const tagFilters = filters.filter((f) => f.name.startsWith('tag:') && f.name.length > 4);
   if (!tagFilters.length) return [];
   let terms: Array<Record<string, string>> = [{}];
   for (const f of tagFilters) {
     const key = f.name.slice(4);
     terms = terms.flatMap((t) => f.values.map((v) => ({ ...t, [key]: v })));
+    if (terms.length > MAX_TERMS) fail('filters', `the tag filters expand to more than ${MAX_TERMS} selector terms`);
   }
   return terms;
 }
@@ -126,7 +127,7 @@ function refTerms(
       f.values.forEach((v) => terms.push({ name: v }));
     }
   });
-  const tags = tagTerms(ref.filters);
+  const tags = tagTerms(ref.filters, fail);
   tags.forEach((t) => {
     const bad = Object.entries(t).find(([, v]) => v === '');
     if (bad) fail('filters', `empty value for tag ${JSON.stringify(bad[0])}`);

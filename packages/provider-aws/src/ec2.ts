@@ -74,6 +74,8 @@ export function createEc2Client(options: Ec2ClientOptions, region: string): EC2C
     requestHandler: new NodeHttpHandler({
       requestTimeout: options.requestTimeoutMs ?? EC2_DEFAULTS.requestTimeoutMs,
       connectionTimeout: options.connectionTimeoutMs ?? EC2_DEFAULTS.connectionTimeoutMs,
+      // Without this the handler only logs a breached request timeout and keeps waiting.
+      throwOnRequestTimeout: true,
     }),
   });
 }
