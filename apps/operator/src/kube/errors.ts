@@ -48,6 +48,8 @@ export function serverMessage(e: unknown): string {
     const message = (parsed as { message?: unknown }).message;
     if (typeof message === 'string' && message) return message;
   }
+  // An ApiException's own message is only "HTTP <code>"-like; a watch error's message is the status text.
+  if (body === undefined && e instanceof Error && e.message) return e.message;
   const status = httpStatusOf(e);
   if (status !== undefined) return `HTTP ${status}`;
   return e instanceof Error ? e.message : String(e);

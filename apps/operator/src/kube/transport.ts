@@ -6,7 +6,7 @@ import {
   Watch as ClientWatch,
   type KubeConfig,
 } from '@kubernetes/client-node';
-import { noopMetrics, type Metrics } from '@karpenter-operator/core';
+import type { Metrics } from '@karpenter-operator/core';
 import { RuntimeMetrics } from '../runtime/metric-names.js';
 
 export type QueryParams = Record<string, string | number | boolean | undefined>;
@@ -50,7 +50,6 @@ export interface KubeTransport {
 }
 
 export interface ClientNodeTransportOptions {
-  metrics?: Metrics;
   /** Per-request timeout (not for watches). Default 30 s. */
   requestTimeoutMs?: number;
   /**
@@ -66,35 +65,25 @@ export interface ClientNodeTransportOptions {
  * dispatcher, and its fetch library) with plain JSON bodies. `KubernetesObjectApi` would send the same
  * requests, but its typed (de)serialisation turns timestamps into `Date`s and drops fields its generated
  * models do not know, which breaks comparing desired state with the raw objects the watches deliver.
- * Every request is counted in `karpenter_operator_api_requests_total{verb,kind}`.
+ * Wrap it with `withRequestMetrics` (or build it with `createKubeTransport`).
  */
 export class ClientNodeTransport implements KubeTransport {
   private readonly http = new IsomorphicFetchHttpLibrary();
   private readonly config: () => KubeConfig;
-  private readonly metrics: Metrics;
   private readonly requestTimeoutMs: number;
   private readonly watchInactivityTimeoutMs: number;
 
   constructor(config: KubeConfig | (() => KubeConfig), options: ClientNodeTransportOptions = {}) {
     this.config = typeof config === 'function' ? config : () => config;
-    this.metrics = options.metrics ?? noopMetrics;
     this.requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
     this.watchInactivityTimeoutMs = options.watchInactivityTimeoutMs ?? 10 * 60_000;
   }
 
   async request<T = unknown>(req: KubeRequest): Promise<T> {
-    this.metrics.inc(RuntimeMetrics.apiRequests.name, { verb: req.verb, kind: req.kind });
-    try {
-      return await this.send<T>(req);
-    } catch (e) {
-      const code = e instanceof ApiException ? String(e.code) : '0';
-      this.metrics.inc(RuntimeMetrics.apiErrors.name, { verb: req.verb, kind: req.kind, code });
-      throw e;
-    }
+    return this.send<T>(req);
   }
 
   async watch(req: KubeWatchRequest): Promise<WatchHandle> {
-    this.metrics.inc(RuntimeMetrics.apiRequests.name, { verb: 'watch', kind: req.kind });
     const w = new ClientWatch(this.config());
     // See `watchInactivityTimeoutMs`: a private field of client-node's Watch, set if it exists.
     const internals = w as unknown as { requestTimeoutMs?: number };
@@ -135,4 +124,44 @@ export class ClientNodeTransport implements KubeTransport {
     }
     return (text ? JSON.parse(text) : undefined) as T;
   }
+}
+
+/**
+ * Counts every request and watch in `karpenter_operator_api_requests_total{verb,kind}` and failures in
+ * `karpenter_operator_api_request_errors_total{verb,kind,code}`.
+ */
+export function withRequestMetrics(inner: KubeTransport, metrics: Metrics): KubeTransport {
+  const failed = (verb: string, kind: string, e: unknown) => {
+    const code = (e as { code?: unknown; statusCode?: unknown } | null)?.code;
+    const status = typeof code === 'number' ? code : (e as { statusCode?: unknown } | null)?.statusCode;
+    metrics.inc(RuntimeMetrics.apiErrors.name, { verb, kind, code: typeof status === 'number' ? String(status) : '0' });
+  };
+  return {
+    async request<T = unknown>(req: KubeRequest): Promise<T> {
+      metrics.inc(RuntimeMetrics.apiRequests.name, { verb: req.verb, kind: req.kind });
+      try {
+        return await inner.request<T>(req);
+      } catch (e) {
+        failed(req.verb, req.kind, e);
+        throw e;
+      }
+    },
+    async watch(req: KubeWatchRequest): Promise<WatchHandle> {
+      metrics.inc(RuntimeMetrics.apiRequests.name, { verb: 'watch', kind: req.kind });
+      try {
+        return await inner.watch(req);
+      } catch (e) {
+        failed('watch', req.kind, e);
+        throw e;
+      }
+    },
+  };
+}
+
+/** The real transport for a kubeconfig, with request metrics. */
+export function createKubeTransport(
+  config: KubeConfig | (() => KubeConfig),
+  options: ClientNodeTransportOptions & { metrics: Metrics },
+): KubeTransport {
+  return withRequestMetrics(new ClientNodeTransport(config, options), options.metrics);
 }
