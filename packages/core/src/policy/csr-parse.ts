@@ -8,6 +8,7 @@ import {
   SubjectAlternativeNameExtension,
 } from '@peculiar/x509';
 import type { webcrypto } from 'node:crypto';
+import type { KubeObject } from '../model/kube.js';
 
 /** The PEM type Kubernetes requires in `spec.request` (certificates.k8s.io/v1 `ParseCSR`). */
 export const CERTIFICATE_REQUEST_PEM_TYPE = 'CERTIFICATE REQUEST';
@@ -54,7 +55,7 @@ const PEM_BOUNDARY = /-----(BEGIN|END) /;
  * Decodes the CSR object's `spec.request` (base64 of the PEM text, as the API serves `[]byte`).
  * Returns undefined when the field is missing or not a string.
  */
-export function csrRequestPem(csr: { spec?: unknown }): string | undefined {
+export function csrRequestPem(csr: KubeObject): string | undefined {
   const request = (csr.spec as { request?: unknown } | undefined)?.request;
   if (typeof request !== 'string' || request.length === 0) return undefined;
   if (request.length > (MAX_CSR_REQUEST_BYTES * 4) / 3 + 4) return undefined;

@@ -250,18 +250,8 @@ export function decideClientCsr(input: CsrDecisionInput): CsrDecision {
   const deadline = input.launchDeadlineMs ?? LaunchDeadlineMs;
   const windowMs = input.windowMs ?? DefaultApprovalWindowMs;
 
-  // 1–3: who asks.
-  if (csr.signerName !== KubeletClientSigner) {
-    return ignore('WrongSigner', `signer ${csr.signerName || '(none)'} is not ${KubeletClientSigner}`);
-  }
-  if (csr.username !== Names.nodeBootstrapperUser) {
-    return ignore('UnexpectedRequester', `requested by ${csr.username || '(nobody)'}, not ${Names.nodeBootstrapperUser}`);
-  }
-  const missingGroups = NodeBootstrapperGroups.filter((g) => !csr.groups.includes(g));
-  if (missingGroups.length) return ignore('MissingRequesterGroups', `requester lacks groups ${missingGroups.join(', ')}`);
-
-  // 4–10: what is asked for.
-  const shape = checkRequestShape(input.request, csr, 'client');
+  // 1–10: who asks and what is asked for.
+  const shape = checkClientRequest(csr, input.request);
   if ('decision' in shape) return shape;
   const { nodeName } = shape;
   const about: Partial<CsrDecision> = { nodeName };
@@ -361,16 +351,8 @@ export function decideServingCsr(input: CsrDecisionInput): CsrDecision {
   const csr = csrView(input.csr);
   const deadline = input.launchDeadlineMs ?? LaunchDeadlineMs;
 
-  // 1–3: who asks.
-  if (csr.signerName !== KubeletServingSigner) {
-    return ignore('WrongSigner', `signer ${csr.signerName || '(none)'} is not ${KubeletServingSigner}`);
-  }
-  const userNode = nodeNameFromUser(csr.username);
-  if (!userNode) return ignore('UnexpectedRequester', `requested by ${csr.username || '(nobody)'}, not a node`);
-  if (!csr.groups.includes(NodesGroup)) return ignore('MissingRequesterGroups', `requester lacks group ${NodesGroup}`);
-
-  // 4–10: what is asked for.
-  const shape = checkRequestShape(input.request, csr, 'serving');
+  // 1–10: who asks and what is asked for.
+  const shape = checkServingRequest(csr, input.request);
   if ('decision' in shape) return shape;
   const { nodeName, request } = shape;
   const about: Partial<CsrDecision> = { nodeName };
@@ -438,6 +420,45 @@ export function decideKubeletCsr(input: CsrDecisionInput): CsrDecision | undefin
   return undefined;
 }
 
+export interface RequestShape {
+  kind: 'client' | 'serving';
+  /** The node the certificate would be for (`<name>` of `system:node:<name>`). */
+  nodeName: string;
+  request: ParsedCertificateRequest;
+}
+
+/**
+ * Checks 1–10 of either kind: everything that depends on the CSR alone, so a use-case can ignore a
+ * forged or malformed request before any cache or cloud lookup. `undefined` for other signers. Pure.
+ */
+export function precheckKubeletCsr(csrObject: KubeObject, parsed: CsrParseResult): CsrDecision | RequestShape | undefined {
+  const csr = csrView(csrObject);
+  if (csr.signerName === KubeletClientSigner) return checkClientRequest(csr, parsed);
+  if (csr.signerName === KubeletServingSigner) return checkServingRequest(csr, parsed);
+  return undefined;
+}
+
+function checkClientRequest(csr: CsrView, parsed: CsrParseResult): CsrDecision | RequestShape {
+  if (csr.signerName !== KubeletClientSigner) {
+    return ignore('WrongSigner', `signer ${csr.signerName || '(none)'} is not ${KubeletClientSigner}`);
+  }
+  if (csr.username !== Names.nodeBootstrapperUser) {
+    return ignore('UnexpectedRequester', `requested by ${csr.username || '(nobody)'}, not ${Names.nodeBootstrapperUser}`);
+  }
+  const missingGroups = NodeBootstrapperGroups.filter((g) => !csr.groups.includes(g));
+  if (missingGroups.length) return ignore('MissingRequesterGroups', `requester lacks groups ${missingGroups.join(', ')}`);
+  return checkRequestShape(parsed, csr, 'client');
+}
+
+function checkServingRequest(csr: CsrView, parsed: CsrParseResult): CsrDecision | RequestShape {
+  if (csr.signerName !== KubeletServingSigner) {
+    return ignore('WrongSigner', `signer ${csr.signerName || '(none)'} is not ${KubeletServingSigner}`);
+  }
+  if (!nodeNameFromUser(csr.username)) return ignore('UnexpectedRequester', `requested by ${csr.username || '(nobody)'}, not a node`);
+  if (!csr.groups.includes(NodesGroup)) return ignore('MissingRequesterGroups', `requester lacks group ${NodesGroup}`);
+  return checkRequestShape(parsed, csr, 'serving');
+}
+
 const ClientUsages = ['digital signature', 'client auth'];
 const ServingUsages = ['digital signature', 'server auth'];
 const KeyEncipherment = 'key encipherment';
@@ -445,11 +466,7 @@ const AllowedCurves = new Set(['P-256', 'P-384', 'P-521']);
 const MinRsaBits = 2048;
 
 /** Checks 4–10 of both kinds: the PKCS#10 request and the usages asked for. */
-function checkRequestShape(
-  parsed: CsrParseResult,
-  csr: CsrView,
-  kind: 'client' | 'serving',
-): CsrDecision | { nodeName: string; request: ParsedCertificateRequest } {
+function checkRequestShape(parsed: CsrParseResult, csr: CsrView, kind: 'client' | 'serving'): CsrDecision | RequestShape {
   if (!parsed.ok) return ignore(parsed.reason, parsed.message);
   const request = parsed.request;
 
@@ -496,7 +513,7 @@ function checkRequestShape(
   if (duplicate || missing.length || extra.length) {
     return ignore('UnexpectedUsages', `usages [${usages.join(', ')}] are not [${[...allowed].join(', ')}]`, about);
   }
-  return { nodeName, request };
+  return { kind, nodeName, request };
 }
 
 function checkInstance(instance: InstanceInfo, about: Partial<CsrDecision>): CsrDecision | undefined {

@@ -1,0 +1,75 @@
+import { describe, expect, it } from 'vitest';
+import { TransientError } from '../../errors.js';
+import type { ClusterFacts } from '../../model/cluster.js';
+import type { InstanceInfo } from '../../ports/cloud-provider.js';
+import { FakeClock } from '../../testing/fake-clock.js';
+import { FakeCloudProvider } from '../../testing/fake-cloud-provider.js';
+import { InstanceLookup } from './instance-lookup.js';
+
+const facts: ClusterFacts = { platform: 'AWS', infrastructureName: 'c-1', apiServerInternalURL: 'https://api-int:6443', resourceTags: [] };
+const inst = (id: string): InstanceInfo => ({ instanceId: id, state: 'running', privateIpAddresses: [], publicIpAddresses: [], ownedByCluster: true });
+
+function setup(o: { maxBatchSize?: number } = {}) {
+  const clock = new FakeClock();
+  const cloud = new FakeCloudProvider({ instances: ['i-1', 'i-2', 'i-3', 'i-4'].map(inst), latencyMs: 5 });
+  const lookup = new InstanceLookup({
+    cloud,
+    facts: async () => facts,
+    clock,
+    ttlMs: 15_000,
+    negativeTtlMs: 3_000,
+    batchWindowMs: 2,
+    maxBatchSize: o.maxBatchSize ?? 1000,
+  });
+  const calls = () => cloud.callsOf('describeInstances').map((c) => c.args[0] as string[]);
+  return { clock, cloud, lookup, calls };
+}
+
+describe('InstanceLookup', () => {
+  it('coalesces concurrent lookups into one call and answers each caller with its own IDs', async () => {
+    const { lookup, calls } = setup();
+    const [a, b, c] = await Promise.all([lookup.lookup(['i-1', 'i-2']), lookup.lookup(['i-2', 'i-3']), lookup.lookup(['i-9'])]);
+    expect(calls()).toEqual([['i-1', 'i-2', 'i-3', 'i-9']]);
+    expect([...a.keys()]).toEqual(['i-1', 'i-2']);
+    expect([...b.keys()]).toEqual(['i-2', 'i-3']);
+    expect(c.size).toBe(0);
+  });
+
+  it('joins a call in flight instead of starting another', async () => {
+    const { lookup, calls } = setup();
+    const first = lookup.lookup(['i-1']);
+    await new Promise((r) => setTimeout(r, 3)); // the batch is sent, the call is in flight
+    const second = lookup.lookup(['i-1']);
+    await Promise.all([first, second]);
+    expect(calls()).toEqual([['i-1']]);
+  });
+
+  it('serves found instances for the TTL and "not found" for the shorter negative TTL', async () => {
+    const { lookup, calls, clock } = setup();
+    await lookup.lookup(['i-1', 'i-9']);
+    clock.advance(2_999);
+    await lookup.lookup(['i-1', 'i-9']);
+    expect(calls()).toHaveLength(1);
+    clock.advance(1);
+    await lookup.lookup(['i-1', 'i-9']);
+    expect(calls()).toEqual([['i-1', 'i-9'], ['i-9']]);
+    clock.advance(12_000);
+    await lookup.lookup(['i-1']);
+    expect(calls()).toEqual([['i-1', 'i-9'], ['i-9'], ['i-1']]);
+  });
+
+  it('gives every caller of a failed batch the error and caches nothing', async () => {
+    const { lookup, cloud, calls } = setup();
+    cloud.failNext('describeInstances', new TransientError('describing instances: throttled'));
+    const results = await Promise.allSettled([lookup.lookup(['i-1']), lookup.lookup(['i-2'])]);
+    expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected']);
+    expect((await lookup.lookup(['i-1', 'i-2'])).size).toBe(2);
+    expect(calls()).toHaveLength(2);
+  });
+
+  it('splits batches at maxBatchSize', async () => {
+    const { lookup, calls } = setup({ maxBatchSize: 3 });
+    await Promise.all([lookup.lookup(['i-1', 'i-2']), lookup.lookup(['i-3', 'i-4'])]);
+    expect(calls()).toEqual([['i-1', 'i-2', 'i-3'], ['i-4']]);
+  });
+});

@@ -1,0 +1,126 @@
+import type { ClusterFacts } from '../../model/cluster.js';
+import type { Clock } from '../../ports/clock.js';
+import type { CloudProvider, InstanceInfo } from '../../ports/cloud-provider.js';
+
+export interface InstanceLookupOptions {
+  cloud: CloudProvider;
+  facts: () => Promise<ClusterFacts>;
+  clock: Clock;
+  /** How long a found instance is reused. */
+  ttlMs: number;
+  /** How long "not found" is reused: short, because a just-launched instance appears within seconds. */
+  negativeTtlMs: number;
+  /** How long IDs are collected before one call is made for all of them. */
+  batchWindowMs: number;
+  /** A batch is sent at once when it reaches this many IDs. */
+  maxBatchSize: number;
+  /** Runs `fn` after `ms`; injectable so tests and other runtimes control the batching timer. */
+  schedule?: (fn: () => void, ms: number) => void;
+}
+
+type Found = ReadonlyMap<string, InstanceInfo>;
+
+interface Batch {
+  ids: Set<string>;
+  promise: Promise<Found>;
+  resolve: (found: Found) => void;
+  reject: (e: unknown) => void;
+  sent: boolean;
+}
+
+/**
+ * Instance lookups for many concurrent reconciles through few `describeInstances` calls: a short TTL
+ * cache (clock-injected), and a micro-batch that collects the IDs asked for during `batchWindowMs` and
+ * looks them all up in one call. An ID already in a call in flight joins that call instead of starting
+ * another. Errors are not cached: every caller of a failed batch gets the error.
+ */
+export class InstanceLookup {
+  private readonly cache = new Map<string, { info: InstanceInfo | undefined; expiresAt: number }>();
+  private readonly inFlight = new Map<string, Batch>();
+  private next: Batch | undefined;
+  private readonly schedule: (fn: () => void, ms: number) => void;
+
+  constructor(private readonly options: InstanceLookupOptions) {
+    this.schedule = options.schedule ?? ((fn, ms) => void setTimeout(fn, ms));
+  }
+
+  /** The instances among `ids` that exist (IDs not found are absent). Throws what the cloud throws. */
+  async lookup(ids: Iterable<string>): Promise<Map<string, InstanceInfo>> {
+    const now = this.options.clock.now();
+    const found = new Map<string, InstanceInfo>();
+    const pending = new Map<Batch, string[]>();
+    for (const id of new Set(ids)) {
+      const cached = this.cache.get(id);
+      if (cached && cached.expiresAt > now) {
+        if (cached.info) found.set(id, cached.info);
+        continue;
+      }
+      const batch = this.inFlight.get(id) ?? this.enqueue(id);
+      pending.set(batch, [...(pending.get(batch) ?? []), id]);
+    }
+    const results = await Promise.all([...pending.keys()].map((b) => b.promise));
+    [...pending.values()].forEach((batchIds, i) => {
+      for (const id of batchIds) {
+        const info = results[i]!.get(id);
+        if (info) found.set(id, info);
+      }
+    });
+    return found;
+  }
+
+  /** Drops cached entries (e.g. when a NodeClaim's instance is known to have changed). */
+  invalidate(ids?: Iterable<string>): void {
+    if (!ids) this.cache.clear();
+    else for (const id of ids) this.cache.delete(id);
+  }
+
+  /** Removes expired entries so the cache does not grow with churned instances. */
+  prune(): void {
+    const now = this.options.clock.now();
+    for (const [id, e] of this.cache) if (e.expiresAt <= now) this.cache.delete(id);
+  }
+
+  private enqueue(id: string): Batch {
+    let batch = this.next;
+    if (!batch) {
+      let resolve!: (f: Found) => void;
+      let reject!: (e: unknown) => void;
+      const promise = new Promise<Found>((res, rej) => {
+        resolve = res;
+        reject = rej;
+      });
+      // A batch nobody awaits any more (all callers gone) must not surface as an unhandled rejection.
+      promise.catch(() => {});
+      batch = { ids: new Set(), promise, resolve, reject, sent: false };
+      this.next = batch;
+      const scheduled = batch;
+      this.schedule(() => void this.send(scheduled), this.options.batchWindowMs);
+    }
+    batch.ids.add(id);
+    this.inFlight.set(id, batch);
+    if (batch.ids.size >= this.options.maxBatchSize) void this.send(batch);
+    return batch;
+  }
+
+  private async send(batch: Batch): Promise<void> {
+    if (batch.sent) return;
+    batch.sent = true;
+    if (this.next === batch) this.next = undefined;
+    const ids = [...batch.ids];
+    try {
+      const facts = await this.options.facts();
+      const infos = await this.options.cloud.describeInstances(ids, facts);
+      const now = this.options.clock.now();
+      const byId = new Map(infos.map((i) => [i.instanceId, i]));
+      for (const id of ids) {
+        const info = byId.get(id);
+        this.cache.set(id, { info, expiresAt: now + (info ? this.options.ttlMs : this.options.negativeTtlMs) });
+      }
+      batch.resolve(byId);
+    } catch (e) {
+      batch.reject(e);
+    } finally {
+      for (const id of ids) if (this.inFlight.get(id) === batch) this.inFlight.delete(id);
+    }
+  }
+}

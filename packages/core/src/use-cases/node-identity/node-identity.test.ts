@@ -1,0 +1,323 @@
+import 'reflect-metadata';
+import { webcrypto } from 'node:crypto';
+import { Pkcs10CertificateRequestGenerator, SubjectAlternativeNameExtension, type JsonGeneralName } from '@peculiar/x509';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { TransientError } from '../../errors.js';
+import type { ClusterFacts } from '../../model/cluster.js';
+import type { KubeObject } from '../../model/kube.js';
+import { Types } from '../../model/kube.js';
+import { Names } from '../../model/names.js';
+import { KubeletClientSigner, KubeletServingSigner, NodeBootstrapperGroups } from '../../policy/csr.js';
+import { isoNow } from '../../ports/clock.js';
+import type { InstanceInfo } from '../../ports/cloud-provider.js';
+import { silentLogger } from '../../ports/logger.js';
+import { FakeClock } from '../../testing/fake-clock.js';
+import { FakeCloudProvider } from '../../testing/fake-cloud-provider.js';
+import { MemoryClusterStore } from '../../testing/memory-cluster-store.js';
+import { RecordingEvents, RecordingMetrics } from '../../testing/recording.js';
+import { CsrDecisionsMetric, NodeIdentityReconciler, type NodeIdentityLimits } from './node-identity.js';
+
+const facts: ClusterFacts = {
+  platform: 'AWS',
+  region: 'us-east-1',
+  infrastructureName: 'test-x7k2p',
+  apiServerInternalURL: 'https://api-int.test.example.com:6443',
+  resourceTags: [],
+};
+
+let key: webcrypto.CryptoKeyPair;
+beforeAll(async () => {
+  key = (await webcrypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
+});
+
+async function requestFor(subject: string, sans: JsonGeneralName[] = []): Promise<string> {
+  const csr = await Pkcs10CertificateRequestGenerator.create({
+    name: subject,
+    keys: key,
+    signingAlgorithm: { name: 'ECDSA', hash: 'SHA-256' } as webcrypto.EcdsaParams,
+    extensions: sans.length ? [new SubjectAlternativeNameExtension(sans)] : [],
+  });
+  return Buffer.from(csr.toString('pem')).toString('base64');
+}
+
+const dnsOf = (i: number) => `ip-10-0-${Math.floor(i / 250)}-${(i % 250) + 1}.ec2.internal`;
+const ipOf = (i: number) => `10.0.${Math.floor(i / 250)}.${(i % 250) + 1}`;
+const idOf = (i: number) => `i-${(0x1000 + i).toString(16).padStart(8, '0')}`;
+
+function anInstance(i: number, o: Partial<InstanceInfo> = {}): InstanceInfo {
+  return { instanceId: idOf(i), state: 'running', privateDnsName: dnsOf(i), privateIpAddresses: [ipOf(i)], publicIpAddresses: [], ownedByCluster: true, ...o };
+}
+
+function aNodeClaim(i: number, o: { providerID?: string | null; nodeName?: string; created?: string } = {}): KubeObject {
+  const status: Record<string, unknown> = {};
+  if (o.providerID !== null) status.providerID = o.providerID ?? FakeCloudProvider.providerIdFor(idOf(i));
+  if (o.nodeName) status.nodeName = o.nodeName;
+  return { ...Types.NodeClaim, metadata: { name: `default-${i}`, ...(o.created ? { creationTimestamp: o.created } : {}) }, spec: {}, status };
+}
+
+async function aClientCsr(name: string, nodeName: string, o: { subject?: string; username?: string } = {}): Promise<KubeObject> {
+  return {
+    ...Types.CertificateSigningRequest,
+    metadata: { name },
+    spec: {
+      request: await requestFor(o.subject ?? `CN=system:node:${nodeName}, O=system:nodes`),
+      signerName: KubeletClientSigner,
+      username: o.username ?? Names.nodeBootstrapperUser,
+      groups: [...NodeBootstrapperGroups],
+      usages: ['digital signature', 'client auth'],
+    },
+  };
+}
+
+async function aServingCsr(name: string, nodeName: string, sans: JsonGeneralName[]): Promise<KubeObject> {
+  return {
+    ...Types.CertificateSigningRequest,
+    metadata: { name },
+    spec: {
+      request: await requestFor(`CN=system:node:${nodeName}, O=system:nodes`, sans),
+      signerName: KubeletServingSigner,
+      username: `system:node:${nodeName}`,
+      groups: ['system:nodes', 'system:authenticated'],
+      usages: ['digital signature', 'server auth'],
+    },
+  };
+}
+
+function world(limits: NodeIdentityLimits = {}) {
+  const clock = new FakeClock(Date.UTC(2026, 2, 1, 12, 0, 0));
+  const store = new MemoryClusterStore([], () => isoNow(clock));
+  const cloud = new FakeCloudProvider({ latencyMs: 5 });
+  const events = new RecordingEvents();
+  const metrics = new RecordingMetrics();
+  const reconciler = new NodeIdentityReconciler({
+    store,
+    cloud,
+    facts: async () => facts,
+    clock,
+    events,
+    metrics,
+    logger: silentLogger,
+    limits,
+  });
+  const approvals = () => store.writes.filter((w) => w.verb === 'approve').map((w) => w.ref.name);
+  const describeCalls = () => cloud.callsOf('describeInstances').length;
+  return { clock, store, cloud, events, metrics, reconciler, approvals, describeCalls };
+}
+
+describe('certificatesigningrequest.node-identity', () => {
+  it('approves a Karpenter node client CSR, then writes nothing on the second reconcile', async () => {
+    const w = world();
+    w.store.seed(aNodeClaim(1));
+    w.cloud.putInstance(anInstance(1, { state: 'pending' }));
+    w.clock.advance(120_000);
+    w.store.seed(await aClientCsr('csr-a', dnsOf(1)));
+
+    expect(w.reconciler.keysFor((await w.store.get({ ...Types.CertificateSigningRequest, name: 'csr-a' }))!)).toEqual(['csr-a']);
+    expect(await w.reconciler.reconcile('csr-a')).toEqual({});
+    expect(w.approvals()).toEqual(['csr-a']);
+    const approved = await w.store.get({ ...Types.CertificateSigningRequest, name: 'csr-a' });
+    expect((approved!.status as { conditions: Array<{ type: string; reason: string }> }).conditions).toEqual([
+      expect.objectContaining({ type: 'Approved', status: 'True', reason: 'ClientCsrVerified' }),
+    ]);
+    expect(w.events.events).toEqual([
+      expect.objectContaining({ type: 'Normal', reason: 'ClientCsrVerified', regarding: expect.objectContaining({ name: 'csr-a' }) }),
+    ]);
+    expect(w.metrics.counters.get(`${CsrDecisionsMetric}{outcome=approve,reason=ClientCsrVerified}`)).toBe(1);
+
+    w.store.clearWrites();
+    expect(await w.reconciler.reconcile('csr-a')).toEqual({});
+    expect(w.store.writes).toEqual([]);
+    expect(w.events.events).toHaveLength(1);
+  });
+
+  it('approves the serving CSR of a registered Karpenter node, and only that', async () => {
+    const w = world();
+    w.store.seed(aNodeClaim(2, { nodeName: dnsOf(2) }));
+    w.store.seed({ ...Types.Node, metadata: { name: dnsOf(2) }, spec: { providerID: FakeCloudProvider.providerIdFor(idOf(2)) } });
+    w.store.seed({ ...Types.Node, metadata: { name: dnsOf(7) }, spec: { providerID: FakeCloudProvider.providerIdFor(idOf(7)) } });
+    w.cloud.setInstances([anInstance(2), anInstance(7)]);
+    w.store.seed(await aServingCsr('serving-2', dnsOf(2), [{ type: 'dns', value: dnsOf(2) }, { type: 'ip', value: ipOf(2) }]));
+    // A MachineSet node's serving CSR: cluster-machine-approver's, not ours.
+    w.store.seed(await aServingCsr('serving-7', dnsOf(7), [{ type: 'dns', value: dnsOf(7) }]));
+    // Karpenter node asking for another node's IP.
+    w.store.seed(await aServingCsr('serving-2-evil', dnsOf(2), [{ type: 'dns', value: dnsOf(2) }, { type: 'ip', value: ipOf(7) }]));
+
+    for (const n of ['serving-2', 'serving-7', 'serving-2-evil']) await w.reconciler.reconcile(n);
+    expect(w.approvals()).toEqual(['serving-2']);
+    expect(w.events.events.map((e) => [e.regarding.name, e.type, e.reason])).toEqual([
+      ['serving-2', 'Normal', 'ServingCsrVerified'],
+      ['serving-7', 'Normal', 'NodeNotManagedByKarpenter'],
+      ['serving-2-evil', 'Warning', 'SanNotInstanceAddress'],
+    ]);
+
+    w.store.clearWrites();
+    for (const n of ['serving-2', 'serving-7', 'serving-2-evil']) await w.reconciler.reconcile(n);
+    expect(w.store.writes).toEqual([]);
+    expect(w.events.events).toHaveLength(3);
+  });
+
+  it('leaves forged CSRs pending, with no cloud call for a malformed request', async () => {
+    const w = world();
+    w.store.seed(aNodeClaim(1));
+    w.cloud.putInstance(anInstance(1));
+    w.clock.advance(60_000);
+    w.store.seed(await aClientCsr('extra-o', dnsOf(1), { subject: `CN=system:node:${dnsOf(1)}, O=system:nodes, O=system:masters` }));
+    w.store.seed(await aClientCsr('wrong-user', dnsOf(1), { username: 'system:serviceaccount:default:default' }));
+    w.store.seed(await aClientCsr('other-name', dnsOf(99)));
+
+    expect(await w.reconciler.reconcile('extra-o')).toEqual({});
+    expect(await w.reconciler.reconcile('wrong-user')).toEqual({});
+    expect(w.describeCalls()).toBe(0);
+    expect(await w.reconciler.reconcile('other-name')).toEqual({});
+    expect(w.approvals()).toEqual([]);
+    expect(w.store.writes).toEqual([]);
+    expect(w.events.events.map((e) => [e.regarding.name, e.reason])).toEqual([
+      ['extra-o', 'InvalidOrganization'],
+      ['wrong-user', 'UnexpectedRequester'],
+      ['other-name', 'NoMatchingNodeClaim'],
+    ]);
+    expect(w.metrics.counters.get(`${CsrDecisionsMetric}{outcome=ignore,reason=InvalidOrganization}`)).toBe(1);
+  });
+
+  it('waits while the NodeClaim has no providerID, and approves once it does (NodeClaim event maps to the CSR)', async () => {
+    const w = world({ waitRequeueMs: 3000 });
+    w.store.seed(aNodeClaim(3, { providerID: null }));
+    w.cloud.putInstance(anInstance(3));
+    w.clock.advance(90_000);
+    const csr = w.store.seed(await aClientCsr('csr-3', dnsOf(3)));
+    w.reconciler.keysFor(csr);
+
+    expect(await w.reconciler.reconcile('csr-3')).toEqual({ requeueAfterMs: 3000 });
+    expect(w.approvals()).toEqual([]);
+    expect(w.events.events.map((e) => e.reason)).toEqual(['NodeClaimNotVisible']);
+
+    const launched = w.store.seed(aNodeClaim(3));
+    expect(w.reconciler.keysFor(launched)).toEqual(['csr-3']);
+    expect(await w.reconciler.reconcile('csr-3')).toEqual({});
+    expect(w.approvals()).toEqual(['csr-3']);
+  });
+
+  it('waits while the instance is not visible, bounded by the launch deadline', async () => {
+    const w = world();
+    w.store.seed(aNodeClaim(4));
+    w.clock.advance(60_000);
+    w.store.seed(await aClientCsr('csr-4', dnsOf(4)));
+    expect(await w.reconciler.reconcile('csr-4')).toEqual({ requeueAfterMs: 5000 });
+    w.clock.advance(16 * 60_000);
+    expect(await w.reconciler.reconcile('csr-4')).toEqual({});
+    expect(w.approvals()).toEqual([]);
+    expect(w.events.events.map((e) => e.reason)).toEqual(['InstanceNotVisible', 'NoMatchingNodeClaim']);
+  });
+
+  it('approves nothing when the instance lookup fails, and throws the typed error for backoff', async () => {
+    const w = world();
+    w.store.seed(aNodeClaim(5));
+    w.cloud.putInstance(anInstance(5));
+    w.clock.advance(60_000);
+    w.store.seed(await aClientCsr('csr-5', dnsOf(5)));
+    w.cloud.failNext('describeInstances', new TransientError('describing instances: throttled'));
+
+    await expect(w.reconciler.reconcile('csr-5')).rejects.toBeInstanceOf(TransientError);
+    expect(w.approvals()).toEqual([]);
+    expect(w.events.events).toEqual([]);
+
+    expect(await w.reconciler.reconcile('csr-5')).toEqual({});
+    expect(w.approvals()).toEqual(['csr-5']);
+  });
+
+  it('approves one client CSR per NodeClaim, even when two are reconciled at once', async () => {
+    const w = world();
+    w.store.seed(aNodeClaim(6));
+    w.cloud.putInstance(anInstance(6));
+    w.clock.advance(60_000);
+    w.store.seed(await aClientCsr('csr-6a', dnsOf(6)));
+    w.store.seed(await aClientCsr('csr-6b', dnsOf(6)));
+    await Promise.all([w.reconciler.reconcile('csr-6a'), w.reconciler.reconcile('csr-6b')]);
+    expect(w.approvals()).toHaveLength(1);
+    const loser = w.approvals()[0] === 'csr-6a' ? 'csr-6b' : 'csr-6a';
+    expect(w.events.events.find((e) => e.regarding.name === loser)?.reason).toBe('ClientCsrAlreadyApproved');
+
+    // A fresh process (no memory of its approvals) sees the approval in the cache.
+    const again = new NodeIdentityReconciler({
+      store: w.store,
+      cloud: w.cloud,
+      facts: async () => facts,
+      clock: w.clock,
+      events: w.events,
+      metrics: w.metrics,
+      logger: silentLogger,
+    });
+    w.store.clearWrites();
+    await again.reconcile(loser);
+    expect(w.store.writes).toEqual([]);
+  });
+
+  it('stops approving and reports TooManyPendingCSRs above the bound', async () => {
+    const w = world({ maxPending: 3 });
+    for (let i = 10; i < 15; i++) {
+      w.store.seed(aNodeClaim(i));
+      w.cloud.putInstance(anInstance(i));
+    }
+    w.clock.advance(60_000);
+    for (let i = 10; i < 15; i++) w.store.seed(await aClientCsr(`csr-${i}`, dnsOf(i)));
+
+    expect(await w.reconciler.reconcile('csr-10')).toEqual({ requeueAfterMs: 5000 });
+    expect(w.approvals()).toEqual([]);
+    expect(w.reconciler.condition()).toMatchObject({ type: 'NodeIdentityHealthy', status: 'False', reason: 'TooManyPendingCSRs' });
+
+    // Two of them go away (denied by an admin): back under the bound, approvals resume.
+    for (const n of ['csr-13', 'csr-14']) w.store.remove({ ...Types.CertificateSigningRequest, name: n });
+    w.clock.advance(1_000); // the CSR census is shared for up to snapshotTtlMs
+    expect(await w.reconciler.reconcile('csr-10')).toEqual({});
+    expect(w.approvals()).toEqual(['csr-10']);
+    expect(w.reconciler.condition()).toMatchObject({ status: 'True', reason: 'AsExpected' });
+  });
+
+  it('maps a Node event to the pending serving CSRs of that node, and ignores other signers', async () => {
+    const w = world();
+    const serving = w.store.seed(await aServingCsr('serving-8', dnsOf(8), [{ type: 'dns', value: dnsOf(8) }]));
+    const foreign = w.store.seed({ ...(await aServingCsr('foreign', dnsOf(8), [])), spec: { signerName: 'example.com/signer', request: '' } });
+    expect(w.reconciler.keysFor(serving)).toEqual(['serving-8']);
+    expect(w.reconciler.keysFor(foreign)).toEqual([]);
+    expect(w.reconciler.keysFor({ ...Types.Node, metadata: { name: dnsOf(8) } })).toEqual(['serving-8']);
+    expect(w.reconciler.keysFor({ ...Types.Node, metadata: { name: dnsOf(9) } })).toEqual([]);
+    expect(await w.reconciler.reconcile('foreign')).toEqual({});
+    expect(w.events.events).toEqual([]);
+    expect(await w.reconciler.resyncKeys()).toEqual(['serving-8']);
+  });
+
+  it('approves a burst of 200 client CSRs with fewer than 10 DescribeInstances calls', async () => {
+    const w = world();
+    const n = 200;
+    for (let i = 0; i < n; i++) {
+      w.store.seed(aNodeClaim(i));
+      w.cloud.putInstance(anInstance(i, { state: i % 2 ? 'running' : 'pending' }));
+    }
+    w.clock.advance(120_000);
+    const names: string[] = [];
+    for (let i = 0; i < n; i++) {
+      const csr = w.store.seed(await aClientCsr(`burst-${i}`, dnsOf(i)));
+      names.push(...w.reconciler.keysFor(csr));
+    }
+    // Plus forged CSRs in the same burst: none of them may be approved.
+    for (let i = 0; i < 20; i++) w.store.seed(await aClientCsr(`forged-${i}`, dnsOf(1000 + i)));
+
+    // Like the work queue: a pool of workers, each taking the next key; 100 ms of clock per reconcile, so
+    // the 220 reconciles span 22 s and outlive the 15 s instance cache once.
+    const queue = [...names, ...Array.from({ length: 20 }, (_, i) => `forged-${i}`)];
+    const worker = async () => {
+      for (let k = queue.shift(); k !== undefined; k = queue.shift()) {
+        w.clock.advance(100);
+        await w.reconciler.reconcile(k);
+      }
+    };
+    await Promise.all(Array.from({ length: 16 }, worker));
+
+    const approved = w.approvals();
+    expect(new Set(approved)).toEqual(new Set(names));
+    expect(approved.some((a) => a.startsWith('forged-'))).toBe(false);
+    const calls = w.describeCalls();
+    console.log(`burst: ${n} CSRs approved with ${calls} describeInstances call(s)`);
+    expect(calls).toBeLessThan(10);
+  });
+});

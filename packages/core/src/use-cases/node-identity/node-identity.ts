@@ -1,0 +1,495 @@
+import { describeError, isNotFoundError } from '../../errors.js';
+import type { ClusterFacts } from '../../model/cluster.js';
+import type { KubeObject, ObjectRef } from '../../model/kube.js';
+import { Types } from '../../model/kube.js';
+import type { ConditionInput } from '../../policy/conditions.js';
+import {
+  type CsrDecision,
+  type CsrDecisionReason,
+  type CsrNode,
+  type CsrNodeClaim,
+  csrNodeClaimView,
+  csrNodeView,
+  csrState,
+  csrView,
+  DefaultApprovalWindowMs,
+  decideClientCsr,
+  decideServingCsr,
+  KubeletClientSigner,
+  KubeletServingSigner,
+  LaunchDeadlineMs,
+  nodeNameFromUser,
+  normalizeDns,
+  precheckKubeletCsr,
+} from '../../policy/csr.js';
+import { csrRequestPem, parseCertificateRequestPem, type CsrParseResult } from '../../policy/csr-parse.js';
+import type { Clock } from '../../ports/clock.js';
+import type { CloudProvider, InstanceInfo } from '../../ports/cloud-provider.js';
+import type { ClusterStore } from '../../ports/cluster-store.js';
+import type { EventRecorder, EventType } from '../../ports/event-recorder.js';
+import type { Logger } from '../../ports/logger.js';
+import type { Metrics } from '../../ports/metrics.js';
+import type { Reconciler, Result, Watch } from '../../runtime/reconciler.js';
+import type { StatusBoard } from '../status-board.js';
+import { InstanceLookup } from './instance-lookup.js';
+
+export const NodeIdentityController = 'certificatesigningrequest.node-identity';
+export const NodeIdentityConditionType = 'NodeIdentityHealthy';
+export const NodeIdentityReasons = {
+  AsExpected: 'AsExpected',
+  TooManyPendingCSRs: 'TooManyPendingCSRs',
+} as const;
+export const CsrDecisionsMetric = 'karpenter_operator_csr_decisions_total';
+export const CsrPendingMetric = 'karpenter_operator_csr_pending';
+
+export interface NodeIdentityLimits {
+  /** Approvals stop while more than `maxPendingBase + NodeClaims` Karpenter-looking CSRs are pending. */
+  maxPendingBase?: number;
+  /** A fixed bound instead of `maxPendingBase + NodeClaims`. */
+  maxPending?: number;
+  /** Requeue delay of a `wait` decision (and while approvals are paused). */
+  waitRequeueMs?: number;
+  /** Client CSRs are approvable this long after their NodeClaim was created. */
+  windowMs?: number;
+  /** `wait` becomes `ignore` for CSRs older than this (Karpenter's registration deadline). */
+  launchDeadlineMs?: number;
+  instanceCacheTtlMs?: number;
+  instanceNegativeCacheTtlMs?: number;
+  /** How long instance IDs are collected before one DescribeInstances call. */
+  lookupBatchWindowMs?: number;
+  lookupMaxBatchSize?: number;
+  /**
+   * How long one listing of NodeClaims and CSRs serves concurrent reconciles. NodeClaim events drop it at
+   * once; the CSR census (pending count, approved client CSRs) may lag by this much, which the in-process
+   * record of this operator's own approvals covers.
+   */
+  snapshotTtlMs?: number;
+  /** Timer for the lookup micro-batch (defaults to setTimeout). */
+  schedule?: (fn: () => void, ms: number) => void;
+}
+
+export interface NodeIdentityDeps {
+  /** Store of the cluster where CSRs, Nodes and NodeClaims live. */
+  store: ClusterStore;
+  cloud: CloudProvider;
+  facts: () => Promise<ClusterFacts>;
+  clock: Clock;
+  events: EventRecorder;
+  metrics: Metrics;
+  logger: Logger;
+  limits?: NodeIdentityLimits;
+  /** When given, the condition is also posted here whenever it changes. */
+  board?: StatusBoard;
+}
+
+const Defaults = {
+  maxPendingBase: 100,
+  waitRequeueMs: 5_000,
+  instanceCacheTtlMs: 15_000,
+  instanceNegativeCacheTtlMs: 3_000,
+  lookupBatchWindowMs: 5,
+  lookupMaxBatchSize: 1_000,
+  snapshotTtlMs: 1_000,
+} as const;
+
+/** Ignore reasons that mean "someone else's node", not "suspicious": recorded as Normal events. */
+const NotOursReasons = new Set<CsrDecisionReason>(['NoMatchingNodeClaim', 'NodeNotManagedByKarpenter', 'NodeAlreadyExists']);
+
+const KubeletSigners = new Set([KubeletClientSigner, KubeletServingSigner]);
+
+interface PendingEntry {
+  signer: string;
+  /** Normalised node name, once known (serving: from the requester; client: from the parsed CN). */
+  nodeName?: string;
+}
+
+interface ParsedCacheEntry {
+  parsed: CsrParseResult;
+  nodeName?: string;
+}
+
+interface ClaimSnapshot {
+  views: CsrNodeClaim[];
+  /** Instance IDs of NodeClaims not registered yet: the machines a client CSR may come from. */
+  unregisteredInstanceIds: string[];
+}
+
+interface CsrSnapshot {
+  /** Names of pending kubelet CSRs. */
+  pending: string[];
+  /** Approved (or issued) client CSRs by normalised node name. */
+  approvedByNode: Map<string, Array<{ name: string; createdMs: number }>>;
+}
+
+type AnyObject = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } } & Record<string, unknown>;
+
+/**
+ * `certificatesigningrequest.node-identity`: approves the kubelet client and serving CSRs of nodes that
+ * Karpenter launched for this cluster, and nothing else (policy: `policy/csr.ts`). It never denies.
+ *
+ * Per CSR: skip anything not pending or of another signer; run the request-only checks; gather NodeClaims,
+ * Nodes and the instances behind them (batched, briefly cached `describeInstances`); decide; approve.
+ * `wait` decisions requeue after a few seconds; the policy turns them into `ignore` after the launch
+ * deadline. Events and the decisions metric are recorded when a CSR's decision changes, so resyncs do not
+ * repeat them. Approvals pause, with condition `NodeIdentityHealthy=False/TooManyPendingCSRs`, while
+ * more Karpenter-looking CSRs are pending than the bound.
+ *
+ * In-process state (all derived, rebuilt by resync): parsed requests by CSR uid, the last decision per
+ * CSR, the pending-CSR index used to map NodeClaim and Node events to CSRs, and the client CSRs this
+ * process approved per NodeClaim (the cache may not show an approval yet when the next CSR arrives).
+ */
+export class NodeIdentityReconciler implements Reconciler {
+  readonly name = NodeIdentityController;
+  readonly watches: Watch[] = [{ type: Types.CertificateSigningRequest }, { type: Types.NodeClaim }, { type: Types.Node }];
+
+  private readonly lookup: InstanceLookup;
+  private readonly parsedByUid = new Map<string, ParsedCacheEntry>();
+  private readonly lastDecision = new Map<string, string>();
+  private readonly pending = new Map<string, PendingEntry>();
+  /** NodeClaim uid (or name) → names of client CSRs this process approved for it. */
+  private readonly approvedHere = new Map<string, Set<string>>();
+  private readonly claims: SharedSnapshot<ClaimSnapshot>;
+  private readonly csrs: SharedSnapshot<CsrSnapshot>;
+  private currentCondition: ConditionInput = {
+    type: NodeIdentityConditionType,
+    status: 'True',
+    reason: NodeIdentityReasons.AsExpected,
+    message: 'Kubelet CSRs of Karpenter nodes are being approved',
+  };
+
+  constructor(private readonly deps: NodeIdentityDeps) {
+    const l = deps.limits ?? {};
+    this.lookup = new InstanceLookup({
+      cloud: deps.cloud,
+      facts: deps.facts,
+      clock: deps.clock,
+      ttlMs: l.instanceCacheTtlMs ?? Defaults.instanceCacheTtlMs,
+      negativeTtlMs: l.instanceNegativeCacheTtlMs ?? Defaults.instanceNegativeCacheTtlMs,
+      batchWindowMs: l.lookupBatchWindowMs ?? Defaults.lookupBatchWindowMs,
+      maxBatchSize: l.lookupMaxBatchSize ?? Defaults.lookupMaxBatchSize,
+      ...(l.schedule ? { schedule: l.schedule } : {}),
+    });
+    const ttl = l.snapshotTtlMs ?? Defaults.snapshotTtlMs;
+    this.claims = new SharedSnapshot(deps.clock, ttl, () => this.listClaims());
+    this.csrs = new SharedSnapshot(deps.clock, ttl, () => this.listCsrs());
+    deps.board?.setCondition(this.name, this.currentCondition);
+  }
+
+  /** `NodeIdentityHealthy`, for the status use-case. */
+  condition(): ConditionInput {
+    return { ...this.currentCondition };
+  }
+
+  keysFor(obj: AnyObject): string[] {
+    if (obj.kind === Types.CertificateSigningRequest.kind) {
+      const signer = (obj.spec as { signerName?: unknown } | undefined)?.signerName;
+      if (typeof signer !== 'string' || !KubeletSigners.has(signer)) return [];
+      this.track(obj as KubeObject);
+      return [obj.metadata.name];
+    }
+    if (obj.kind === Types.NodeClaim.kind) {
+      this.claims.invalidate();
+      const nodeName = (obj.status as { nodeName?: unknown } | undefined)?.nodeName;
+      const registered = typeof nodeName === 'string' && nodeName ? normalizeDns(nodeName) : undefined;
+      // A NodeClaim change (providerID set, registered, deleted) can only unblock CSRs that are waiting
+      // or not decided yet, or those of the node it registered.
+      return [...this.pending.entries()]
+        .filter(([name, e]) => (registered && e.nodeName === registered) || !this.lastDecision.get(name)?.startsWith('ignore/'))
+        .map(([name]) => name);
+    }
+    if (obj.kind === Types.Node.kind) {
+      const name = normalizeDns(obj.metadata.name);
+      return [...this.pending.entries()].filter(([, e]) => e.nodeName === name).map(([csr]) => csr);
+    }
+    return [];
+  }
+
+  async resyncKeys(): Promise<string[]> {
+    const csrs = await this.deps.store.list(Types.CertificateSigningRequest);
+    const live = new Set<string>();
+    const keys: string[] = [];
+    for (const csr of csrs) {
+      if (csr.metadata.uid) live.add(csr.metadata.uid);
+      if (!KubeletSigners.has(csrView(csr).signerName)) continue;
+      this.track(csr);
+      if (csrState(csr) === 'pending') keys.push(csr.metadata.name);
+    }
+    const names = new Set(csrs.map((c) => c.metadata.name));
+    for (const name of [...this.pending.keys()]) if (!names.has(name)) this.forget(name);
+    for (const name of [...this.lastDecision.keys()]) if (!names.has(name)) this.lastDecision.delete(name);
+    for (const uid of [...this.parsedByUid.keys()]) if (!live.has(uid)) this.parsedByUid.delete(uid);
+    const claims = await this.deps.store.list(Types.NodeClaim);
+    const claimKeys = new Set(claims.map((c) => c.metadata.uid ?? c.metadata.name));
+    for (const k of [...this.approvedHere.keys()]) if (!claimKeys.has(k)) this.approvedHere.delete(k);
+    this.lookup.prune();
+    return keys;
+  }
+
+  async reconcile(name: string): Promise<Result> {
+    const { store, clock } = this.deps;
+    const csr = await store.get({ ...Types.CertificateSigningRequest, name });
+    if (!csr) {
+      this.forget(name);
+      return {};
+    }
+    const view = csrView(csr);
+    if (!KubeletSigners.has(view.signerName) || csrState(csr) !== 'pending') {
+      this.forget(name);
+      return {};
+    }
+    const log = this.deps.logger.child({ controller: this.name, csr: name });
+    const parsed = await this.parse(csr);
+    this.track(csr);
+
+    // Checks that need nothing but the CSR: forged and malformed requests cost no lookup.
+    const pre = precheckKubeletCsr(csr, parsed);
+    if (!pre) return {};
+    if ('decision' in pre) {
+      this.report(csr, pre, log);
+      return {};
+    }
+
+    const limits = this.deps.limits ?? {};
+    const now = clock.now();
+    const [claims, csrs, nodes] = await Promise.all([this.claims.get(), this.csrs.get(), this.nodesNamed(pre.nodeName)]);
+    const nodeClaims = claims.views;
+
+    const isClient = pre.kind === 'client';
+    const wanted = isClient
+      ? claims.unregisteredInstanceIds
+      : ownersOf(nodeClaims, nodes[0], pre.nodeName).flatMap((nc) => (nc.instanceId ? [nc.instanceId] : []));
+    let instances: Map<string, InstanceInfo>;
+    try {
+      instances = await this.lookup.lookup(wanted);
+    } catch (e) {
+      // No approval without proof; the typed error goes to the queue, which backs off and retries.
+      log.warn('instance lookup failed', { node: pre.nodeName, instances: wanted.length, error: describeError(e) });
+      throw e;
+    }
+
+    const pendingCount = csrs.pending.filter((n) => !this.lastDecision.get(n)?.startsWith('ignore/')).length;
+    const input = {
+      csr,
+      request: parsed,
+      nodeClaims,
+      nodes,
+      instances,
+      now,
+      windowMs: limits.windowMs ?? DefaultApprovalWindowMs,
+      launchDeadlineMs: limits.launchDeadlineMs ?? LaunchDeadlineMs,
+      approvedClientCsrs: isClient ? this.approvedCounts(pre.nodeName, nodeClaims, instances, csrs) : new Map<string, number>(),
+    };
+    let decision = isClient ? decideClientCsr(input) : decideServingCsr(input);
+
+    const bound = limits.maxPending ?? (limits.maxPendingBase ?? Defaults.maxPendingBase) + nodeClaims.length;
+    this.deps.metrics.set(CsrPendingMetric, pendingCount);
+    const overloaded = pendingCount > bound;
+    this.setCondition(
+      overloaded
+        ? {
+            type: NodeIdentityConditionType,
+            status: 'False',
+            reason: NodeIdentityReasons.TooManyPendingCSRs,
+            message: `more than ${bound} kubelet CSRs are pending; approvals are paused until they are approved, denied or expire`,
+          }
+        : {
+            type: NodeIdentityConditionType,
+            status: 'True',
+            reason: NodeIdentityReasons.AsExpected,
+            message: 'Kubelet CSRs of Karpenter nodes are being approved',
+          },
+    );
+    if (decision.decision === 'approve' && overloaded) {
+      log.warn('approvals paused: too many pending CSRs', { pending: pendingCount, bound, node: decision.nodeName });
+      return { requeueAfterMs: limits.waitRequeueMs ?? Defaults.waitRequeueMs };
+    }
+
+    // One client certificate per NodeClaim, also between concurrent reconciles: check and claim the slot
+    // synchronously, before the first await of the approval.
+    const claimKey = isClient && decision.decision === 'approve' ? this.claimKeyOf(nodeClaims, decision.nodeClaim) : undefined;
+    if (claimKey !== undefined) {
+      const here = this.approvedHere.get(claimKey);
+      if (here && here.size > 0 && !here.has(name)) {
+        decision = {
+          ...decision,
+          decision: 'ignore',
+          reason: 'ClientCsrAlreadyApproved',
+          message: `NodeClaim ${decision.nodeClaim} already has an approved client CSR (${[...here].join(', ')})`,
+        };
+      } else {
+        this.approvedHere.set(claimKey, new Set([...(here ?? []), name]));
+      }
+    }
+
+    if (decision.decision === 'approve') {
+      try {
+        await store.approveCertificateSigningRequest(name, decision.reason, decision.message);
+      } catch (e) {
+        if (claimKey !== undefined) this.approvedHere.get(claimKey)?.delete(name);
+        if (isNotFoundError(e)) {
+          this.forget(name);
+          return {};
+        }
+        throw e;
+      }
+      this.report(csr, decision, log);
+      this.forget(name);
+      return {};
+    }
+
+    this.report(csr, decision, log);
+    return decision.decision === 'wait' ? { requeueAfterMs: limits.waitRequeueMs ?? Defaults.waitRequeueMs } : {};
+  }
+
+  private async parse(csr: KubeObject): Promise<CsrParseResult> {
+    const uid = csr.metadata.uid;
+    const hit = uid ? this.parsedByUid.get(uid) : undefined;
+    if (hit) return hit.parsed;
+    const parsed = await parseCertificateRequestPem(csrRequestPem(csr));
+    let nodeName: string | undefined;
+    if (parsed.ok) {
+      const cn = parsed.request.subject.find((a) => a.type === 'CN')?.value;
+      const n = cn ? nodeNameFromUser(cn) : undefined;
+      if (n) nodeName = normalizeDns(n);
+    }
+    // The request of a CSR is immutable, so its uid identifies the parse.
+    if (uid) this.parsedByUid.set(uid, nodeName ? { parsed, nodeName } : { parsed });
+    return parsed;
+  }
+
+  /** Remembers a pending kubelet CSR and the node it concerns, for mapping NodeClaim and Node events. */
+  private track(csr: KubeObject): void {
+    const view = csrView(csr);
+    if (csrState(csr) !== 'pending') {
+      this.pending.delete(csr.metadata.name);
+      return;
+    }
+    const fromUser = view.signerName === KubeletServingSigner ? nodeNameFromUser(view.username) : undefined;
+    const fromCn = csr.metadata.uid ? this.parsedByUid.get(csr.metadata.uid)?.nodeName : undefined;
+    const nodeName = fromUser ? normalizeDns(fromUser) : fromCn;
+    this.pending.set(csr.metadata.name, nodeName ? { signer: view.signerName, nodeName } : { signer: view.signerName });
+  }
+
+  private forget(name: string): void {
+    this.pending.delete(name);
+    this.lastDecision.delete(name);
+  }
+
+  private async nodesNamed(nodeName: string): Promise<CsrNode[]> {
+    const names = [...new Set([nodeName, normalizeDns(nodeName)])];
+    const found = await Promise.all(names.map((n) => this.deps.store.get({ ...Types.Node, name: n })));
+    return found.filter((n): n is KubeObject => n !== undefined).map(csrNodeView);
+  }
+
+  /** NodeClaims as the policy sees them (shared by concurrent reconciles; dropped by any NodeClaim event). */
+  private async listClaims(): Promise<ClaimSnapshot> {
+    const objects = await this.deps.store.list(Types.NodeClaim);
+    const views = objects.map((o) => csrNodeClaimView(o, (p) => this.deps.cloud.instanceIdFromProviderId(p)));
+    return { views, unregisteredInstanceIds: views.filter((nc) => nc.instanceId && !nc.nodeName).map((nc) => nc.instanceId!) };
+  }
+
+  /** The census of kubelet CSRs (shared by concurrent reconciles). */
+  private async listCsrs(): Promise<CsrSnapshot> {
+    const objects = await this.deps.store.list(Types.CertificateSigningRequest);
+    const out: CsrSnapshot = { pending: [], approvedByNode: new Map() };
+    for (const c of objects) {
+      const v = csrView(c);
+      if (!KubeletSigners.has(v.signerName)) continue;
+      const state = csrState(c);
+      if (state === 'pending') out.pending.push(c.metadata.name);
+      if (v.signerName !== KubeletClientSigner || (state !== 'approved' && state !== 'issued')) continue;
+      await this.parse(c);
+      const nodeName = c.metadata.uid ? this.parsedByUid.get(c.metadata.uid)?.nodeName : undefined;
+      if (!nodeName) continue;
+      out.approvedByNode.set(nodeName, [...(out.approvedByNode.get(nodeName) ?? []), { name: c.metadata.name, createdMs: v.createdMs }]);
+    }
+    return out;
+  }
+
+  /**
+   * Client CSRs already approved for the NodeClaims whose instance is `nodeName`: those the cache shows
+   * (created after the NodeClaim) and those this process approved.
+   */
+  private approvedCounts(
+    nodeName: string,
+    nodeClaims: CsrNodeClaim[],
+    instances: ReadonlyMap<string, InstanceInfo>,
+    csrs: CsrSnapshot,
+  ): Map<string, number> {
+    const name = normalizeDns(nodeName);
+    const approved = csrs.approvedByNode.get(name) ?? [];
+    const counts = new Map<string, number>();
+    for (const nc of nodeClaims) {
+      const dns = nc.instanceId ? instances.get(nc.instanceId)?.privateDnsName : undefined;
+      if (!dns || normalizeDns(dns) !== name) continue;
+      const seen = new Set(approved.filter((a) => a.createdMs >= nc.createdMs).map((a) => a.name));
+      for (const n of this.approvedHere.get(nc.uid ?? nc.name) ?? []) seen.add(n);
+      if (seen.size) counts.set(nc.name, seen.size);
+    }
+    return counts;
+  }
+
+  private claimKeyOf(nodeClaims: CsrNodeClaim[], name: string | undefined): string | undefined {
+    const nc = nodeClaims.find((n) => n.name === name);
+    return nc ? (nc.uid ?? nc.name) : undefined;
+  }
+
+  /** Event, metric and log for a decision, once per change of a CSR's decision. */
+  private report(csr: KubeObject, d: CsrDecision, log: Logger): void {
+    const name = csr.metadata.name;
+    const key = `${d.decision}/${d.reason}`;
+    if (this.lastDecision.get(name) === key) return;
+    this.lastDecision.set(name, key);
+    const fields = { decision: d.decision, reason: d.reason, node: d.nodeName, nodeClaim: d.nodeClaim, instance: d.instanceId };
+    this.deps.metrics.inc(CsrDecisionsMetric, { outcome: d.decision, reason: d.reason });
+    const ref: ObjectRef & { uid?: string } = { ...Types.CertificateSigningRequest, name };
+    if (csr.metadata.uid) ref.uid = csr.metadata.uid;
+    const type: EventType = d.decision === 'ignore' && !NotOursReasons.has(d.reason) ? 'Warning' : 'Normal';
+    const verb = d.decision === 'approve' ? 'Approved' : d.decision === 'wait' ? 'Waiting' : 'Not approved';
+    this.deps.events.record(ref, type, d.reason, `${verb}: ${d.message}`);
+    if (d.decision === 'approve') log.info('approved CSR', { ...fields, message: d.message });
+    else if (d.decision === 'wait') log.debug('CSR not approvable yet', { ...fields, message: d.message });
+    else log.info('not approving CSR', { ...fields, message: d.message });
+  }
+
+  private setCondition(next: ConditionInput): void {
+    const c = this.currentCondition;
+    if (c.status === next.status && c.reason === next.reason && c.message === next.message) return;
+    this.currentCondition = next;
+    this.deps.board?.setCondition(this.name, next);
+  }
+}
+
+/** NodeClaims that may own Node `nodeName` (same test as the serving policy; used to scope lookups). */
+function ownersOf(nodeClaims: CsrNodeClaim[], node: CsrNode | undefined, nodeName: string): CsrNodeClaim[] {
+  return nodeClaims.filter((nc) => nc.nodeName === nodeName || (node?.providerID !== undefined && nc.providerID === node.providerID));
+}
+
+/**
+ * One build of `T` shared by every caller within `ttlMs` (single flight: callers during a build await the
+ * same promise). A failed build is not kept.
+ */
+class SharedSnapshot<T> {
+  private entry: { at: number; promise: Promise<T> } | undefined;
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly ttlMs: number,
+    private readonly build: () => Promise<T>,
+  ) {}
+
+  get(): Promise<T> {
+    const now = this.clock.now();
+    if (this.entry && now - this.entry.at < this.ttlMs) return this.entry.promise;
+    const entry = { at: now, promise: this.build() };
+    this.entry = entry;
+    entry.promise.catch(() => {
+      if (this.entry === entry) this.entry = undefined;
+    });
+    return entry.promise;
+  }
+
+  invalidate(): void {
+    this.entry = undefined;
+  }
+}
