@@ -1,0 +1,79 @@
+import {
+  Names,
+  Types,
+  controlPlanePlacement,
+  restrictedContainerSecurityContext,
+  restrictedPodSecurityContext,
+  type KubeObject,
+} from '@karpenter-operator/core';
+import { payloadImages, releaseVersionPlaceholder } from './cvo.js';
+
+/** Where the operator's own (node-identity) credential is mounted. */
+export const nodeIdentityCredentialsDir = '/etc/node-identity';
+
+/** Deployment `karpenter-operator`, as the CVO creates it. */
+export function operatorDeployment(): KubeObject {
+  const labels = { 'k8s-app': Names.operatorDeployment };
+  const fieldRef = (fieldPath: string) => ({ fieldRef: { apiVersion: 'v1', fieldPath } });
+  return {
+    ...Types.Deployment,
+    metadata: { name: Names.operatorDeployment, namespace: Names.operatorNamespace, labels: { ...labels } },
+    spec: {
+      // One active replica at a time: leader election (Lease karpenter-operator.openshift.io) keeps a
+      // second one, when scaled up, on standby.
+      replicas: 1,
+      selector: { matchLabels: { ...labels } },
+      template: {
+        metadata: { labels: { ...labels }, annotations: { ...controlPlanePlacement.podAnnotations } },
+        spec: {
+          serviceAccountName: Names.operatorServiceAccount,
+          priorityClassName: 'system-node-critical',
+          nodeSelector: { ...controlPlanePlacement.nodeSelector },
+          tolerations: controlPlanePlacement.tolerations.map((t) => ({ ...t })),
+          securityContext: restrictedPodSecurityContext(),
+          containers: [
+            {
+              name: 'karpenter-operator',
+              image: payloadImages.operator.pullSpec,
+              imagePullPolicy: 'IfNotPresent',
+              args: [
+                '--namespace=$(POD_NAMESPACE)',
+                '--metrics-bind-address=:8080',
+                '--health-probe-bind-address=:8081',
+                '--leader-elect',
+              ],
+              env: [
+                { name: 'POD_NAMESPACE', valueFrom: fieldRef('metadata.namespace') },
+                // Leader-election identity.
+                { name: 'POD_NAME', valueFrom: fieldRef('metadata.name') },
+                { name: 'RELEASE_VERSION', value: releaseVersionPlaceholder },
+                { name: 'KARPENTER_IMAGE_AWS', value: payloadImages.awsOperand.pullSpec },
+                // The operand's credentials-check init container runs the operator image.
+                { name: 'OPERATOR_IMAGE', value: payloadImages.operator.pullSpec },
+                { name: 'NODE_IDENTITY_CREDENTIALS_FILE', value: `${nodeIdentityCredentialsDir}/credentials` },
+              ],
+              ports: [
+                { name: 'metrics', containerPort: 8080, protocol: 'TCP' },
+                { name: 'health', containerPort: 8081, protocol: 'TCP' },
+              ],
+              livenessProbe: { httpGet: { path: '/healthz', port: 'health' }, initialDelaySeconds: 15, periodSeconds: 20 },
+              readinessProbe: { httpGet: { path: '/readyz', port: 'health' }, initialDelaySeconds: 5, periodSeconds: 10 },
+              resources: { requests: { cpu: '10m', memory: '128Mi' } },
+              securityContext: restrictedContainerSecurityContext(),
+              terminationMessagePolicy: 'FallbackToLogsOnError',
+              volumeMounts: [{ name: 'node-identity-credentials', mountPath: nodeIdentityCredentialsDir, readOnly: true }],
+            },
+          ],
+          volumes: [
+            {
+              name: 'node-identity-credentials',
+              // Optional: the cloud-credential operator writes it after the CredentialsRequest is
+              // reconciled; the pod must start (and report) before that.
+              secret: { secretName: Names.nodeIdentityCredentialsSecret, optional: true },
+            },
+          ],
+        },
+      },
+    },
+  };
+}
