@@ -39,11 +39,11 @@ export class FakeTransport implements KubeTransport {
     const i = this.responders.findIndex((r) => r.once && r.match(req));
     if (i >= 0) {
       const [r] = this.responders.splice(i, 1);
-      return structuredClone(r!.respond(req)) as T;
+      return structuredClone(await r!.respond(req)) as T;
     }
     for (let j = this.responders.length - 1; j >= 0; j--) {
       const r = this.responders[j]!;
-      if (r.match(req)) return structuredClone(r.respond(req)) as T;
+      if (r.match(req)) return structuredClone(await r.respond(req)) as T;
     }
     throw apiError(404, `no stub for ${req.method} ${req.path}`);
   }
