@@ -1,0 +1,391 @@
+import { beforeEach, describe, expect, it } from 'vitest';
+import { ForbiddenError, InvalidInputError, TransientError } from '../../errors.js';
+import type { ClusterFacts, DiscoveryInput } from '../../model/cluster.js';
+import { Types, type KubeObject } from '../../model/kube.js';
+import type { CloudProvider, DefaultNodeClass, VerificationProblem } from '../../ports/cloud-provider.js';
+import { silentLogger } from '../../ports/logger.js';
+import { FakeClock, MemoryClusterStore, RecordingEvents } from '../../testing/index.js';
+import { StatusBoard } from '../status-board.js';
+import { DefaultNodeClassReconciler, NODECLASS_VERIFIED_ENTRY } from './default-nodeclass.js';
+import { protectedFieldsPatch, sameAsSets } from './protected-fields.js';
+
+const NS = 'openshift-machine-api';
+const MCS = 'https://api-int.mycluster.example.com:22623/config';
+const pointer = (pool: string, extra: Record<string, unknown> = {}) =>
+  JSON.stringify({ ignition: { config: { merge: [{ source: `${MCS}/${pool}` }] }, version: '3.2.0', ...extra } });
+
+const facts: ClusterFacts = {
+  platform: 'AWS',
+  region: 'us-east-1',
+  infrastructureName: 'mycluster-x7k2p',
+  apiServerInternalURL: 'https://api-int.mycluster.example.com:6443',
+  resourceTags: [],
+};
+
+const machineSet = (name: string, ami: string, role = 'worker'): KubeObject => ({
+  ...Types.MachineSet,
+  metadata: { name, namespace: NS },
+  spec: { template: { metadata: { labels: { 'machine.openshift.io/cluster-api-machine-role': role } }, spec: { ami } } },
+});
+const userDataSecret = (userData = pointer('worker')): KubeObject => ({
+  ...Types.Secret,
+  metadata: { name: 'worker-user-data', namespace: NS },
+  stringData: { userData },
+});
+
+/**
+ * A stand-in provider: one AMI term per worker MachineSet (`spec.template.spec.ami`), userData from
+ * Secret `worker-user-data`, plus user-owned fields (subnets, tags). Verification is scripted.
+ */
+class FakeCloud implements CloudProvider {
+  readonly platform = 'AWS';
+  readonly nodeClassType = Types.EC2NodeClass;
+  verifyCalls = 0;
+  verifyResult: () => Promise<VerificationProblem[]> = async () => [];
+  assertSupported(): void {}
+  crds(): KubeObject[] {
+    return [];
+  }
+  operandCloudConfig() {
+    return { env: [], volumes: [], volumeMounts: [], credentialsSecret: 'x' };
+  }
+  operandRbac(): KubeObject[] {
+    return [];
+  }
+  credentialsRequests(): KubeObject[] {
+    return [];
+  }
+  relatedObjects() {
+    return [];
+  }
+  renderDefaultNodeClass(input: DiscoveryInput): DefaultNodeClass {
+    const workers = input.machineSets.filter(
+      (m) => (m.spec as { template: { metadata: { labels: Record<string, string> } } }).template.metadata.labels['machine.openshift.io/cluster-api-machine-role'] === 'worker',
+    );
+    if (!workers.length) throw new InvalidInputError('NoWorkerMachineSet', `MachineSets in ${NS}`, 'spec.template.metadata.labels', 'no worker MachineSet');
+    const secret = input.secrets.find((s) => s.metadata.name === 'worker-user-data');
+    const userData = (secret?.stringData as { userData?: string } | undefined)?.userData;
+    if (!userData) {
+      throw new InvalidInputError('UserDataSecretMissing', `MachineSet ${NS}/${workers[0]!.metadata.name}`, 'spec.template.spec.providerSpec.value.userDataSecret.name', 'Secret not found');
+    }
+    const amis = [...new Set(workers.map((w) => (w.spec as { template: { spec: { ami: string } } }).template.spec.ami))];
+    const amiSelectorTerms = amis.map((id) => ({ id }));
+    return {
+      object: {
+        ...Types.EC2NodeClass,
+        metadata: { name: 'default' },
+        spec: {
+          amiFamily: 'Custom',
+          amiSelectorTerms,
+          subnetSelectorTerms: [{ tags: { Name: 'private' } }],
+          securityGroupSelectorTerms: [{ tags: { Name: 'node' } }],
+          instanceProfile: 'worker-profile',
+          tags: { team: 'platform' },
+          userData,
+          kubelet: { maxPods: input.maxPods },
+        },
+      },
+      protectedSpec: { amiFamily: 'Custom', amiSelectorTerms: structuredClone(amiSelectorTerms), userData },
+    };
+  }
+  async verifyNodeClass(): Promise<VerificationProblem[]> {
+    this.verifyCalls++;
+    return this.verifyResult();
+  }
+  instanceIdFromProviderId(): string | undefined {
+    return undefined;
+  }
+  async describeInstances() {
+    return [];
+  }
+  async checkCredentials(): Promise<void> {}
+}
+
+const ref = (name: string) => ({ ...Types.EC2NodeClass, name });
+
+interface World {
+  store: MemoryClusterStore;
+  cloud: FakeCloud;
+  clock: FakeClock;
+  events: RecordingEvents;
+  board: StatusBoard;
+  r: DefaultNodeClassReconciler;
+}
+
+function world(objects: KubeObject[] = [machineSet('worker-a', 'ami-0x86'), userDataSecret()]): World {
+  const store = new MemoryClusterStore(objects);
+  const cloud = new FakeCloud();
+  const clock = new FakeClock();
+  const events = new RecordingEvents();
+  const board = new StatusBoard();
+  const r = new DefaultNodeClassReconciler({ store, cloud, facts: async () => facts, clock, events, logger: silentLogger, maxPods: 250, board });
+  return { store, cloud, clock, events, board, r };
+}
+
+/** Reconciles twice; returns the writes of each pass. */
+async function twice(w: World, key = 'default') {
+  w.store.clearWrites();
+  await w.r.reconcile(key);
+  const first = [...w.store.writes];
+  w.store.clearWrites();
+  await w.r.reconcile(key);
+  const second = [...w.store.writes];
+  return { first, second };
+}
+
+const specOf = async (w: World, name: string) => ((await w.store.get(ref(name)))?.spec ?? {}) as Record<string, unknown>;
+
+describe('ec2nodeclass.default', () => {
+  let w: World;
+  beforeEach(() => {
+    w = world();
+  });
+
+  it('creates default from the MachineSets, pointed at its own pool, then writes nothing', async () => {
+    const { first, second } = await twice(w);
+    expect(first.map((x) => [x.verb, x.ref.name])).toEqual([['create', 'default']]);
+    expect(second).toEqual([]);
+    const spec = await specOf(w, 'default');
+    expect(spec).toMatchObject({ amiFamily: 'Custom', amiSelectorTerms: [{ id: 'ami-0x86' }], userData: pointer('karpenter-default'), kubelet: { maxPods: 250 } });
+    expect(w.r.conditions().discovered).toEqual({ type: 'NodeClassDiscovered', status: 'True', reason: 'AsExpected', message: '' });
+    expect(w.events.events.map((e) => e.reason)).toEqual(['Created']);
+  });
+
+  it("keeps a user's edit of spec.tags on default", async () => {
+    await w.r.reconcile('default');
+    const cur = (await w.store.get(ref('default')))!;
+    w.store.seed({ ...cur, spec: { ...(cur.spec as object), tags: { team: 'apps', env: 'prod' } } });
+    const { first, second } = await twice(w);
+    expect(first).toEqual([]);
+    expect(second).toEqual([]);
+    expect((await specOf(w, 'default')).tags).toEqual({ team: 'apps', env: 'prod' });
+  });
+
+  it('reverts an edit of userData on default', async () => {
+    await w.r.reconcile('default');
+    const cur = (await w.store.get(ref('default')))!;
+    w.store.seed({ ...cur, spec: { ...(cur.spec as object), userData: pointer('worker', { extra: 'evil' }) } });
+    const { first, second } = await twice(w);
+    expect(first.map((x) => x.verb)).toEqual(['apply']);
+    expect(first[0]!.body).toEqual({ ...Types.EC2NodeClass, metadata: { name: 'default' }, spec: { amiFamily: 'Custom', amiSelectorTerms: [{ id: 'ami-0x86' }], userData: pointer('karpenter-default') } });
+    expect(second).toEqual([]);
+    expect((await specOf(w, 'default')).userData).toBe(pointer('karpenter-default'));
+  });
+
+  it('reverts a changed AMI list but ignores a reordered one', async () => {
+    w = world([machineSet('worker-a', 'ami-0x86'), machineSet('worker-b', 'ami-0arm'), userDataSecret()]);
+    await w.r.reconcile('default');
+    const cur = (await w.store.get(ref('default')))!;
+    w.store.seed({ ...cur, spec: { ...(cur.spec as object), amiSelectorTerms: [{ id: 'ami-0arm' }, { id: 'ami-0x86' }] } });
+    expect((await twice(w)).first).toEqual([]);
+    w.store.seed({ ...cur, spec: { ...(cur.spec as object), amiSelectorTerms: [{ id: 'ami-0mine' }] } });
+    const { first, second } = await twice(w);
+    expect(first.map((x) => x.verb)).toEqual(['apply']);
+    expect(second).toEqual([]);
+    expect((await specOf(w, 'default')).amiSelectorTerms).toEqual([{ id: 'ami-0x86' }, { id: 'ami-0arm' }]);
+  });
+
+  it('re-creates default after deletion', async () => {
+    await w.r.reconcile('default');
+    w.store.remove(ref('default'));
+    const { first, second } = await twice(w);
+    expect(first.map((x) => [x.verb, x.ref.name])).toEqual([['create', 'default']]);
+    expect(second).toEqual([]);
+  });
+
+  it('leaves default alone while it is being deleted', async () => {
+    await w.r.reconcile('default');
+    const cur = (await w.store.get(ref('default')))!;
+    w.store.seed({ ...cur, metadata: { ...cur.metadata, deletionTimestamp: '2026-01-01T00:00:00Z', finalizers: ['karpenter.k8s.aws/termination'] }, spec: { ...(cur.spec as object), userData: 'x' } });
+    expect(await twice(w)).toEqual({ first: [], second: [] });
+  });
+
+  it('puts the protected fields on a user NodeClass, pointed at its own pool, and leaves the rest', async () => {
+    w.store.seed({ ...Types.EC2NodeClass, metadata: { name: 'gpu' }, spec: { amiFamily: 'AL2023', amiSelectorTerms: [{ alias: 'al2023@latest' }], role: 'gpu-role', subnetSelectorTerms: [{ id: 'subnet-1' }] } });
+    const { first, second } = await twice(w, 'gpu');
+    expect(first.map((x) => [x.verb, x.ref.name])).toEqual([['apply', 'gpu']]);
+    expect(second).toEqual([]);
+    expect(await specOf(w, 'gpu')).toEqual({
+      amiFamily: 'Custom',
+      amiSelectorTerms: [{ id: 'ami-0x86' }],
+      userData: pointer('karpenter-gpu'),
+      role: 'gpu-role',
+      subnetSelectorTerms: [{ id: 'subnet-1' }],
+    });
+  });
+
+  it('never creates a user NodeClass', async () => {
+    const { first, second } = await twice(w, 'gone');
+    expect(first).toEqual([]);
+    expect(second).toEqual([]);
+    expect(await w.store.get(ref('gone'))).toBeUndefined();
+  });
+
+  it('enforces on every NodeClass when the MachineSets change', async () => {
+    w.store.seed({ ...Types.EC2NodeClass, metadata: { name: 'gpu' }, spec: { subnetSelectorTerms: [{ id: 'subnet-1' }] } });
+    await w.r.reconcile('default');
+    w.store.seed(machineSet('worker-a', 'ami-0new'));
+    const { first, second } = await twice(w);
+    expect(first.map((x) => [x.verb, x.ref.name])).toEqual([
+      ['apply', 'default'],
+      ['apply', 'gpu'],
+    ]);
+    expect(second).toEqual([]);
+    expect((await specOf(w, 'default')).amiSelectorTerms).toEqual([{ id: 'ami-0new' }]);
+    expect((await specOf(w, 'gpu')).amiSelectorTerms).toEqual([{ id: 'ami-0new' }]);
+  });
+
+  it('does not write when the user-data Secret is only re-serialised', async () => {
+    await w.r.reconcile('default');
+    const reserialised = JSON.stringify({ ignition: { version: '3.2.0', config: { merge: [{ source: `${MCS}/worker` }] } } }, null, 2);
+    expect(reserialised).not.toBe(pointer('worker'));
+    w.store.seed(userDataSecret(reserialised));
+    expect(await twice(w)).toEqual({ first: [], second: [] });
+  });
+
+  it.each([
+    {
+      name: 'no worker MachineSet',
+      objects: [machineSet('infra-a', 'ami-0x86', 'infra'), userDataSecret()],
+      reason: 'NoWorkerMachineSet',
+    },
+    { name: 'user-data Secret missing', objects: [machineSet('worker-a', 'ami-0x86')], reason: 'UserDataSecretMissing' },
+  ])('reports $name and touches no NodeClass', async ({ objects, reason }) => {
+    w = world(objects);
+    w.store.seed({ ...Types.EC2NodeClass, metadata: { name: 'default' }, spec: { userData: 'old' } });
+    const { first, second } = await twice(w);
+    expect(first).toEqual([]);
+    expect(second).toEqual([]);
+    expect(w.r.conditions().discovered).toMatchObject({ type: 'NodeClassDiscovered', status: 'False', reason });
+    expect(w.board.get('ec2nodeclass.default')?.condition).toMatchObject({ status: 'False', reason });
+    // One event for the failure, not one per reconcile.
+    expect(w.events.events.filter((e) => e.reason === reason)).toHaveLength(1);
+  });
+
+  it('maps every watched event to default, NodeClass events also to themselves', () => {
+    expect(w.r.keysFor(machineSet('worker-a', 'x'))).toEqual(['default']);
+    expect(w.r.keysFor(userDataSecret())).toEqual(['default']);
+    expect(w.r.keysFor({ ...Types.EC2NodeClass, metadata: { name: 'gpu' } })).toEqual(['default', 'gpu']);
+    expect(w.r.keysFor({ ...Types.EC2NodeClass, metadata: { name: 'default' } })).toEqual(['default']);
+    expect(w.r.watches).toEqual([
+      { type: Types.MachineSet, namespace: NS },
+      { type: Types.Secret, namespace: NS },
+      { type: Types.ConfigMap, namespace: 'openshift-machine-config-operator', fieldSelector: 'metadata.name=coreos-bootimages' },
+      { type: Types.EC2NodeClass },
+    ]);
+  });
+
+  it('resyncs default and every NodeClass', async () => {
+    w.store.seed({ ...Types.EC2NodeClass, metadata: { name: 'gpu' }, spec: {} });
+    expect(await w.r.resyncKeys()).toEqual(['default', 'gpu']);
+  });
+});
+
+describe('ec2nodeclass.default verification', () => {
+  let w: World;
+  beforeEach(() => {
+    w = world();
+  });
+
+  it('reports problems naming the field, and re-verifies only on change or after the interval', async () => {
+    w.cloud.verifyResult = async () => [{ field: 'spec.subnetSelectorTerms[0]', message: 'subnet subnet-0a not found' }];
+    const r1 = await w.r.reconcile('default');
+    expect(w.r.conditions().verified).toEqual({
+      type: 'NodeClassVerified',
+      status: 'False',
+      reason: 'InvalidReferences',
+      message: 'NodeClass default: spec.subnetSelectorTerms[0]: subnet subnet-0a not found',
+    });
+    expect(w.board.get(NODECLASS_VERIFIED_ENTRY)?.condition?.status).toBe('False');
+    expect(r1.requeueAfterMs).toBe(5 * 60 * 1000);
+    w.clock.advance(60_000);
+    await w.r.reconcile('default');
+    expect(w.cloud.verifyCalls).toBe(1);
+    // A user edit of what default references is verified at once.
+    const cur = (await w.store.get(ref('default')))!;
+    w.store.seed({ ...cur, spec: { ...(cur.spec as object), subnetSelectorTerms: [{ id: 'subnet-0b' }] } });
+    w.cloud.verifyResult = async () => [];
+    await w.r.reconcile('default');
+    expect(w.cloud.verifyCalls).toBe(2);
+    expect(w.r.conditions().verified).toMatchObject({ status: 'True', reason: 'AsExpected' });
+    w.clock.advance(5 * 60 * 1000);
+    await w.r.reconcile('default');
+    expect(w.cloud.verifyCalls).toBe(3);
+  });
+
+  it('turns False only after repeated transient failures, and never throws for them', async () => {
+    w.cloud.verifyResult = async () => {
+      throw new TransientError('describing subnets: RequestLimitExceeded: slow down');
+    };
+    for (let i = 1; i <= 2; i++) {
+      await expect(w.r.reconcile('default')).resolves.toMatchObject({ requeueAfterMs: expect.any(Number) });
+      expect(w.r.conditions().verified).toBeUndefined();
+      w.clock.advance(5 * 60 * 1000);
+    }
+    await w.r.reconcile('default');
+    expect(w.cloud.verifyCalls).toBe(3);
+    expect(w.r.conditions().verified).toMatchObject({ status: 'False', reason: 'VerificationFailed', message: expect.stringContaining('RequestLimitExceeded') });
+  });
+
+  it('backs off between failed verifications', async () => {
+    w.cloud.verifyResult = async () => {
+      throw new TransientError('unreachable');
+    };
+    const r = await w.r.reconcile('default');
+    expect(r.requeueAfterMs).toBe(15_000);
+    w.clock.advance(5_000);
+    await w.r.reconcile('default');
+    expect(w.cloud.verifyCalls).toBe(1);
+    w.clock.advance(10_000);
+    await w.r.reconcile('default');
+    expect(w.cloud.verifyCalls).toBe(2);
+  });
+
+  it('reports refused credentials at once', async () => {
+    w.cloud.verifyResult = async () => {
+      throw new ForbiddenError('describing subnets: UnauthorizedOperation: no');
+    };
+    await w.r.reconcile('default');
+    expect(w.r.conditions().verified).toMatchObject({ status: 'False', reason: 'CloudAccessDenied' });
+  });
+
+  it('does not verify for user NodeClass keys', async () => {
+    await w.r.reconcile('gpu');
+    expect(w.cloud.verifyCalls).toBe(0);
+  });
+});
+
+describe('protectedFieldsPatch', () => {
+  const nc = (spec: Record<string, unknown>): KubeObject => ({ ...Types.EC2NodeClass, metadata: { name: 'a', uid: 'u' }, spec });
+  const prot = { amiFamily: 'Custom', amiSelectorTerms: [{ id: 'ami-1' }, { id: 'ami-2' }], userData: pointer('worker') };
+  it.each([
+    { name: 'all equal', spec: { amiFamily: 'Custom', amiSelectorTerms: [{ id: 'ami-1' }, { id: 'ami-2' }], userData: pointer('karpenter-a') }, want: undefined },
+    { name: 'terms reordered', spec: { amiFamily: 'Custom', amiSelectorTerms: [{ id: 'ami-2' }, { id: 'ami-1' }], userData: pointer('karpenter-a') }, want: undefined },
+    {
+      name: 'userData re-serialised',
+      spec: { amiFamily: 'Custom', amiSelectorTerms: prot.amiSelectorTerms, userData: JSON.stringify(JSON.parse(pointer('karpenter-a')), null, 1) },
+      want: undefined,
+    },
+    {
+      name: 'userData on the plain worker pool',
+      spec: { amiFamily: 'Custom', amiSelectorTerms: [{ id: 'ami-2' }, { id: 'ami-1' }], userData: pointer('worker') },
+      want: { amiFamily: 'Custom', amiSelectorTerms: [{ id: 'ami-2' }, { id: 'ami-1' }], userData: pointer('karpenter-a') },
+    },
+    {
+      name: 'family changed, userData kept byte for byte',
+      spec: { amiFamily: 'AL2023', amiSelectorTerms: prot.amiSelectorTerms, userData: ` ${pointer('karpenter-a')}` },
+      want: { amiFamily: 'Custom', amiSelectorTerms: prot.amiSelectorTerms, userData: ` ${pointer('karpenter-a')}` },
+    },
+    { name: 'nothing set', spec: {}, want: { ...prot, userData: pointer('karpenter-a') } },
+  ])('$name', ({ spec, want }) => {
+    const patch = protectedFieldsPatch(nc(spec), prot, 'karpenter-a');
+    expect(patch?.spec).toEqual(want);
+    if (patch) expect(patch.metadata).toEqual({ name: 'a' });
+  });
+
+  it('compares lists as sets', () => {
+    expect(sameAsSets([{ id: 'a' }, { id: 'b' }], [{ id: 'b' }, { id: 'a' }])).toBe(true);
+    expect(sameAsSets([{ id: 'a' }], [{ id: 'a' }, { id: 'b' }])).toBe(false);
+    expect(sameAsSets(undefined, [])).toBe(false);
+  });
+});

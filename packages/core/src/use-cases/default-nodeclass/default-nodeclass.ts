@@ -1,0 +1,251 @@
+import { describeError, isCoreError, isForbiddenError, isInvalidInputError, isTransientError } from '../../errors.js';
+import type { ClusterFacts } from '../../model/cluster.js';
+import { Types, type KubeObject, type ObjectRef } from '../../model/kube.js';
+import { Names, poolNameFor } from '../../model/names.js';
+import type { ConditionInput } from '../../policy/conditions.js';
+import { rewriteIgnitionPool } from '../../policy/ignition.js';
+import type { CloudProvider, DefaultNodeClass } from '../../ports/cloud-provider.js';
+import type { Clock } from '../../ports/clock.js';
+import type { ClusterStore } from '../../ports/cluster-store.js';
+import type { EventRecorder } from '../../ports/event-recorder.js';
+import type { Logger } from '../../ports/logger.js';
+import type { Reconciler, Result, Watch } from '../../runtime/reconciler.js';
+import type { StatusBoard } from '../status-board.js';
+import { protectedFieldsPatch } from './protected-fields.js';
+
+export const DEFAULT_NODECLASS_CONTROLLER = 'ec2nodeclass.default';
+/** Board entry for the verification condition (the discovery condition uses the controller name). */
+export const NODECLASS_VERIFIED_ENTRY = `${DEFAULT_NODECLASS_CONTROLLER}.verified`;
+
+export const NodeClassConditions = { Discovered: 'NodeClassDiscovered', Verified: 'NodeClassVerified' } as const;
+
+export const NodeClassReasons = {
+  AsExpected: 'AsExpected',
+  NoWorkerMachineSet: 'NoWorkerMachineSet',
+  InvalidProviderSpec: 'InvalidProviderSpec',
+  UserDataSecretMissing: 'UserDataSecretMissing',
+  /** The cloud says something the NodeClass references is missing or not the cluster's. */
+  InvalidReferences: 'InvalidReferences',
+  /** The cloud refused the operator's credentials. */
+  CloudAccessDenied: 'CloudAccessDenied',
+  /** The cloud kept failing (throttling, 5xx, network) for several attempts in a row. */
+  VerificationFailed: 'VerificationFailed',
+} as const;
+
+export interface DefaultNodeClassDeps {
+  /** The workload cluster's store (where MachineSets, Secrets and NodeClasses live). */
+  store: ClusterStore;
+  cloud: CloudProvider;
+  facts: () => Promise<ClusterFacts>;
+  clock: Clock;
+  events: EventRecorder;
+  logger: Logger;
+  /** The cluster's kubelet maxPods (OpenShift default 250). */
+  maxPods: number;
+  /** When given, the conditions are posted here for the status use-case to fold. */
+  board?: StatusBoard;
+  /** Point each NodeClass's userData at its own MachineConfigPool `karpenter-<nodeclass>`. Default true. */
+  perNodeClassPools?: boolean;
+  /** Re-verify against the cloud at least this often. Default 5 minutes. */
+  verifyIntervalMs?: number;
+  /** Consecutive transient cloud failures before NodeClassVerified turns False. Default 3. */
+  verifyFailuresBeforeFalse?: number;
+}
+
+const FIVE_MINUTES = 5 * 60 * 1000;
+const RETRY_BASE_MS = 15_000;
+
+interface VerifyState {
+  /** What was verified: the NodeClass's referencing fields. */
+  subject: string;
+  at: number;
+  ok: boolean;
+}
+
+/**
+ * `ec2nodeclass.default`: keeps the provider's NodeClass `default` in place, derived from the worker
+ * MachineSets, and enforces the release-owned fields (amiFamily, amiSelectorTerms, userData) on every
+ * NodeClass. Everything else on `default` is created once and then belongs to the user; `default` is
+ * re-created when deleted; user NodeClasses are patched, never created.
+ *
+ * Reports `NodeClassDiscovered` (the MachineSets could be mapped) and `NodeClassVerified` (the cloud
+ * confirms what `default` references), the latter checked on change and every `verifyIntervalMs`.
+ */
+export class DefaultNodeClassReconciler implements Reconciler {
+  readonly name = DEFAULT_NODECLASS_CONTROLLER;
+  readonly watches: Watch[];
+  private discovered: ConditionInput | undefined;
+  private verified: ConditionInput | undefined;
+  private lastVerify: VerifyState | undefined;
+  private verifyFailures = 0;
+
+  constructor(private readonly deps: DefaultNodeClassDeps) {
+    this.watches = [
+      { type: Types.MachineSet, namespace: Names.machineApiNamespace },
+      { type: Types.Secret, namespace: Names.machineApiNamespace },
+      { type: Types.ConfigMap, namespace: Names.mcoNamespace, fieldSelector: `metadata.name=${Names.bootImagesConfigMap}` },
+      { type: deps.cloud.nodeClassType },
+    ];
+  }
+
+  keysFor(obj: { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } }): string[] {
+    const nc = this.deps.cloud.nodeClassType;
+    if (obj.apiVersion === nc.apiVersion && obj.kind === nc.kind && obj.metadata.name !== Names.defaultNodeClass) {
+      return [Names.defaultNodeClass, obj.metadata.name];
+    }
+    return [Names.defaultNodeClass];
+  }
+
+  async resyncKeys(): Promise<string[]> {
+    const all = await this.deps.store.list(this.deps.cloud.nodeClassType);
+    return [...new Set([Names.defaultNodeClass, ...all.map((o) => o.metadata.name)])];
+  }
+
+  /** The conditions this use-case owns, as last concluded (undefined before the first conclusion). */
+  conditions(): { discovered?: ConditionInput; verified?: ConditionInput } {
+    return {
+      ...(this.discovered ? { discovered: { ...this.discovered } } : {}),
+      ...(this.verified ? { verified: { ...this.verified } } : {}),
+    };
+  }
+
+  async reconcile(key: string): Promise<Result> {
+    const { store, cloud } = this.deps;
+    const outcome = await this.discover();
+    const isDefault = key === Names.defaultNodeClass;
+
+    let current: KubeObject | undefined;
+    if (outcome.rendered && isDefault) {
+      const created = await store.createIfAbsent(this.forPool(outcome.rendered, Names.defaultNodeClass), {
+        fieldManager: Names.defaultsFieldManager,
+      });
+      current = created.object;
+      if (created.changed) {
+        this.deps.events.record(this.ref(Names.defaultNodeClass), 'Normal', 'Created', 'created the default NodeClass from the worker MachineSets');
+      }
+    }
+
+    if (outcome.rendered) {
+      const targets = isDefault
+        ? await store.list(cloud.nodeClassType)
+        : [await store.get({ ...cloud.nodeClassType, name: key })].filter((o): o is KubeObject => o !== undefined);
+      for (const nc of targets) {
+        if (nc.metadata.deletionTimestamp) continue;
+        const patch = protectedFieldsPatch(nc, outcome.rendered.protectedSpec, this.poolFor(nc.metadata.name));
+        if (!patch) continue;
+        const r = await store.apply(patch, { fieldManager: Names.fieldManager, force: true });
+        if (r.changed) {
+          this.deps.logger.info('enforced protected NodeClass fields', { nodeClass: nc.metadata.name, fields: Object.keys(patch.spec as object) });
+          this.deps.events.record(this.ref(nc.metadata.name), 'Normal', 'ProtectedFieldsEnforced', 'amiFamily, amiSelectorTerms and userData follow the cluster release');
+        }
+        if (nc.metadata.name === Names.defaultNodeClass && r.object) current = r.object;
+      }
+    }
+
+    if (!isDefault || !outcome.facts) return {};
+    current ??= await store.get({ ...cloud.nodeClassType, name: Names.defaultNodeClass });
+    if (!current || current.metadata.deletionTimestamp) return {};
+    return this.verify(current, outcome.facts);
+  }
+
+  private async discover(): Promise<{ rendered?: DefaultNodeClass; facts?: ClusterFacts }> {
+    const { store, cloud } = this.deps;
+    let facts: ClusterFacts | undefined;
+    try {
+      facts = await this.deps.facts();
+      const [machineSets, secrets, bootImages] = await Promise.all([
+        store.list(Types.MachineSet, { namespace: Names.machineApiNamespace }),
+        store.list(Types.Secret, { namespace: Names.machineApiNamespace }),
+        store.get({ ...Types.ConfigMap, namespace: Names.mcoNamespace, name: Names.bootImagesConfigMap }),
+      ]);
+      const rendered = cloud.renderDefaultNodeClass({
+        facts,
+        machineSets,
+        secrets,
+        ...(bootImages ? { bootImages } : {}),
+        maxPods: this.deps.maxPods,
+      });
+      this.setDiscovered({ type: NodeClassConditions.Discovered, status: 'True', reason: NodeClassReasons.AsExpected, message: '' });
+      return { rendered, facts };
+    } catch (e) {
+      // Bad input waits for the input to change (the watches wake us); anything else backs off.
+      if (!isInvalidInputError(e)) throw e;
+      this.setDiscovered({ type: NodeClassConditions.Discovered, status: 'False', reason: e.reason, message: e.message });
+      return facts ? { facts } : {};
+    }
+  }
+
+  private forPool(rendered: DefaultNodeClass, name: string): KubeObject {
+    const object = structuredClone(rendered.object);
+    const spec = object.spec as Record<string, unknown>;
+    const pool = this.poolFor(name);
+    if (pool && typeof spec.userData === 'string') spec.userData = rewriteIgnitionPool(spec.userData, pool);
+    return object;
+  }
+
+  private poolFor(nodeClass: string): string | undefined {
+    return this.deps.perNodeClassPools === false ? undefined : poolNameFor(nodeClass);
+  }
+
+  private ref(name: string): ObjectRef {
+    return { ...this.deps.cloud.nodeClassType, name };
+  }
+
+  private setDiscovered(next: ConditionInput): void {
+    const prev = this.discovered;
+    this.discovered = next;
+    this.deps.board?.setCondition(DEFAULT_NODECLASS_CONTROLLER, next);
+    const changed = !prev || prev.status !== next.status || prev.reason !== next.reason || prev.message !== next.message;
+    if (changed && next.status === 'False') {
+      this.deps.logger.warn('default NodeClass discovery failed', { reason: next.reason, error: next.message });
+      this.deps.events.record(this.ref(Names.defaultNodeClass), 'Warning', next.reason, next.message);
+    }
+  }
+
+  private setVerified(next: ConditionInput): void {
+    const prev = this.verified;
+    this.verified = next;
+    this.deps.board?.setCondition(NODECLASS_VERIFIED_ENTRY, next);
+    const changed = !prev || prev.status !== next.status || prev.reason !== next.reason || prev.message !== next.message;
+    if (changed && next.status === 'False') this.deps.events.record(this.ref(Names.defaultNodeClass), 'Warning', next.reason, next.message);
+  }
+
+  /** Verifies when what `default` references changed, after `verifyIntervalMs`, or to retry a failure. */
+  private async verify(nodeClass: KubeObject, facts: ClusterFacts): Promise<Result> {
+    const interval = this.deps.verifyIntervalMs ?? FIVE_MINUTES;
+    const now = this.deps.clock.now();
+    const subject = JSON.stringify(nodeClass.spec ?? {});
+    const last = this.lastVerify;
+    const wait = last ? (last.ok ? interval : Math.min(interval, RETRY_BASE_MS * 2 ** Math.max(0, this.verifyFailures - 1))) : 0;
+    if (last && last.subject === subject && now - last.at < wait) return { requeueAfterMs: wait - (now - last.at) };
+
+    try {
+      const problems = await this.deps.cloud.verifyNodeClass(nodeClass, facts);
+      this.verifyFailures = 0;
+      this.lastVerify = { subject, at: now, ok: true };
+      this.setVerified(
+        problems.length
+          ? {
+              type: NodeClassConditions.Verified,
+              status: 'False',
+              reason: NodeClassReasons.InvalidReferences,
+              message: `NodeClass ${nodeClass.metadata.name}: ${problems.map((p) => `${p.field}: ${p.message}`).join('; ')}`,
+            }
+          : { type: NodeClassConditions.Verified, status: 'True', reason: NodeClassReasons.AsExpected, message: '' },
+      );
+      return { requeueAfterMs: interval };
+    } catch (e) {
+      if (!isCoreError(e)) throw e;
+      this.verifyFailures++;
+      this.lastVerify = { subject, at: now, ok: false };
+      const message = `verifying NodeClass ${nodeClass.metadata.name}: ${describeError(e)}`;
+      this.deps.logger.warn('NodeClass verification failed', { error: message, consecutiveFailures: this.verifyFailures });
+      if (isForbiddenError(e) || isInvalidInputError(e)) {
+        this.setVerified({ type: NodeClassConditions.Verified, status: 'False', reason: NodeClassReasons.CloudAccessDenied, message });
+      } else if (!isTransientError(e) || this.verifyFailures >= (this.deps.verifyFailuresBeforeFalse ?? 3)) {
+        this.setVerified({ type: NodeClassConditions.Verified, status: 'False', reason: NodeClassReasons.VerificationFailed, message });
+      }
+      return { requeueAfterMs: Math.min(interval, RETRY_BASE_MS * 2 ** (this.verifyFailures - 1)) };
+    }
+  }
+}
