@@ -11,3 +11,4 @@ export * from './audit.js';
 export * from './ec2-emulator.js';
 export * from './access.js';
 export * from './cluster.js';
+export * from './seed/openshift-aws.js';
