@@ -15,6 +15,7 @@ export interface DocumentedRule extends PolicyRule {
 }
 
 const ro = ['get', 'list', 'watch'];
+const karpenterGroup = Types.Karpenter.apiVersion.split('/')[0]!;
 const ns = Names.operatorNamespace;
 const operatorSubject = { kind: 'ServiceAccount', name: Names.operatorServiceAccount, namespace: ns };
 
@@ -46,15 +47,15 @@ export const operatorClusterRules: DocumentedRule[] = [
   },
   {
     why: 'The Karpenter CR: the request to run Karpenter.',
-    apiGroups: [Types.Karpenter.apiVersion.split('/')[0]!], resources: ['karpenters'], verbs: ro,
+    apiGroups: [karpenterGroup], resources: ['karpenters'], verbs: ro,
   },
   {
     why: 'The teardown finalizer (patch) and status conditions of the singleton.',
-    apiGroups: [Types.Karpenter.apiVersion.split('/')[0]!], resources: ['karpenters', 'karpenters/status'], verbs: ['patch'], resourceNames: [Names.karpenterCr],
+    apiGroups: [karpenterGroup], resources: ['karpenters', 'karpenters/status'], verbs: ['patch'], resourceNames: [Names.karpenterCr],
   },
   {
     why: 'OwnerReferencesPermissionEnforcement: the operand objects carry blockOwnerDeletion owner references to the CR.',
-    apiGroups: [Types.Karpenter.apiVersion.split('/')[0]!], resources: ['karpenters/finalizers'], verbs: ['update'], resourceNames: [Names.karpenterCr],
+    apiGroups: [karpenterGroup], resources: ['karpenters/finalizers'], verbs: ['update'], resourceNames: [Names.karpenterCr],
   },
   {
     why: 'ClusterOperator karpenter: read, and created if the CVO has not yet.',
