@@ -189,7 +189,7 @@ const forged: Case[] = [
   // --- client: who asks
   { name: 'client wrong signer (kube-apiserver-client)', kind: 'client', signerName: 'kubernetes.io/kube-apiserver-client', want: 'ignore', reason: 'WrongSigner' },
   { name: 'client serving signer', kind: 'client', signerName: KubeletServingSigner, want: 'ignore', reason: 'WrongSigner' },
-  { name: 'client requester is a node', kind: 'client', username: ClientUser, groups: ['system:nodes', 'system:authenticated'], want: 'ignore', reason: 'UnexpectedRequester' },
+  { name: 'client requester is a node (renewal, not ours)', kind: 'client', username: ClientUser, groups: ['system:nodes', 'system:authenticated'], want: 'ignore', reason: 'NodeClientRenewal' },
   { name: 'client requester is another service account', kind: 'client', username: 'system:serviceaccount:default:builder', want: 'ignore', reason: 'UnexpectedRequester' },
   { name: 'client requester is an admin user', kind: 'client', username: 'kube:admin', want: 'ignore', reason: 'UnexpectedRequester' },
   { name: 'client missing MCO service account group', kind: 'client', groups: ['system:serviceaccounts', 'system:authenticated'], want: 'ignore', reason: 'MissingRequesterGroups' },

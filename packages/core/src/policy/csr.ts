@@ -39,6 +39,7 @@ export const CsrDecisionReasons = {
   // ignore: request shape
   WrongSigner: 'WrongSigner',
   UnexpectedRequester: 'UnexpectedRequester',
+  NodeClientRenewal: 'NodeClientRenewal',
   MissingRequesterGroups: 'MissingRequesterGroups',
   MalformedRequest: 'MalformedRequest',
   MultiplePemBlocks: 'MultiplePemBlocks',
@@ -224,7 +225,8 @@ const wait = (reason: CsrDecisionReason, message: string, about: Partial<CsrDeci
  * credential). Approves only when every check holds, in this order (the first failing check decides):
  *
  *  1. `spec.signerName` is `kubernetes.io/kube-apiserver-client-kubelet`.
- *  2. `spec.username` is the MCO node-bootstrapper ServiceAccount.
+ *  2. `spec.username` is the MCO node-bootstrapper ServiceAccount. (A registered node renewing its own
+ *     client certificate asks as `system:node:<name>`; kube-controller-manager approves those.)
  *  3. `spec.groups` include its ServiceAccount groups and `system:authenticated`.
  *  4. `spec.request` is exactly one PEM block of type CERTIFICATE REQUEST, a PKCS#10 request whose
  *     self-signature verifies.
@@ -441,6 +443,9 @@ export function precheckKubeletCsr(csrObject: KubeObject, parsed: CsrParseResult
 function checkClientRequest(csr: CsrView, parsed: CsrParseResult): CsrDecision | RequestShape {
   if (csr.signerName !== KubeletClientSigner) {
     return ignore('WrongSigner', `signer ${csr.signerName || '(none)'} is not ${KubeletClientSigner}`);
+  }
+  if (csr.username !== Names.nodeBootstrapperUser && nodeNameFromUser(csr.username)) {
+    return ignore('NodeClientRenewal', `requested by ${csr.username}: a renewal, approved by kube-controller-manager (selfnodeclient)`);
   }
   if (csr.username !== Names.nodeBootstrapperUser) {
     return ignore('UnexpectedRequester', `requested by ${csr.username || '(nobody)'}, not ${Names.nodeBootstrapperUser}`);

@@ -42,6 +42,22 @@ export const NodeIdentityReasons = {
 export const CsrDecisionsMetric = 'karpenter_operator_csr_decisions_total';
 export const CsrPendingMetric = 'karpenter_operator_csr_pending';
 
+/** The metrics this use-case emits, for the Prometheus adapter to register up front. */
+export const NodeIdentityMetrics = {
+  decisions: {
+    name: CsrDecisionsMetric,
+    type: 'counter',
+    help: 'Decisions on kubelet CSRs (approve, ignore, wait) by reason, counted once per change of a CSR\'s decision.',
+    labels: ['outcome', 'reason'],
+  },
+  pending: {
+    name: CsrPendingMetric,
+    type: 'gauge',
+    help: 'Pending kubelet CSRs not already judged as not Karpenter\'s (the number the approval cap compares).',
+    labels: [],
+  },
+} as const;
+
 export interface NodeIdentityLimits {
   /** Approvals stop while more than `maxPendingBase + NodeClaims` Karpenter-looking CSRs are pending. */
   maxPendingBase?: number;
@@ -93,7 +109,7 @@ const Defaults = {
 } as const;
 
 /** Ignore reasons that mean "someone else's node", not "suspicious": recorded as Normal events. */
-const NotOursReasons = new Set<CsrDecisionReason>(['NoMatchingNodeClaim', 'NodeNotManagedByKarpenter', 'NodeAlreadyExists']);
+const NotOursReasons = new Set<CsrDecisionReason>(['NoMatchingNodeClaim', 'NodeNotManagedByKarpenter', 'NodeAlreadyExists', 'NodeClientRenewal']);
 
 const KubeletSigners = new Set([KubeletClientSigner, KubeletServingSigner]);
 
