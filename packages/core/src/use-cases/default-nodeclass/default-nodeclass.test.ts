@@ -103,6 +103,14 @@ class FakeCloud implements CloudProvider {
 
 const ref = (name: string) => ({ ...Types.EC2NodeClass, name });
 
+/** MachineConfigPool `karpenter-<nodeClass>`, rendered by MCO unless `rendered` is false. */
+const pool = (nodeClass: string, rendered = true): KubeObject => ({
+  ...Types.MachineConfigPool,
+  metadata: { name: `karpenter-${nodeClass}`, labels: { 'karpenter-operator.openshift.io/managed': 'true' } },
+  spec: {},
+  status: rendered ? { configuration: { name: `rendered-karpenter-${nodeClass}-0123` } } : {},
+});
+
 interface World {
   store: MemoryClusterStore;
   cloud: FakeCloud;
@@ -113,7 +121,7 @@ interface World {
 }
 
 function world(objects: KubeObject[] = [machineSet('worker-a', 'ami-0x86'), userDataSecret()]): World {
-  const store = new MemoryClusterStore(objects);
+  const store = new MemoryClusterStore([pool('default'), pool('gpu'), ...objects]);
   const cloud = new FakeCloud();
   const clock = new FakeClock();
   const events = new RecordingEvents();
@@ -272,7 +280,26 @@ describe('ec2nodeclass.default', () => {
       { type: Types.Secret, namespace: NS },
       { type: Types.ConfigMap, namespace: 'openshift-machine-config-operator', fieldSelector: 'metadata.name=coreos-bootimages' },
       { type: Types.EC2NodeClass },
+      { type: Types.MachineConfigPool, labels: { 'karpenter-operator.openshift.io/managed': 'true' } },
     ]);
+    expect(w.r.keysFor(pool('gpu'))).toEqual(['gpu']);
+    expect(w.r.keysFor(pool('default'))).toEqual(['default']);
+    expect(w.r.keysFor({ ...Types.MachineConfigPool, metadata: { name: 'worker' } })).toEqual([]);
+  });
+
+  it('points userData at the NodeClass pool only once MCO rendered it, and stays there', async () => {
+    w = world();
+    w.store.seed(pool('default', false));
+    expect((await twice(w)).second).toEqual([]);
+    expect((await specOf(w, 'default')).userData).toBe(pointer('worker'));
+    w.store.seed(pool('default', true));
+    const { first, second } = await twice(w);
+    expect(first.map((x) => x.verb)).toEqual(['apply']);
+    expect(second).toEqual([]);
+    expect((await specOf(w, 'default')).userData).toBe(pointer('karpenter-default'));
+    // A pool that is re-rendering (no configuration for a moment) must not flip userData back.
+    w.store.seed(pool('default', false));
+    expect(await twice(w)).toEqual({ first: [], second: [] });
   });
 
   it('resyncs default and every NodeClass', async () => {

@@ -3,13 +3,14 @@ import type { ClusterFacts } from '../../model/cluster.js';
 import { Types, type KubeObject, type ObjectRef } from '../../model/kube.js';
 import { Names, poolNameFor } from '../../model/names.js';
 import type { ConditionInput } from '../../policy/conditions.js';
-import { rewriteIgnitionPool } from '../../policy/ignition.js';
+import { ignitionPools, rewriteIgnitionPool } from '../../policy/ignition.js';
 import type { CloudProvider, DefaultNodeClass } from '../../ports/cloud-provider.js';
 import type { Clock } from '../../ports/clock.js';
 import type { ClusterStore } from '../../ports/cluster-store.js';
 import type { EventRecorder } from '../../ports/event-recorder.js';
 import type { Logger } from '../../ports/logger.js';
 import type { Reconciler, Result, Watch } from '../../runtime/reconciler.js';
+import { isPoolRendered } from '../node-config/render.js';
 import type { StatusBoard } from '../status-board.js';
 import { protectedFieldsPatch } from './protected-fields.js';
 
@@ -44,7 +45,10 @@ export interface DefaultNodeClassDeps {
   maxPods: number;
   /** When given, the conditions are posted here for the status use-case to fold. */
   board?: StatusBoard;
-  /** Point each NodeClass's userData at its own MachineConfigPool `karpenter-<nodeclass>`. Default true. */
+  /**
+   * Point each NodeClass's userData at its own MachineConfigPool `karpenter-<nodeclass>` once MCO has
+   * rendered that pool (until then the Machine Config Server cannot serve it). Default true.
+   */
   perNodeClassPools?: boolean;
   /** Re-verify against the cloud at least this often. Default 5 minutes. */
   verifyIntervalMs?: number;
@@ -85,11 +89,17 @@ export class DefaultNodeClassReconciler implements Reconciler {
       { type: Types.Secret, namespace: Names.machineApiNamespace },
       { type: Types.ConfigMap, namespace: Names.mcoNamespace, fieldSelector: `metadata.name=${Names.bootImagesConfigMap}` },
       { type: deps.cloud.nodeClassType },
+      // A pool becoming rendered lets its NodeClass's userData point at it.
+      { type: Types.MachineConfigPool, labels: { [Names.managedLabel]: 'true' } },
     ];
   }
 
   keysFor(obj: { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } }): string[] {
     const nc = this.deps.cloud.nodeClassType;
+    if (obj.apiVersion === Types.MachineConfigPool.apiVersion && obj.kind === Types.MachineConfigPool.kind) {
+      const prefix = poolNameFor('');
+      return obj.metadata.name.startsWith(prefix) && obj.metadata.name.length > prefix.length ? [obj.metadata.name.slice(prefix.length)] : [];
+    }
     if (obj.apiVersion === nc.apiVersion && obj.kind === nc.kind && obj.metadata.name !== Names.defaultNodeClass) {
       return [Names.defaultNodeClass, obj.metadata.name];
     }
@@ -116,7 +126,7 @@ export class DefaultNodeClassReconciler implements Reconciler {
 
     let current: KubeObject | undefined;
     if (outcome.rendered && isDefault) {
-      const created = await store.createIfAbsent(this.forPool(outcome.rendered, Names.defaultNodeClass), {
+      const created = await store.createIfAbsent(await this.forPool(outcome.rendered, Names.defaultNodeClass), {
         fieldManager: Names.defaultsFieldManager,
       });
       current = created.object;
@@ -131,7 +141,7 @@ export class DefaultNodeClassReconciler implements Reconciler {
         : [await store.get({ ...cloud.nodeClassType, name: key })].filter((o): o is KubeObject => o !== undefined);
       for (const nc of targets) {
         if (nc.metadata.deletionTimestamp) continue;
-        const patch = protectedFieldsPatch(nc, outcome.rendered.protectedSpec, this.poolFor(nc.metadata.name));
+        const patch = protectedFieldsPatch(nc, outcome.rendered.protectedSpec, await this.poolFor(nc));
         if (!patch) continue;
         const r = await store.apply(patch, { fieldManager: Names.fieldManager, force: true });
         if (r.changed) {
@@ -175,16 +185,26 @@ export class DefaultNodeClassReconciler implements Reconciler {
     }
   }
 
-  private forPool(rendered: DefaultNodeClass, name: string): KubeObject {
+  private async forPool(rendered: DefaultNodeClass, name: string): Promise<KubeObject> {
     const object = structuredClone(rendered.object);
     const spec = object.spec as Record<string, unknown>;
-    const pool = this.poolFor(name);
+    const pool = await this.poolFor({ ...object, metadata: { name } });
     if (pool && typeof spec.userData === 'string') spec.userData = rewriteIgnitionPool(spec.userData, pool);
     return object;
   }
 
-  private poolFor(nodeClass: string): string | undefined {
-    return this.deps.perNodeClassPools === false ? undefined : poolNameFor(nodeClass);
+  /**
+   * The MCS pool a NodeClass's userData should name: its own once rendered, and it stays there once it
+   * does (a pool that is re-rendering must not flip userData back and forth, which would drift nodes);
+   * `undefined` (the cluster's own userData, pool `worker`) before that.
+   */
+  private async poolFor(nodeClass: KubeObject): Promise<string | undefined> {
+    if (this.deps.perNodeClassPools === false) return undefined;
+    const pool = poolNameFor(nodeClass.metadata.name);
+    const current = (nodeClass.spec as { userData?: unknown } | undefined)?.userData;
+    if (typeof current === 'string' && ignitionPools(current).includes(pool)) return pool;
+    const mcp = await this.deps.store.get({ ...Types.MachineConfigPool, name: pool });
+    return isPoolRendered(mcp) ? pool : undefined;
   }
 
   private ref(name: string): ObjectRef {
