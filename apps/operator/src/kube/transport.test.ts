@@ -1,0 +1,115 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ApiException, KubeConfig } from '@kubernetes/client-node';
+import { RecordingMetrics } from '@karpenter-operator/core/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ClientNodeTransport, createKubeTransport } from './transport.js';
+
+interface Seen {
+  method: string;
+  url: string;
+  headers: IncomingMessage['headers'];
+  body: string;
+}
+
+/** A tiny HTTP server standing in for the API server: real sockets, real client-node request path. */
+let server: Server;
+let kc: KubeConfig;
+const seen: Seen[] = [];
+let handler: (req: IncomingMessage, res: ServerResponse, body: string) => void = () => {};
+
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', () => {
+      seen.push({ method: req.method!, url: req.url!, headers: req.headers, body });
+      handler(req, res, body);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as AddressInfo;
+  kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: [{ name: 'c', server: `http://127.0.0.1:${port}`, skipTLSVerify: true }],
+    users: [{ name: 'u', token: 'secret-token' }],
+    contexts: [{ name: 'c', cluster: 'c', user: 'u' }],
+    currentContext: 'c',
+  });
+});
+afterAll(() => new Promise<void>((r) => server.close(() => r())));
+
+const json = (res: ServerResponse, code: number, body: unknown) => {
+  res.writeHead(code, { 'content-type': 'application/json' });
+  res.end(JSON.stringify(body));
+};
+
+describe('ClientNodeTransport (real HTTP)', () => {
+  it('sends JSON with the content type, query and bearer token, and returns the parsed body', async () => {
+    handler = (_req, res, body) => json(res, 200, { ...JSON.parse(body), metadata: { name: 'x', resourceVersion: '7' } });
+    seen.length = 0;
+    const metrics = new RecordingMetrics();
+    const t = createKubeTransport(kc, { metrics });
+    const out = await t.request<{ metadata: { resourceVersion: string }; spec: unknown }>({
+      verb: 'apply',
+      kind: 'Deployment',
+      method: 'PATCH',
+      path: '/apis/apps/v1/namespaces/ns/deployments/x',
+      query: { fieldManager: 'karpenter-operator', force: true, skipped: undefined },
+      body: { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'x' }, spec: { replicas: 2 } },
+      contentType: 'application/apply-patch+yaml',
+    });
+    expect(out.metadata.resourceVersion).toBe('7');
+    expect(out.spec).toEqual({ replicas: 2 });
+    expect(seen[0]).toMatchObject({
+      method: 'PATCH',
+      url: '/apis/apps/v1/namespaces/ns/deployments/x?fieldManager=karpenter-operator&force=true',
+      headers: { 'content-type': 'application/apply-patch+yaml', authorization: 'Bearer secret-token' },
+    });
+    expect(metrics.counters.get('karpenter_operator_api_requests_total{kind=Deployment,verb=apply}')).toBe(1);
+  });
+
+  it('throws ApiException with the code and the parsed Status body, and counts the error', async () => {
+    handler = (_req, res) => json(res, 422, { kind: 'Status', message: 'spec.replicas: Invalid value', code: 422 });
+    const metrics = new RecordingMetrics();
+    const t = createKubeTransport(kc, { metrics });
+    const err = await t.request({ verb: 'create', kind: 'NodePool', method: 'POST', path: '/apis/karpenter.sh/v1/nodepools', body: {} }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ApiException);
+    expect((err as ApiException<{ message: string }>).code).toBe(422);
+    expect((err as ApiException<{ message: string }>).body.message).toBe('spec.replicas: Invalid value');
+    expect(metrics.counters.get('karpenter_operator_api_request_errors_total{code=422,kind=NodePool,verb=create}')).toBe(1);
+  });
+
+  it('streams watch events and reports the end of the stream', async () => {
+    handler = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write(JSON.stringify({ type: 'ADDED', object: { metadata: { name: 'a', resourceVersion: '2' } } }) + '\n');
+      res.write(JSON.stringify({ type: 'BOOKMARK', object: { metadata: { resourceVersion: '3' } } }) + '\n');
+      setTimeout(() => res.end(), 20);
+    };
+    seen.length = 0;
+    const events: string[] = [];
+    const t = new ClientNodeTransport(kc);
+    const done = new Promise<unknown>((resolve) => {
+      void t.watch({
+        kind: 'Node',
+        path: '/api/v1/nodes',
+        query: { resourceVersion: '1', allowWatchBookmarks: true },
+        onEvent: (type, obj) => events.push(`${type}:${(obj as { metadata: { resourceVersion: string } }).metadata.resourceVersion}`),
+        onDone: resolve,
+      }).catch(resolve);
+    });
+    expect(await done).toBeNull();
+    expect(events).toEqual(['ADDED:2', 'BOOKMARK:3']);
+    expect(seen[0]!.url).toBe('/api/v1/nodes?watch=true&resourceVersion=1&allowWatchBookmarks=true');
+  });
+
+  it('reports a refused watch as an error with the status code', async () => {
+    handler = (_req, res) => json(res, 403, { kind: 'Status', message: 'forbidden', code: 403 });
+    const t = new ClientNodeTransport(kc);
+    const err = await new Promise<unknown>((resolve) => {
+      t.watch({ kind: 'Node', path: '/api/v1/nodes', query: {}, onEvent: () => {}, onDone: resolve }).catch(resolve);
+    });
+    expect((err as { statusCode?: number }).statusCode).toBe(403);
+  });
+});
