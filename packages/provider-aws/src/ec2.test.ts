@@ -4,7 +4,6 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { mockClient } from 'aws-sdk-client-mock';
 import {
-  DescribeAvailabilityZonesCommand,
   DescribeImagesCommand,
   DescribeInstancesCommand,
   DescribeSecurityGroupsCommand,
@@ -294,22 +293,29 @@ describe('Ec2Adapter.checkCredentials', () => {
   writeFileSync(file, '[default]\naws_access_key_id = AKIAEXAMPLE\naws_secret_access_key = secret\n');
   const withFile = (path: string) => new Ec2Adapter({ credentials: { type: 'sharedCredentialsFile', path } }, (region) => new EC2Client({ region }));
 
-  it('resolves when a cheap read succeeds', async () => {
-    ec2Mock.on(DescribeAvailabilityZonesCommand).resolves({ AvailabilityZones: [{ ZoneName: 'us-east-1a' }] });
+  it('resolves when the dry run would have succeeded', async () => {
+    ec2Mock.on(DescribeInstancesCommand).rejects(awsError('DryRunOperation', 412));
     await expect(withFile(file).checkCredentials(facts)).resolves.toBeUndefined();
-    expect(ec2Mock.commandCalls(DescribeAvailabilityZonesCommand)).toHaveLength(1);
+    const calls = ec2Mock.commandCalls(DescribeInstancesCommand);
+    expect(calls.map((c) => c.args[0].input)).toEqual([{ DryRun: true, MaxResults: 5 }]);
+  });
+
+  it('resolves when the endpoint ignores DryRun and answers', async () => {
+    ec2Mock.on(DescribeInstancesCommand).resolves({ Reservations: [] });
+    await expect(withFile(file).checkCredentials(facts)).resolves.toBeUndefined();
   });
 
   it('names a missing credentials file', async () => {
     const err = await withFile(join(dir, 'nope')).checkCredentials(facts).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(InvalidInputError);
     expect((err as CoreError).message).toContain(join(dir, 'nope'));
-    expect(ec2Mock.commandCalls(DescribeAvailabilityZonesCommand)).toHaveLength(0);
+    expect(ec2Mock.commandCalls(DescribeInstancesCommand)).toHaveLength(0);
   });
 
   it('reports refused credentials as ForbiddenError', async () => {
-    ec2Mock.on(DescribeAvailabilityZonesCommand).rejects(awsError('AuthFailure', 401));
+    ec2Mock.on(DescribeInstancesCommand).rejects(awsError('UnauthorizedOperation', 403));
     await expect(withFile(file).checkCredentials(facts)).rejects.toThrow(ForbiddenError);
+    await expect(withFile(file).checkCredentials(facts)).rejects.toThrow(/^checking credentials \(DescribeInstances DryRun\): UnauthorizedOperation/);
   });
 
   it('needs a region', async () => {

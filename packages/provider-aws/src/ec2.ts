@@ -1,6 +1,5 @@
 import { access } from 'node:fs/promises';
 import {
-  DescribeAvailabilityZonesCommand,
   DescribeImagesCommand,
   DescribeInstancesCommand,
   DescribeSecurityGroupsCommand,
@@ -428,9 +427,11 @@ export class Ec2Adapter {
   }
 
   /**
-   * A cheap read (DescribeAvailabilityZones) proving the credentials work. Throws `InvalidInputError`
-   * when the shared credentials file is missing or unusable, `ForbiddenError` when AWS refuses them,
-   * `TransientError` when EC2 cannot be reached.
+   * A cheap read proving the credentials work: DescribeInstances with `DryRun`, which every credential of
+   * this operator may call (the operand's and the narrow node-identity one); AWS answers
+   * `DryRunOperation` when the call would have succeeded. Throws `InvalidInputError` when the credentials
+   * file is missing or unusable, `ForbiddenError` when AWS refuses them, `TransientError` when EC2 cannot
+   * be reached.
    */
   async checkCredentials(facts: ClusterFacts): Promise<void> {
     const creds = this.options.credentials;
@@ -443,7 +444,14 @@ export class Ec2Adapter {
       }
     }
     const ec2 = this.client(facts);
-    await this.call('checking credentials (DescribeAvailabilityZones)', () => ec2.send(new DescribeAvailabilityZonesCommand({})));
+    await this.call('checking credentials (DescribeInstances DryRun)', async () => {
+      try {
+        // Some emulators ignore DryRun and answer normally: that proves the credentials just as well.
+        await ec2.send(new DescribeInstancesCommand({ DryRun: true, MaxResults: 5 }));
+      } catch (e) {
+        if ((e as { name?: unknown } | null)?.name !== 'DryRunOperation') throw e;
+      }
+    });
   }
 }
 
