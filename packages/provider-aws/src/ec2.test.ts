@@ -25,7 +25,7 @@ import {
   TransientError,
   type KubeObject,
 } from '@karpenter-operator/core';
-import { createEc2Client, Ec2Adapter, instanceIdFromProviderId, mapAwsError } from './ec2.js';
+import { createEc2Client, Ec2Adapter, instanceIdFromProviderId, mapAwsError, rereadEvery } from './ec2.js';
 import { aFacts, INFRA_ID } from './testing/builders.js';
 
 const ec2Mock = mockClient(EC2Client);
@@ -332,5 +332,29 @@ describe('createEc2Client', () => {
     expect(await c.config.endpoint!()).toMatchObject({ hostname: '127.0.0.1', port: 5000, protocol: 'http:' });
     const handler = c.config.requestHandler as unknown as { configProvider: Promise<Record<string, unknown>> };
     expect(await handler.configProvider).toMatchObject({ requestTimeout: 1234, connectionTimeout: 99, throwOnRequestTimeout: true });
+  });
+});
+
+describe('rereadEvery', () => {
+  it('gives static keys an expiration so a rotated Secret is read again, and keeps STS expirations', async () => {
+    const at = Date.UTC(2026, 0, 1);
+    const staticKeys = rereadEvery(600_000, async () => ({ accessKeyId: 'a', secretAccessKey: 'b' }), () => at);
+    expect((await staticKeys()).expiration).toEqual(new Date(at + 600_000));
+    const sts = new Date(at + 3_600_000);
+    const temporary = rereadEvery(600_000, async () => ({ accessKeyId: 'a', secretAccessKey: 'b', sessionToken: 't', expiration: sts }), () => at);
+    expect((await temporary()).expiration).toBe(sts);
+  });
+
+  it('really re-reads the shared credentials file after rotation', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ko-aws-rot-'));
+    const file = join(dir, 'credentials');
+    writeFileSync(file, '[default]\naws_access_key_id = OLD\naws_secret_access_key = s\n');
+    const c = createEc2Client({ credentials: { type: 'sharedCredentialsFile', path: file } }, 'us-east-1');
+    const first = await c.config.credentials();
+    expect(first.accessKeyId).toBe('OLD');
+    writeFileSync(file, '[default]\naws_access_key_id = NEW\naws_secret_access_key = s\n');
+    // The SDK's memoisation would keep OLD forever without an expiration; force the refresh window.
+    const again = await c.config.credentials({ forceRefresh: true });
+    expect(again.accessKeyId).toBe('NEW');
   });
 });

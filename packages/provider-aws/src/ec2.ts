@@ -50,13 +50,33 @@ export interface Ec2ClientOptions {
 
 export const EC2_DEFAULTS = { maxAttempts: 5, requestTimeoutMs: 10_000, connectionTimeoutMs: 3_000 } as const;
 
+/** How often static keys from the mounted Secret are re-read (CCO rotates them in place). */
+export const SHARED_FILE_REREAD_MS = 10 * 60 * 1000;
+
+type CredentialProvider = () => ReturnType<ReturnType<typeof fromIni>>;
+
+/**
+ * Static keys carry no expiration, so the SDK would cache them for the life of the process and never see
+ * a rotated Secret. Giving them one makes the SDK call the provider again (it refreshes five minutes
+ * before expiry); credentials that expire on their own (STS) keep their expiration.
+ */
+export function rereadEvery(ms: number, provider: CredentialProvider, now: () => number = Date.now): CredentialProvider {
+  return async () => {
+    const c = await provider();
+    return c.expiration ? c : { ...c, expiration: new Date(now() + ms) };
+  };
+}
+
 /** Builds an EC2 client for `region`. No I/O: credentials are read on the first call. */
 export function createEc2Client(options: Ec2ClientOptions, region: string): EC2Client {
   const clientConfig = { region, ...(options.endpoint ? { endpoint: options.endpoint } : {}) };
   const creds = options.credentials ?? { type: 'default' };
   const credentials =
     creds.type === 'sharedCredentialsFile'
-      ? fromIni({ filepath: creds.path, ...(creds.profile ? { profile: creds.profile } : {}), clientConfig, ignoreCache: true })
+      ? rereadEvery(
+          SHARED_FILE_REREAD_MS,
+          fromIni({ filepath: creds.path, ...(creds.profile ? { profile: creds.profile } : {}), clientConfig, ignoreCache: true }),
+        )
       : creds.type === 'webIdentity'
         ? fromTokenFile({
             roleArn: creds.roleArn,
