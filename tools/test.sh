@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# `npm test`: setup (idempotent), lint, typecheck, unit and integration tests. Exits non-zero on any
+# failure; the last line is `N passed, N failed[, N skipped]` (lint/typecheck failures count as failed).
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+results=.local/test-results
+mkdir -p "$results"
+rm -f "$results/vitest.json"
+
+if ! bash tools/setup.sh; then
+  echo "0 passed, 1 failed"
+  exit 1
+fi
+export NX_DAEMON=false NX_NO_CLOUD=true NO_COLOR=1 FORCE_COLOR=0 NX_TUI=false
+
+echo "test: lint" >&2
+npx nx run-many -t lint --outputStyle=static > "$results/lint.log" 2>&1
+lint_rc=$?
+[ $lint_rc -eq 0 ] || cat "$results/lint.log"
+echo "test: typecheck" >&2
+npx nx run-many -t typecheck --outputStyle=static > "$results/typecheck.log" 2>&1
+typecheck_rc=$?
+[ $typecheck_rc -eq 0 ] || cat "$results/typecheck.log"
+
+echo "test: vitest (unit + integration)" >&2
+npx vitest run --reporter=default --reporter=json --outputFile.json="$results/vitest.json" "$@"
+vitest_rc=$?
+
+node tools/cluster/test-summary.mjs \
+  --step lint "$lint_rc" "$results/lint.log" \
+  --step typecheck "$typecheck_rc" "$results/typecheck.log" \
+  --vitest "$vitest_rc" "$results/vitest.json"
