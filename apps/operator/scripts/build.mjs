@@ -1,7 +1,7 @@
 // Bundles each image's entry point into one ESM file with production dependencies inlined, and copies the
 // runtime CRDs (produced from the pinned Go modules by tools/cluster/fetch-crds.sh) beside it.
 import { build } from 'esbuild';
-import { cpSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -33,7 +33,13 @@ await build({
 });
 writeFileSync(join(out, 'package.json'), JSON.stringify({ type: 'module' }) + '\n');
 if (existsSync(crdSrc)) {
-  cpSync(crdSrc, join(out, 'crds'), { recursive: true });
+  // generated/crds names files by CRD (`nodepools.karpenter.sh.yaml`); the provider reads them under the
+  // names karpenter-provider-aws ships them with (`karpenter.sh_nodepools.yaml`).
+  mkdirSync(join(out, 'crds'));
+  for (const f of readdirSync(crdSrc).filter((n) => n.endsWith('.yaml'))) {
+    const [plural, ...group] = f.replace(/\.yaml$/, '').split('.');
+    copyFileSync(join(crdSrc, f), join(out, 'crds', `${group.join('.')}_${plural}.yaml`));
+  }
 } else {
   console.error(`build: ${crdSrc} is missing; run \`npm run setup\` (tools/cluster/fetch-crds.sh) to produce the runtime CRDs`);
   process.exit(1);

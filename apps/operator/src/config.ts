@@ -22,6 +22,8 @@ export interface OperatorConfig {
   /** Credentials for the operator's own node-identity lookups (DescribeInstances only). */
   nodeIdentityCredentialsFile?: string;
   awsEndpoint?: string;
+  /** EC2 endpoint handed to the operand (emulators, private endpoints). */
+  operandEc2Endpoint?: string;
   crdDir: string;
   logLevel: 'debug' | 'info' | 'warn' | 'error';
   podName: string;
@@ -128,6 +130,7 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
   opt('awsSharedCredentialsFile', env.AWS_SHARED_CREDENTIALS_FILE);
   opt('nodeIdentityCredentialsFile', env.NODE_IDENTITY_CREDENTIALS_FILE);
   opt('awsEndpoint', env.AWS_ENDPOINT_URL_EC2 ?? env.AWS_ENDPOINT_URL);
+  opt('operandEc2Endpoint', env.OPERAND_AWS_ENDPOINT_URL_EC2);
   return { ok: true, config };
 }
 

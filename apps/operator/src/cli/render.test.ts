@@ -1,0 +1,75 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { KARPENTER_AWS_CRDS_DIR } from '@karpenter-operator/provider-aws/testing';
+import { aWorkerMachineSet, openShiftAwsObjects } from '@karpenter-operator/testkit';
+import type { KubeObject } from '@karpenter-operator/core';
+import { providerFor } from '../providers.js';
+import { InputError } from './load-objects.js';
+import { formatObjects, renderFrom } from './render.js';
+
+const dirs: string[] = [];
+afterEach(() => dirs.splice(0).forEach((d) => rmSync(d, { recursive: true, force: true })));
+
+function dirWith(objects: KubeObject[], asList = false): string {
+  const d = mkdtempSync(join(tmpdir(), 'ko-render-'));
+  dirs.push(d);
+  if (asList) writeFileSync(join(d, 'all.json'), JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }));
+  else writeFileSync(join(d, 'cluster.yaml'), objects.map((o) => stringify(o)).join('---\n'));
+  return d;
+}
+
+const settings = { namespace: 'openshift-karpenter', releaseVersion: '4.22.0', operandImage: 'quay.io/k:1', crdDir: KARPENTER_AWS_CRDS_DIR };
+const render = (from: string, kind?: string) =>
+  renderFrom({ from, output: 'yaml', settings, providerFor: (p) => providerFor(p, { crdDir: settings.crdDir }), ...(kind ? { kind } : {}) });
+const seed = () => openShiftAwsObjects('-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n') as KubeObject[];
+
+describe('render', () => {
+  it('prints CRDs, CredentialsRequests, the operand, EC2NodeClass default and its pool from a must-gather-like directory', () => {
+    const { objects, notes } = render(dirWith(seed()));
+    const kinds = objects.map((o) => `${o.kind}/${o.metadata.name}`);
+    expect(kinds).toEqual(
+      expect.arrayContaining([
+        'CustomResourceDefinition/nodepools.karpenter.sh',
+        'CustomResourceDefinition/ec2nodeclasses.karpenter.k8s.aws',
+        'CredentialsRequest/karpenter-cloud-credentials',
+        'Deployment/karpenter',
+        'ClusterRole/karpenter-core',
+        'EC2NodeClass/default',
+        'MachineConfigPool/karpenter-default',
+        'KubeletConfig/set-karpenter-taint',
+      ]),
+    );
+    expect(notes.some((n) => n.includes('no Karpenter named default'))).toBe(true);
+    const nc = objects.find((o) => o.kind === 'EC2NodeClass')!;
+    expect((nc.spec as { amiFamily: string }).amiFamily).toBe('Custom');
+    expect((nc.spec as { subnetSelectorTerms: unknown[] }).subnetSelectorTerms).toHaveLength(3);
+  });
+
+  it('filters by kind and reads List documents', () => {
+    const { objects } = render(dirWith(seed(), true), 'EC2NodeClass');
+    expect(objects.map((o) => o.kind)).toEqual(['EC2NodeClass']);
+    expect(JSON.parse(formatObjects(objects, 'json')).kind).toBe('EC2NodeClass');
+  });
+
+  it.each([
+    { name: 'no Infrastructure', mutate: (o: KubeObject[]) => o.filter((x) => x.kind !== 'Infrastructure'), message: /Infrastructure cluster/ },
+    {
+      name: 'malformed providerSpec names the MachineSet and field',
+      mutate: (o: KubeObject[]) => [...o.filter((x) => x.kind !== 'MachineSet'), aWorkerMachineSet('us-east-1a', undefined, { providerSpec: { ami: 'not-an-object' } }) as KubeObject],
+      message: /MachineSet openshift-machine-api\/.*providerSpec\.value\.ami/,
+    },
+    { name: 'no user-data Secret', mutate: (o: KubeObject[]) => o.filter((x) => x.kind !== 'Secret'), message: /worker-user-data/ },
+  ])('exits with a message: $name', ({ mutate, message }) => {
+    let err: unknown;
+    try {
+      render(dirWith(mutate(seed())));
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(InputError);
+    expect((err as Error).message).toMatch(message);
+  });
+});

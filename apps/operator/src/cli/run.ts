@@ -1,0 +1,154 @@
+import type { Server } from 'node:http';
+import {
+  decodeInfrastructure,
+  describeError,
+  isInvalidInputError,
+  Names,
+  STATUS_KEY,
+  systemClock,
+  Types,
+  type KubeObject,
+  type Logger,
+  type Reconciler,
+  type StatusBoard,
+} from '@karpenter-operator/core';
+import { platformRequirements, type OperatorConfig } from '../config.js';
+import { buildContainer, ReconcilersId, StatusBoardId } from '../container.js';
+import { startHttpServer } from '../http/server.js';
+import { createKubeCluster, KubeEventRecorder, LeaderElector, leaderIdentity, loadKubeConfig, type KubeTransport } from '../kube/index.js';
+import { createLogger } from '../observability/logger.js';
+import { PromMetrics } from '../observability/metrics.js';
+import { ControllerRuntime } from '../runtime/controller-runtime.js';
+
+/** Exit codes: 0 graceful stop, 1 fatal start-up error, 2 lost the leader lease, 3 platform changed. */
+export const ExitCodes = { ok: 0, fatal: 1, lostLease: 2, platformChanged: 3 } as const;
+
+/**
+ * Reads the platform once at start-up (it never changes on a running cluster). A missing or incomplete
+ * Infrastructure does not crash the operator: it runs with no provider and reports the field at fault.
+ */
+async function detectPlatform(transport: KubeTransport, logger: Logger): Promise<string> {
+  try {
+    const infra = await transport.request<KubeObject>({
+      verb: 'get',
+      kind: 'Infrastructure',
+      method: 'GET',
+      path: `/apis/config.openshift.io/v1/infrastructures/${Names.infrastructure}`,
+    });
+    return decodeInfrastructure(infra).platform;
+  } catch (e) {
+    if (isInvalidInputError(e)) {
+      logger.error('cannot tell the platform; no provider is loaded until Infrastructure is fixed', { error: e.message });
+      return `invalid: ${e.message}`;
+    }
+    throw new Error(`reading Infrastructure ${Names.infrastructure}: ${describeError(e)}`, { cause: e });
+  }
+}
+
+/** Restarts the process when the platform seen in Infrastructure differs from the one the provider was chosen for. */
+function platformWatch(platform: string, onChange: (next: string) => void): Reconciler {
+  return {
+    name: 'infrastructure.platform',
+    watches: [{ type: Types.Infrastructure, fieldSelector: `metadata.name=${Names.infrastructure}` }],
+    keysFor: (obj) => {
+      try {
+        const next = decodeInfrastructure(obj as KubeObject).platform;
+        if (next !== platform) onChange(next);
+      } catch {
+        // Still invalid: nothing to restart for.
+      }
+      return [];
+    },
+    resyncKeys: async () => [],
+    reconcile: async () => ({}),
+  };
+}
+
+export async function runOperator(config: OperatorConfig, env: Record<string, string | undefined>): Promise<number> {
+  const logger = createLogger(config.logLevel);
+  const metrics = new PromMetrics();
+  const clock = systemClock;
+  const { config: kc, source } = loadKubeConfig({ kubeconfig: config.kubeconfig, env });
+  const cluster = createKubeCluster(kc, { metrics, logger, clock });
+  const identity = leaderIdentity(config.podName);
+  logger.info('starting karpenter-operator', { version: config.releaseVersion, namespace: config.namespace, kubeconfig: source, identity });
+
+  // Assigned once the platform is known; the probes and stop() run before that.
+  const live: { runtime?: ControllerRuntime } = {};
+  let elector: LeaderElector | undefined;
+  let stopping: Promise<number> | undefined;
+  const servers: Server[] = [];
+
+  const health = await startHttpServer(config.healthProbeBindAddress.host, config.healthProbeBindAddress.port, {
+    healthy: () => true,
+    ready: () => {
+      if (!live.runtime?.hasSynced()) return { ok: false, detail: 'caches not synced' };
+      return { ok: true, detail: elector && !elector.isLeader() ? 'standby' : 'leading' };
+    },
+  });
+  servers.push(health);
+  const metricsServer = await startHttpServer(config.metricsBindAddress.host, config.metricsBindAddress.port, {
+    healthy: () => true,
+    ready: () => ({ ok: true, detail: 'ok' }),
+    metrics: () => metrics.text(),
+  });
+  servers.push(metricsServer);
+
+  const platform = config.managementCluster ? config.platform! : await detectPlatform(cluster.transport, logger);
+  const missing = platformRequirements(config, platform);
+  if (missing.length) throw new Error(`missing settings: ${missing.join('; ')}`);
+
+  const events = new KubeEventRecorder({ transport: cluster.transport, reportingInstance: identity, logger, metrics, clock });
+  const container = buildContainer({ config, platform, store: cluster.store, events, logger, metrics, clock });
+  const board = container.get<StatusBoard>(StatusBoardId);
+  let finish: (code: number) => void = () => {};
+  const finished = new Promise<number>((resolve) => (finish = resolve));
+  const stop = (code: number, why: string): Promise<number> => {
+    stopping ??= (async () => {
+      logger.info('stopping', { reason: why });
+      await live.runtime?.stop({ timeoutMs: 20_000 }).catch((e: unknown) => logger.error('stopping the runtime', { error: describeError(e) }));
+      await events.close().catch(() => {});
+      if (code !== ExitCodes.lostLease) await elector?.stop().catch(() => {});
+      await Promise.all(servers.map((s) => new Promise((r) => s.close(() => r(undefined)))));
+      finish(code);
+      return code;
+    })();
+    return stopping;
+  };
+  const reconcilers = [
+    ...container.get<Reconciler[]>(ReconcilersId),
+    platformWatch(platform, (next) => void stop(ExitCodes.platformChanged, `platform changed from ${platform} to ${next}: restarting to load its provider`)),
+  ];
+  const runtime = new ControllerRuntime({ reconcilers, caches: cluster.informers, metrics, logger, clock, concurrency: { 'certificatesigningrequest.node-identity': 8 } });
+  live.runtime = runtime;
+  board.onChange(() => runtime.enqueue('clusteroperator.status', STATUS_KEY));
+
+  for (const sig of ['SIGTERM', 'SIGINT'] as const) process.once(sig, () => void stop(ExitCodes.ok, sig));
+
+  runtime.startInformers();
+  await runtime.waitForSync();
+  logger.info('caches synced');
+  if (config.leaderElect) {
+    elector = new LeaderElector({
+      transport: cluster.transport,
+      namespace: config.namespace,
+      identity,
+      clock,
+      logger,
+      metrics,
+      onStartedLeading: () => {
+        logger.info('became leader');
+        void runtime.startWorkers();
+      },
+      onStoppedLeading: () => {
+        // Another replica may lead already: stop writing at once.
+        logger.error('lost the leader lease; exiting');
+        void stop(ExitCodes.lostLease, 'lost lease');
+      },
+    });
+    elector.start();
+  } else {
+    await runtime.startWorkers();
+  }
+  return finished;
+}

@@ -1,0 +1,149 @@
+import 'reflect-metadata';
+import { Container, ContainerModule } from 'inversify';
+import {
+  ClockId,
+  CloudProviderId,
+  CrdsReconciler,
+  EventRecorderId,
+  instrument,
+  LoggerId,
+  MetricsId,
+  OperandReconciler,
+  StandaloneTopology,
+  StatusBoard,
+  StatusReconciler,
+  TeardownReconciler,
+  token,
+  TopologyId,
+  UnsupportedPlatformError,
+  type CloudProvider,
+  type Clock,
+  type ClusterStore,
+  type EventRecorder,
+  type Logger,
+  type Metrics,
+  type OperatorSettings,
+  type Reconciler,
+  type Topology,
+} from '@karpenter-operator/core';
+import { awsProviderModule } from '@karpenter-operator/provider-aws';
+import { azureStubProviderModule } from '@karpenter-operator/provider-azure-stub';
+import type { OperatorConfig } from './config.js';
+import { nodeLifecycleReconcilers } from './node-lifecycle.js';
+
+export const SettingsId = token<OperatorSettings>('OperatorSettings');
+export const StatusBoardId = token<StatusBoard>('StatusBoard');
+export const ReconcilersId = token<Reconciler[]>('Reconcilers');
+export const ControlStoreId = token<ClusterStore>('ControlClusterStore');
+
+/** Platforms with a provider package. Adding a provider adds one line here (see CONTRIBUTING.md). */
+export const providerModules: Record<string, (config: OperatorConfig) => ContainerModule> = {
+  AWS: (config) =>
+    awsProviderModule({
+      crdDir: config.crdDir,
+      ec2: {
+        ...(config.region ? { region: config.region } : {}),
+        ...(config.awsEndpoint ? { endpoint: config.awsEndpoint } : {}),
+        // The operator's own lookups use the narrow node-identity credential when mounted.
+        credentials: config.nodeIdentityCredentialsFile
+          ? { type: 'sharedCredentialsFile', path: config.nodeIdentityCredentialsFile }
+          : config.awsSharedCredentialsFile
+            ? { type: 'sharedCredentialsFile', path: config.awsSharedCredentialsFile }
+            : { type: 'default' },
+      },
+      ...(config.operandEc2Endpoint ? { operandEc2Endpoint: config.operandEc2Endpoint } : {}),
+    }),
+  Azure: () => azureStubProviderModule(),
+};
+
+/** A provider for platforms no package serves: nothing is deployed and the operator reports Degraded. */
+export function unknownPlatformModule(platform: string): ContainerModule {
+  const message = `Platform ${JSON.stringify(platform)} is not supported by Karpenter on OpenShift: no provider package serves it, so no operand is deployed`;
+  const fail = () => {
+    throw new UnsupportedPlatformError(platform, message, false);
+  };
+  const provider: CloudProvider = {
+    platform: platform.replace(/[^A-Za-z]/g, '') || 'Unknown',
+    nodeClassType: { apiVersion: 'karpenter.sh/v1', kind: 'UnknownNodeClass' },
+    assertSupported: fail,
+    crds: () => [],
+    operandCloudConfig: () => ({ env: [], volumes: [], volumeMounts: [], credentialsSecret: 'karpenter-cloud-credentials' }),
+    operandRbac: () => [],
+    credentialsRequests: () => [],
+    relatedObjects: () => [],
+    renderDefaultNodeClass: fail,
+    verifyNodeClass: async () => fail(),
+    instanceIdFromProviderId: () => undefined,
+    describeInstances: async () => fail(),
+    checkCredentials: async () => fail(),
+  };
+  return new ContainerModule(({ bind }) => {
+    bind(CloudProviderId).toConstantValue(provider);
+  });
+}
+
+export interface ContainerInputs {
+  config: OperatorConfig;
+  /** Platform from Infrastructure (standalone) or PLATFORM (management-cluster mode). */
+  platform: string;
+  store: ClusterStore;
+  events: EventRecorder;
+  logger: Logger;
+  metrics: Metrics;
+  clock: Clock;
+  /** A topology other than standalone (HyperShift); built by the caller from its package. */
+  topology?: (inputs: ContainerInputs, settings: OperatorSettings) => Topology;
+}
+
+/** The composition root: every binding of the operator in one place. Synchronous; no I/O. */
+export function buildContainer(inputs: ContainerInputs): Container {
+  const { config } = inputs;
+  const c = new Container({ defaultScope: 'Singleton' });
+  const settings: OperatorSettings = {
+    namespace: config.namespace,
+    releaseVersion: config.releaseVersion,
+    operandImage: config.operandImageAws ?? '',
+    crdDir: config.crdDir,
+    ...(config.operatorImage ? { operatorImage: config.operatorImage } : {}),
+    ...(config.clusterName ? { clusterNameOverride: config.clusterName } : {}),
+    ...(config.clusterEndpoint ? { clusterEndpointOverride: config.clusterEndpoint } : {}),
+  };
+  c.bind(SettingsId).toConstantValue(settings);
+  c.bind(ClockId).toConstantValue(inputs.clock);
+  c.bind(LoggerId).toConstantValue(inputs.logger);
+  c.bind(MetricsId).toConstantValue(inputs.metrics);
+  c.bind(EventRecorderId).toConstantValue(inputs.events);
+  c.bind(ControlStoreId).toConstantValue(inputs.store);
+  c.bind(StatusBoardId).toConstantValue(new StatusBoard());
+  c.bind(TopologyId).toResolvedValue(
+    (store: ClusterStore, clock: Clock) =>
+      inputs.topology
+        ? inputs.topology(inputs, settings)
+        : new StandaloneTopology({
+            store,
+            clock,
+            namespace: config.namespace,
+            ...(config.clusterName ? { clusterNameOverride: config.clusterName } : {}),
+            ...(config.clusterEndpoint ? { clusterEndpointOverride: config.clusterEndpoint } : {}),
+          }),
+    [ControlStoreId, ClockId],
+  );
+  const module = providerModules[inputs.platform]?.(config) ?? unknownPlatformModule(inputs.platform);
+  c.load(module);
+
+  c.bind(ReconcilersId).toResolvedValue(
+    (topology: Topology, cloud: CloudProvider, board: StatusBoard, clock: Clock, logger: Logger, metrics: Metrics, events: EventRecorder, s: OperatorSettings) => {
+      const facts = () => topology.clusterFacts();
+      const core: Reconciler[] = [
+        new CrdsReconciler({ topology, cloud }),
+        new OperandReconciler({ topology, cloud, settings: s, events, logger }),
+        new TeardownReconciler({ topology, clock, events, logger }),
+        ...nodeLifecycleReconcilers({ topology, cloud, board, clock, logger, metrics, events, facts }),
+      ];
+      const status = new StatusReconciler({ topology, cloud, settings: s, board });
+      return [...core.map((r) => instrument(r, { board, metrics, clock, logger })), status];
+    },
+    [TopologyId, CloudProviderId, StatusBoardId, ClockId, LoggerId, MetricsId, EventRecorderId, SettingsId],
+  );
+  return c;
+}

@@ -1,0 +1,70 @@
+import {
+  DefaultNodeClassReconciler,
+  NodeConfigReconciler,
+  NodeIdentityReconciler,
+  whileKarpenterRuns,
+  type ClusterFacts,
+  type CloudProvider,
+  type Clock,
+  type EventRecorder,
+  type Logger,
+  type Metrics,
+  type Reconciler,
+  type StatusBoard,
+  type Topology,
+} from '@karpenter-operator/core';
+
+export interface NodeLifecycleInputs {
+  topology: Topology;
+  cloud: CloudProvider;
+  board: StatusBoard;
+  clock: Clock;
+  logger: Logger;
+  metrics: Metrics;
+  events: EventRecorder;
+  facts: () => Promise<ClusterFacts>;
+  /** The cluster's kubelet maxPods (OpenShift's default). */
+  maxPods?: number;
+}
+
+/** The default NodeClass, MachineConfigPools and CSR approval: they run only while Karpenter does. */
+export function nodeLifecycleReconcilers(i: NodeLifecycleInputs): Reconciler[] {
+  const store = i.topology.workloadStore;
+  const gate = (r: Reconciler) => whileKarpenterRuns(r, { topology: i.topology, cloud: i.cloud });
+  return [
+    gate(
+      new DefaultNodeClassReconciler({
+        store,
+        cloud: i.cloud,
+        facts: i.facts,
+        clock: i.clock,
+        events: i.events,
+        logger: i.logger.child({ controller: 'ec2nodeclass.default' }),
+        maxPods: i.maxPods ?? 250,
+        board: i.board,
+      }),
+    ),
+    gate(
+      new NodeConfigReconciler({
+        store,
+        nodeClassType: i.cloud.nodeClassType,
+        clock: i.clock,
+        events: i.events,
+        logger: i.logger.child({ controller: 'machineconfigpool.node-config' }),
+        upgradePolicy: 'MachineConfigOperator',
+      }),
+    ),
+    gate(
+      new NodeIdentityReconciler({
+        store,
+        cloud: i.cloud,
+        facts: i.facts,
+        clock: i.clock,
+        events: i.events,
+        metrics: i.metrics,
+        logger: i.logger.child({ controller: 'certificatesigningrequest.node-identity' }),
+        board: i.board,
+      }),
+    ),
+  ];
+}
