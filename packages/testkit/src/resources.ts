@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
 import { kubeRequest } from './kube-request.js';
@@ -132,15 +133,59 @@ interface CrdStatus {
 export async function installCrds(kc: KubeConfig, files: string[], opts: { timeoutMs?: number } = {}): Promise<string[]> {
   const crds = files.flatMap(readManifests).filter((o) => o.kind === 'CustomResourceDefinition');
   for (const crd of crds) await applyObject(kc, crd, { fieldManager: 'testkit-crds' });
-  for (const crd of crds) {
-    await waitFor(
-      `CRD ${crd.metadata.name} to be Established`,
-      async () => {
-        const res = await kubeRequest<CrdStatus>(kc, 'GET', `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd.metadata.name}`);
-        return res.status === 200 && (res.body.status?.conditions ?? []).some((c) => c.type === 'Established' && c.status === 'True');
-      },
-      { timeoutMs: opts.timeoutMs ?? 60_000 },
-    );
-  }
+  await Promise.all(crds.map((crd) => waitEstablished(kc, crd.metadata.name, opts.timeoutMs)));
   return crds.map((c) => c.metadata.name);
+}
+
+export interface ApplyManifestsResult {
+  applied: string[];
+  /** `Kind name: reason` for documents left out (filtered, or a kind this cluster does not serve). */
+  skipped: string[];
+}
+
+/**
+ * Applies every YAML document of the given files (or of the `*.yaml`/`*.yml`/`*.json` files of a
+ * directory, by file name) in order, e.g. `install/` minus its Deployment when the operator runs as a
+ * local process. Kinds the cluster does not serve are skipped and reported, not fatal.
+ */
+export async function applyManifests(
+  kc: KubeConfig,
+  filesOrDir: string | string[],
+  opts: { skip?: (obj: KubeObj) => boolean; fieldManager?: string } = {},
+): Promise<ApplyManifestsResult> {
+  const files = Array.isArray(filesOrDir)
+    ? filesOrDir
+    : readdirSync(filesOrDir)
+        .filter((f) => /\.(ya?ml|json)$/.test(f))
+        .sort()
+        .map((f) => join(filesOrDir, f));
+  const result: ApplyManifestsResult = { applied: [], skipped: [] };
+  for (const obj of files.flatMap(readManifests)) {
+    const id = `${obj.kind} ${obj.metadata.namespace ? `${obj.metadata.namespace}/` : ''}${obj.metadata.name}`;
+    if (opts.skip?.(obj)) {
+      result.skipped.push(`${id}: filtered`);
+      continue;
+    }
+    try {
+      await resourceFor(kc, obj.apiVersion, obj.kind);
+    } catch (e) {
+      result.skipped.push(`${id}: ${(e as Error).message}`);
+      continue;
+    }
+    await applyObject(kc, obj, { fieldManager: opts.fieldManager ?? 'testkit' });
+    if (obj.kind === 'CustomResourceDefinition') await waitEstablished(kc, obj.metadata.name);
+    result.applied.push(id);
+  }
+  return result;
+}
+
+async function waitEstablished(kc: KubeConfig, name: string, timeoutMs = 60_000): Promise<void> {
+  await waitFor(
+    `CRD ${name} to be Established`,
+    async () => {
+      const res = await kubeRequest<CrdStatus>(kc, 'GET', `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`);
+      return res.status === 200 && (res.body.status?.conditions ?? []).some((c) => c.type === 'Established' && c.status === 'True');
+    },
+    { timeoutMs },
+  );
 }

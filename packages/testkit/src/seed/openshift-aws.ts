@@ -461,12 +461,15 @@ export async function seedCluster(cluster: ClusterClient, f: OpenShiftAwsFacts =
   await installCrds(kc, CRD_GROUPS_SEEDED.flatMap((g) => crdFiles(cluster.info.crdDir, g)));
   const caPem = readFileSync(cluster.info.caFile, 'utf8');
   const objects = openShiftAwsObjects(caPem, f);
-  for (const obj of objects) {
+  const seedOne = async (obj: KubeObj) => {
     // The whole object: a Node keeps its status on create (as a kubelet registers), so KWOK initialises
     // it from our capacity and addresses; elsewhere the status subresource drops it, hence the second write.
     await applyObject(kc, obj, { fieldManager: SEED_FIELD_MANAGER });
     if (obj.status !== undefined) await applyStatus(kc, obj, { fieldManager: SEED_FIELD_MANAGER });
-  }
+  };
+  // Namespaces first; nothing else depends on anything but its namespace.
+  await Promise.all(objects.filter((o) => o.kind === 'Namespace').map(seedOne));
+  await Promise.all(objects.filter((o) => o.kind !== 'Namespace').map(seedOne));
   const nodeNames = [...f.controlPlaneNodes, ...f.workerNodes].map((n) => n.name);
   await waitFor(
     `simulated nodes ${nodeNames.join(', ')} to be Ready`,
