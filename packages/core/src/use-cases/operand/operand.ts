@@ -4,7 +4,9 @@ import type { OperatorSettings } from '../../model/cluster.js';
 import type { KubeObject } from '../../model/kube.js';
 import { Types } from '../../model/kube.js';
 import { Names } from '../../model/names.js';
-import { renderOperand } from '../../policy/operand.js';
+import { OperandNames, renderOperand } from '../../policy/operand.js';
+
+const OperandDnsNamespace = OperandNames.dnsNamespace;
 import type { CloudProvider } from '../../ports/cloud-provider.js';
 import type { EventRecorder } from '../../ports/event-recorder.js';
 import type { Logger } from '../../ports/logger.js';
@@ -47,6 +49,14 @@ export class OperandReconciler implements Reconciler {
       { type: Types.Deployment, cluster: 'control', namespace: ns, fieldSelector: `metadata.name=${Names.operandDeployment}` },
       { type: Types.Secret, cluster: 'control', namespace: ns, fieldSelector: `metadata.name=${Names.credentialsSecret}` },
       { type: Types.CustomResourceDefinition, labels: { [Names.managedLabel]: 'true' } },
+      // Everything the use-case applies is watched (by the managed label every rendered object carries), so
+      // writes compare against a cache and a deleted Role or binding is restored at once.
+      { type: Types.ServiceAccount, cluster: 'control', namespace: ns, labels: { [Names.managedLabel]: 'true' } },
+      ...[Types.Role, Types.RoleBinding].flatMap((type) =>
+        [ns, OperandDnsNamespace].map((namespace) => ({ type, namespace, labels: { [Names.managedLabel]: 'true' } })),
+      ),
+      { type: Types.ClusterRole, labels: { [Names.managedLabel]: 'true' } },
+      { type: Types.ClusterRoleBinding, labels: { [Names.managedLabel]: 'true' } },
     ];
   }
 
