@@ -227,6 +227,21 @@ describe('Informer', () => {
     expect(informer.hasSynced()).toBe(true);
   });
 
+  it('a kind that is not served (404: its CRD is not installed yet) is synced and empty, and appears once served', async () => {
+    const { transport, informer, seen } = setup();
+    transport.once({ verb: 'list' }, () => {
+      throw apiError(404, 'the server could not find the requested resource');
+    });
+    transport.once({ verb: 'list' }, listOf('10', [deploy('a', '5')]));
+    informer.start();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(informer.hasSynced()).toBe(true);
+    expect(informer.list()).toEqual([]);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(informer.list().map((o) => o.metadata.name)).toEqual(['a']);
+    expect(seen).toEqual(['a@5']);
+  });
+
   it('stop ends the watch and no further requests are made', async () => {
     const { transport, informer } = setup();
     transport.on({ verb: 'list' }, listOf('10', []));

@@ -18,6 +18,9 @@ import { httpStatusOf, serverMessage } from './errors.js';
 import { resourcePath, type ResourceResolver } from './resources.js';
 import type { KubeTransport, QueryParams, WatchHandle } from './transport.js';
 
+/** How often an informer whose kind is not served re-checks for it. */
+const NOT_SERVED_POLL_MS = 1_000;
+
 export interface InformerOptions {
   watch: Watch;
   transport: KubeTransport;
@@ -294,6 +297,16 @@ export class Informer implements SharedInformer {
           this.resourceVersion = '';
           this.countRestart('gone');
           this.logger.info('watch expired (410 Gone); relisting');
+          continue;
+        }
+        if (httpStatusOf(e) === 404) {
+          // The kind is not served (yet): its CRD is one the operator installs, or was deleted. That is an
+          // empty, synced cache, so start-up does not wait for it; poll briefly until the kind appears.
+          this.resourceVersion = '';
+          if (this.objects.size) this.replace([]);
+          if (!this.synced) this.logger.info('kind not served yet; treating it as empty until it is');
+          this.setSynced();
+          await sleep(this.timers, NOT_SERVED_POLL_MS, signal);
           continue;
         }
         if (events > 0) failures = 0;
