@@ -6,8 +6,8 @@ set -euo pipefail
 KO_SCRIPT=dev
 # shellcheck source=cluster/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/cluster/lib.sh"
-cd "$KO_REPO_ROOT"
-dev_dir="$KO_LOCAL_DIR/dev"
+cd "$ko_repo_root"
+dev_dir="$ko_local_dir/dev"
 pid_file="$dev_dir/pid"
 mkdir -p "$dev_dir"
 

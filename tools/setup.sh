@@ -10,8 +10,8 @@ set -euo pipefail
 KO_SCRIPT=setup
 # shellcheck source=cluster/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/cluster/lib.sh"
-cd "$KO_REPO_ROOT"
-logs="$KO_LOCAL_DIR/logs"
+cd "$ko_repo_root"
+logs="$ko_local_dir/logs"
 mkdir -p "$logs"
 started=$SECONDS
 
@@ -24,8 +24,7 @@ fi
 node_major=$(node_modules/.bin/node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
 [ "$node_major" -ge 24 ] || ko_fail "node_modules/.bin/node is not Node >= 24; delete node_modules and re-run npm run setup"
 
-# 2. Binaries (minutes cold, instant warm).
-ko_require_go
+# 2. Binaries (minutes cold, instant warm; Go is needed only when something must be built).
 if ! bin_dir=$(bash tools/cluster/build-binaries.sh 2> "$logs/build-binaries.log"); then
   ko_fail "$(grep -E '^build-binaries: ' "$logs/build-binaries.log" | tail -n1 | sed 's/^build-binaries: //') (full log: $logs/build-binaries.log)"
 fi
@@ -37,25 +36,25 @@ crd_dir=$(bash tools/cluster/fetch-crds.sh) || exit 1
 #    marked complete by a stamp written last.
 command -v python3 >/dev/null 2>&1 || ko_fail "Python 3 is not installed: install Python >= 3.9 with venv (apt-get install python3 python3-venv) and re-run"
 python3 -c 'import sys; sys.exit(0 if sys.version_info >= (3, 9) else 1)' || ko_fail "Python $(python3 -V 2>&1) is too old: moto ${MOTO_VERSION} needs Python >= 3.9"
-if [ "$(cat "$KO_VENV_DIR/.stamp" 2>/dev/null)" != "moto[server]==${MOTO_VERSION}" ]; then
+if [ "$(cat "$ko_venv_dir/.stamp" 2>/dev/null)" != "moto[server]==${MOTO_VERSION}" ]; then
   python3 -c 'import venv, ensurepip' 2>/dev/null || ko_fail "Python's venv module is missing: apt-get install python3-venv (or your distribution's equivalent) and re-run"
   ko_log "creating the EC2 emulator virtualenv (moto[server]==${MOTO_VERSION})"
-  rm -rf "$KO_VENV_DIR"
-  mkdir -p "$(dirname "$KO_VENV_DIR")"
-  python3 -m venv "$KO_VENV_DIR" > "$logs/venv.log" 2>&1 || ko_fail "python3 -m venv failed (see $logs/venv.log)"
-  "$KO_VENV_DIR/bin/pip" install --disable-pip-version-check -q "moto[server]==${MOTO_VERSION}" >> "$logs/venv.log" 2>&1 \
+  rm -rf "$ko_venv_dir"
+  mkdir -p "$(dirname "$ko_venv_dir")"
+  python3 -m venv "$ko_venv_dir" > "$logs/venv.log" 2>&1 || ko_fail "python3 -m venv failed (see $logs/venv.log)"
+  "$ko_venv_dir/bin/pip" install --disable-pip-version-check -q "moto[server]==${MOTO_VERSION}" >> "$logs/venv.log" 2>&1 \
     || ko_fail "pip could not install moto[server]==${MOTO_VERSION} (see $logs/venv.log); check access to PyPI"
-  echo "moto[server]==${MOTO_VERSION}" > "$KO_VENV_DIR/.stamp"
+  echo "moto[server]==${MOTO_VERSION}" > "$ko_venv_dir/.stamp"
 fi
-[ -x "$KO_VENV_DIR/bin/moto_server" ] || ko_fail "moto_server is missing from $KO_VENV_DIR; delete that directory and re-run npm run setup"
+[ -x "$ko_venv_dir/bin/moto_server" ] || ko_fail "moto_server is missing from $ko_venv_dir; delete that directory and re-run npm run setup"
 
 # 5. What packages/testkit reads to find the toolchain.
-cat > "$KO_LOCAL_DIR/toolchain.json.tmp" <<JSON
+cat > "$ko_local_dir/toolchain.json.tmp" <<JSON
 {
   "binDir": "$bin_dir",
   "crdDir": "$crd_dir",
-  "kwokStages": "$KO_KWOK_STAGES",
-  "motoServer": "$KO_VENV_DIR/bin/moto_server",
+  "kwokStages": "$ko_kwok_stages",
+  "motoServer": "$ko_venv_dir/bin/moto_server",
   "versions": {
     "kubernetes": "$K8S_VERSION",
     "etcd": "$ETCD_VERSION",
@@ -68,5 +67,5 @@ cat > "$KO_LOCAL_DIR/toolchain.json.tmp" <<JSON
   }
 }
 JSON
-mv "$KO_LOCAL_DIR/toolchain.json.tmp" "$KO_LOCAL_DIR/toolchain.json"
+mv "$ko_local_dir/toolchain.json.tmp" "$ko_local_dir/toolchain.json"
 ko_log "ready in $((SECONDS - started))s (toolchain: .local/toolchain.json)"

@@ -7,6 +7,7 @@ results=.local/test-results
 mkdir -p "$results"
 rm -f "$results/vitest.json"
 
+t0=$SECONDS
 if ! bash tools/setup.sh; then
   echo "0 passed, 1 failed"
   exit 1
@@ -14,17 +15,23 @@ fi
 export NX_DAEMON=false NX_NO_CLOUD=true NO_COLOR=1 FORCE_COLOR=0 NX_TUI=false
 
 echo "test: lint" >&2
+t=$SECONDS
 npx nx run-many -t lint --outputStyle=static > "$results/lint.log" 2>&1
 lint_rc=$?
+echo "test: lint took $((SECONDS - t))s (exit $lint_rc)" >&2
 [ $lint_rc -eq 0 ] || cat "$results/lint.log"
 echo "test: typecheck" >&2
+t=$SECONDS
 npx nx run-many -t typecheck --outputStyle=static > "$results/typecheck.log" 2>&1
 typecheck_rc=$?
+echo "test: typecheck took $((SECONDS - t))s (exit $typecheck_rc)" >&2
 [ $typecheck_rc -eq 0 ] || cat "$results/typecheck.log"
 
 echo "test: vitest (unit + integration)" >&2
+t=$SECONDS
 npx vitest run --reporter=default --reporter=json --outputFile.json="$results/vitest.json" "$@"
 vitest_rc=$?
+echo "test: vitest took $((SECONDS - t))s (exit $vitest_rc); npm test so far $((SECONDS - t0))s" >&2
 
 node tools/cluster/test-summary.mjs \
   --step lint "$lint_rc" "$results/lint.log" \

@@ -12,7 +12,7 @@ import 'reflect-metadata';
 import { webcrypto } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import { EC2Client, RunInstancesCommand, type Instance, type _InstanceType } from '@aws-sdk/client-ec2';
+import { CreateSubnetCommand, EC2Client, RunInstancesCommand, type Instance, type _InstanceType } from '@aws-sdk/client-ec2';
 import { Pkcs10CertificateRequestGenerator } from '@peculiar/x509';
 import {
   Names,
@@ -28,7 +28,7 @@ import {
   type Reconciler,
 } from '@karpenter-operator/core';
 import { AwsCloudProvider, createEc2Client } from '@karpenter-operator/provider-aws';
-import { applyObject, applyStatus, crdFiles, installCrds, kubeRequest, startOpenShiftAwsCluster, type ClusterHandle } from '@karpenter-operator/testkit';
+import { applyObject, applyStatus, crdFiles, installCrds, kubeRequest, listObjects, startOpenShiftAwsCluster, type ClusterHandle } from '@karpenter-operator/testkit';
 import { KubeletClientSigner, csrState } from '../../packages/core/src/policy/csr.js';
 import { NodeIdentityReconciler } from '../../packages/core/src/use-cases/node-identity/node-identity.js';
 import { InformerFactory } from '../../apps/operator/src/kube/informer.js';
@@ -61,6 +61,8 @@ interface RunResult {
   maxMs: number;
   describeInstancesPortCalls: number;
   describeInstancesEc2Requests: number;
+  /** CSRs left pending, with the last decision the approver recorded for each. */
+  notApproved: Array<{ name: string; lastDecision?: string }>;
 }
 
 async function pool<T>(items: T[], concurrency: number, fn: (item: T) => Promise<void>): Promise<void> {
@@ -95,9 +97,19 @@ async function bench(
   const admin = cluster.kubeConfig();
   await installCrds(admin, crdFiles(cluster.info.crdDir, 'karpenter'));
 
-  // --- N instances in the emulator, N NodeClaims pointing at them
+  // --- N instances in the emulator, N NodeClaims pointing at them. Their own subnet: moto hands out
+  // addresses in order, and the seeded private subnets hold the simulated MachineSet nodes, whose names an
+  // instance there could take (the operator rightly refuses a CSR for an existing Node's name).
   const zone = f.zones[0]!;
   const ec2 = new EC2Client(cluster.ec2Config());
+  const subnet = await ec2.send(
+    new CreateSubnetCommand({
+      VpcId: ec2World.vpcId,
+      CidrBlock: '10.0.64.0/20',
+      AvailabilityZone: zone,
+      TagSpecifications: [{ ResourceType: 'subnet', Tags: [{ Key: 'Name', Value: `${f.infraId}-bench-${zone}` }, { Key: f.clusterTagKey, Value: 'owned' }] }],
+    }),
+  );
   const instances: Instance[] = [];
   let t = performance.now();
   for (let left = N; left > 0; left -= Math.min(left, 250)) {
@@ -108,7 +120,7 @@ async function bench(
         InstanceType: f.workerInstanceType as _InstanceType,
         MinCount: count,
         MaxCount: count,
-        SubnetId: ec2World.privateSubnetIds[zone],
+        SubnetId: subnet.Subnet!.SubnetId!,
         TagSpecifications: [{ ResourceType: 'instance', Tags: [{ Key: f.clusterTagKey, Value: 'owned' }, { Key: 'karpenter.sh/nodepool', Value: 'default' }] }],
       }),
     );
@@ -116,6 +128,12 @@ async function bench(
   }
   ec2.destroy();
   log(`launched ${instances.length} instances in ${((performance.now() - t) / 1000).toFixed(1)}s`);
+  const nodeNames = new Set((await listObjects(admin, 'v1', 'Node')).map((n) => n.metadata.name));
+  const dnsNames = new Set(instances.map((i) => i.PrivateDnsName));
+  const clash = instances.filter((i) => nodeNames.has(i.PrivateDnsName!));
+  if (clash.length || dnsNames.size !== instances.length) {
+    throw new Error(`bench world is inconsistent: ${clash.length} instance(s) named like existing Nodes, ${instances.length - dnsNames.size} duplicate DNS names`);
+  }
 
   t = performance.now();
   const claims = instances.map((inst, i) => ({
@@ -161,8 +179,13 @@ async function bench(
     resourceTags: f.resourceTags,
   };
 
+  // The last decision per CSR (the events the approver records), to explain any CSR left pending.
+  const lastDecision = new Map<string, string>();
+  const events: EventRecorder = { record: (ref, _type, reason, message) => void lastDecision.set(ref.name, `${reason}: ${message}`) };
+
   const run = async (label: string, csrs: typeof floorCsrs, make: (env: RunEnv) => Reconciler): Promise<RunResult> => {
     const env = wire();
+    lastDecision.clear();
     const reconciler = make(env);
     const runtime = new ControllerRuntime({ reconcilers: [reconciler], caches: env.informers, concurrency: WORKERS, resyncIntervalMs: 3_600_000 });
     await runtime.start();
@@ -201,6 +224,7 @@ async function bench(
       maxMs: Math.round(latencies[latencies.length - 1] ?? NaN),
       describeInstancesPortCalls: env.counts.port,
       describeInstancesEc2Requests: env.counts.ec2,
+      notApproved: [...names].filter((n) => !approvedAt.has(n)).map((name) => ({ name, lastDecision: lastDecision.get(name) })),
     };
     log(`${label}: ${JSON.stringify(result)}`);
     return result;
@@ -246,7 +270,6 @@ async function bench(
     return { informers, store, cloud, counts };
   };
 
-  const events: EventRecorder = { record: () => {} };
 
   const floor = await run('floor (no checks)', floorCsrs, ({ store }) => ({
     name: 'certificatesigningrequest.no-checks',

@@ -10,9 +10,6 @@ CACHE_ROOT="${KO_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/karpenter-operator}"
 BIN_DIR="$CACHE_ROOT/bin/k8s-${K8S_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}"
 
 fail() { echo "build-binaries: $*" >&2; exit 1; }
-command -v go >/dev/null 2>&1 || fail "Go is not installed; install Go >= 1.26 (https://go.dev/dl) and re-run"
-go_minor=$(go env GOVERSION | sed -E 's/^go1\.([0-9]+).*/\1/')
-[ "${go_minor:-0}" -ge 26 ] || fail "Go $(go env GOVERSION) is too old; Kubernetes ${K8S_VERSION} needs Go >= 1.26"
 
 mkdir -p "$BIN_DIR"
 export CGO_ENABLED=0 GOFLAGS="${GOFLAGS:--buildvcs=false}"
@@ -23,6 +20,10 @@ for b in etcd kube-apiserver kube-controller-manager kube-scheduler kwok; do
   [ -x "$BIN_DIR/$b" ] || need+=("$b")
 done
 if [ ${#need[@]} -eq 0 ]; then echo "$BIN_DIR"; exit 0; fi
+# Go is needed only when something has to be built.
+command -v go >/dev/null 2>&1 || fail "Go is not installed: install Go >= 1.26 (https://go.dev/dl or apt-get install golang) and re-run"
+go_minor=$(go env GOVERSION | sed -E 's/^go1\.([0-9]+).*/\1/')
+[ "${go_minor:-0}" -ge 26 ] || fail "Go $(go env GOVERSION) is too old: Kubernetes ${K8S_VERSION} needs Go >= 1.26"
 echo "build-binaries: building ${need[*]} into $BIN_DIR (cold builds take several minutes each)" >&2
 
 work="$CACHE_ROOT/gomod"

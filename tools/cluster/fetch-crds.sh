@@ -9,8 +9,8 @@ KO_SCRIPT=fetch-crds
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 stamp="openshift-api=$OPENSHIFT_API_VERSION karpenter-aws=$KARPENTER_AWS_VERSION hypershift-api=$HYPERSHIFT_API_VERSION cco=$CCO_VERSION kwok=$KWOK_VERSION layout=2"
-if [ -f "$KO_CRD_DIR/.stamp" ] && [ "$(cat "$KO_CRD_DIR/.stamp")" = "$stamp" ] && [ -f "$KO_KWOK_STAGES" ]; then
-  echo "$KO_CRD_DIR"; exit 0
+if [ -f "$ko_crd_dir/.stamp" ] && [ "$(cat "$ko_crd_dir/.stamp")" = "$stamp" ] && [ -f "$ko_kwok_stages" ]; then
+  echo "$ko_crd_dir"; exit 0
 fi
 ko_require_go
 
@@ -20,8 +20,8 @@ hypershift=$(ko_go_module_dir github.com/openshift/hypershift/api "$HYPERSHIFT_A
 cco=$(ko_go_module_dir github.com/openshift/cloud-credential-operator "$CCO_VERSION")
 kwok=$(ko_go_module_dir sigs.k8s.io/kwok "$KWOK_VERSION")
 
-mkdir -p "$(dirname "$KO_CRD_DIR")"
-tmp=$(mktemp -d "$(dirname "$KO_CRD_DIR")/.crds.XXXXXX")
+mkdir -p "$(dirname "$ko_crd_dir")"
+tmp=$(mktemp -d "$(dirname "$ko_crd_dir")/.crds.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp"/{openshift,karpenter,hypershift,cco}
 : > "$tmp/SOURCES.txt"
@@ -78,7 +78,7 @@ copy cco credentialsrequests.cloudcredential.openshift.io "$cco" "$c" "manifests
 # KWOK's "fast" profile (what kwokctl installs by default): nodes become Ready at once and heartbeat
 # through Leases; pods become Running/Ready at once, complete and are deleted.
 ks=kustomize/stage
-mkdir -p "$(dirname "$KO_KWOK_STAGES")"
+mkdir -p "$(dirname "$ko_kwok_stages")"
 {
   for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
            pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do
@@ -86,13 +86,13 @@ mkdir -p "$(dirname "$KO_KWOK_STAGES")"
     echo "---"
     cat "$kwok/$ks/$f"
   done
-} > "$KO_KWOK_STAGES.tmp"
-mv "$KO_KWOK_STAGES.tmp" "$KO_KWOK_STAGES"
-chmod 644 "$KO_KWOK_STAGES"
+} > "$ko_kwok_stages.tmp"
+mv "$ko_kwok_stages.tmp" "$ko_kwok_stages"
+chmod 644 "$ko_kwok_stages"
 
 echo "$stamp" > "$tmp/.stamp"
-rm -rf "$KO_CRD_DIR"
-mv "$tmp" "$KO_CRD_DIR"
+rm -rf "$ko_crd_dir"
+mv "$tmp" "$ko_crd_dir"
 trap - EXIT
-chmod 755 "$KO_CRD_DIR"
-echo "$KO_CRD_DIR"
+chmod 755 "$ko_crd_dir"
+echo "$ko_crd_dir"

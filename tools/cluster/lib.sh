@@ -1,14 +1,13 @@
 # Shared helpers for the local-cluster scripts (sourced, not run).
 # shellcheck shell=bash
-KO_REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+ko_repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 # shellcheck source=versions.env
-. "$KO_REPO_ROOT/tools/cluster/versions.env"
-KO_CACHE_ROOT="${KO_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/karpenter-operator}"
-KO_BIN_DIR="$KO_CACHE_ROOT/bin/k8s-${K8S_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}"
-KO_VENV_DIR="$KO_CACHE_ROOT/venv/moto-${MOTO_VERSION}"
-KO_CRD_DIR="$KO_REPO_ROOT/generated/crds"
-KO_KWOK_STAGES="$KO_REPO_ROOT/generated/kwok/stages.yaml"
-KO_LOCAL_DIR="$KO_REPO_ROOT/.local"
+. "$ko_repo_root/tools/cluster/versions.env"
+ko_cache_root="${KO_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/karpenter-operator}"
+ko_venv_dir="$ko_cache_root/venv/moto-${MOTO_VERSION}"
+ko_crd_dir="$ko_repo_root/generated/crds"
+ko_kwok_stages="$ko_repo_root/generated/kwok/stages.yaml"
+ko_local_dir="$ko_repo_root/.local"
 
 # One clear line on stderr, then stop.
 ko_fail() { echo "${KO_SCRIPT:-setup}: $*" >&2; exit 1; }

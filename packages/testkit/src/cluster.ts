@@ -22,7 +22,10 @@ export interface StartClusterOptions {
   baseDir?: string;
   /** Keep `baseDir` on stop (logs, audit log). Default: keep when it was passed in. */
   keepBaseDir?: boolean;
-  /** Fixed ports on 127.0.0.1; each is checked and a busy one fails with one line. Default: free ports. */
+  /**
+   * Fixed ports on 127.0.0.1; each is checked and a busy one fails with one line. Default: the env
+   * `KO_ETCD_PORT`, `KO_APISERVER_PORT`, `KO_EC2_PORT` when set, else free ports.
+   */
   ports?: { etcd?: number; apiServer?: number; ec2?: number };
   /** Start the EC2 emulator (moto). Default true. */
   ec2?: boolean;
@@ -70,13 +73,20 @@ export async function startCluster(opts: StartClusterOptions = {}): Promise<Clus
   mkdirSync(baseDir, { recursive: true });
   const startEc2 = opts.ec2 ?? true;
 
-  const etcdPort = await portFor(opts.ports?.etcd, 'etcd client');
+  const envPort = (name: string): number | undefined => {
+    const v = process.env[name];
+    if (v === undefined || v === '') return undefined;
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 1 || n > 65535) throw new LocalClusterError(`${name}=${v} is not a TCP port`);
+    return n;
+  };
+  const etcdPort = await portFor(opts.ports?.etcd ?? envPort('KO_ETCD_PORT'), 'etcd client');
   const etcdPeerPort = await portFor(undefined, 'etcd peer');
-  const apiPort = await portFor(opts.ports?.apiServer, 'kube-apiserver');
+  const apiPort = await portFor(opts.ports?.apiServer ?? envPort('KO_APISERVER_PORT'), 'kube-apiserver');
   const kcmPort = await portFor(undefined, 'kube-controller-manager');
   const schedPort = await portFor(undefined, 'kube-scheduler');
   const kwokPort = await portFor(undefined, 'kwok');
-  const ec2Port = startEc2 ? await portFor(opts.ports?.ec2, 'EC2 emulator') : 0;
+  const ec2Port = startEc2 ? await portFor(opts.ports?.ec2 ?? envPort('KO_EC2_PORT'), 'EC2 emulator') : 0;
 
   let phase = Date.now();
   const paths = await writePki(baseDir);
