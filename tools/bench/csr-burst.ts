@@ -61,6 +61,8 @@ interface RunResult {
   maxMs: number;
   describeInstancesPortCalls: number;
   describeInstancesEc2Requests: number;
+  /** Duration of each DescribeInstances port call (ms), in order. */
+  describeInstancesCallMs: number[];
   /** CSRs left pending, with the last decision the approver recorded for each. */
   notApproved: Array<{ name: string; lastDecision?: string }>;
 }
@@ -224,6 +226,7 @@ async function bench(
       maxMs: Math.round(latencies[latencies.length - 1] ?? NaN),
       describeInstancesPortCalls: env.counts.port,
       describeInstancesEc2Requests: env.counts.ec2,
+      describeInstancesCallMs: env.counts.durations,
       notApproved: [...names].filter((n) => !approvedAt.has(n)).map((name) => ({ name, lastDecision: lastDecision.get(name) })),
     };
     log(`${label}: ${JSON.stringify(result)}`);
@@ -234,7 +237,7 @@ async function bench(
     informers: InformerFactory;
     store: ClusterStore;
     cloud: CloudProvider;
-    counts: { port: number; ec2: number };
+    counts: { port: number; ec2: number; durations: number[] };
   }
 
   const wire = (): RunEnv => {
@@ -242,7 +245,7 @@ async function bench(
     const resources = new ResourceResolver(transport);
     const informers = new InformerFactory({ transport, resources, metrics: noopMetrics, logger: silentLogger, clock: systemClock });
     const store = new KubeClusterStore({ transport, resources, caches: informers, metrics: noopMetrics, clock: systemClock });
-    const counts = { port: 0, ec2: 0 };
+    const counts = { port: 0, ec2: 0, durations: [] as number[] };
     const ec2Options = { endpoint: cluster.info.ec2Endpoint!, region: f.region };
     const aws = new AwsCloudProvider({
       crdDir: cluster.info.crdDir,
@@ -261,9 +264,14 @@ async function bench(
     });
     // Cross-cutting concerns wrap the port: here, counting calls.
     const cloud: CloudProvider = Object.assign(Object.create(aws) as CloudProvider, {
-      describeInstances: (ids: string[], fx: ClusterFacts) => {
+      describeInstances: async (ids: string[], fx: ClusterFacts) => {
         counts.port++;
-        return aws.describeInstances(ids, fx);
+        const start = performance.now();
+        try {
+          return await aws.describeInstances(ids, fx);
+        } finally {
+          counts.durations.push(Math.round(performance.now() - start));
+        }
       },
       instanceIdFromProviderId: (p: string) => aws.instanceIdFromProviderId(p),
     });

@@ -73,3 +73,24 @@ describe('InstanceLookup', () => {
     expect(calls()).toEqual([['i-1', 'i-2', 'i-3'], ['i-4']]);
   });
 });
+
+describe('InstanceLookup refresh-ahead', () => {
+  it('refreshes a found instance in the background near expiry, so callers never wait on expiry', async () => {
+    const clock = new FakeClock();
+    const cloud = new FakeCloudProvider({ instances: [inst('i-1')], latencyMs: 5 });
+    const lookup = new InstanceLookup({ cloud, facts: async () => facts, clock, ttlMs: 15_000, negativeTtlMs: 3_000, batchWindowMs: 1, maxBatchSize: 200, refreshAheadMs: 4_000 });
+    await lookup.lookup(['i-1']);
+    clock.advance(10_999);
+    await lookup.lookup(['i-1']);
+    expect(cloud.callsOf('describeInstances')).toHaveLength(1);
+    clock.advance(1);
+    cloud.removeInstance('i-1');
+    // Still fresh: answered from the cache at once, while a refresh goes out.
+    expect((await lookup.lookup(['i-1'])).has('i-1')).toBe(true);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(cloud.callsOf('describeInstances')).toHaveLength(2);
+    // The refresh saw it gone: "not found" from now on, without another call.
+    expect((await lookup.lookup(['i-1'])).has('i-1')).toBe(false);
+    expect(cloud.callsOf('describeInstances')).toHaveLength(2);
+  });
+});

@@ -12,8 +12,14 @@ export interface InstanceLookupOptions {
   negativeTtlMs: number;
   /** How long IDs are collected before one call is made for all of them. */
   batchWindowMs: number;
-  /** A batch is sent at once when it reaches this many IDs. */
+  /** A batch is sent at once when it reaches this many IDs; batches run in parallel. */
   maxBatchSize: number;
+  /**
+   * A found instance used within this long of its expiry is refreshed in the background (it is still
+   * served while fresh), so that under steady load entries do not all expire together and stall every
+   * caller behind one large lookup. 0 disables it.
+   */
+  refreshAheadMs?: number;
   /** Runs `fn` after `ms`; injectable so tests and other runtimes control the batching timer. */
   schedule?: (fn: () => void, ms: number) => void;
 }
@@ -31,8 +37,9 @@ interface Batch {
 /**
  * Instance lookups for many concurrent reconciles through few `describeInstances` calls: a short TTL
  * cache (clock-injected), and a micro-batch that collects the IDs asked for during `batchWindowMs` and
- * looks them all up in one call. An ID already in a call in flight joins that call instead of starting
- * another. Errors are not cached: every caller of a failed batch gets the error.
+ * looks them all up in one call (or several parallel calls of `maxBatchSize`). An ID already in a call in
+ * flight joins that call instead of starting another. Errors are not cached: every caller of a failed
+ * batch gets the error (a failed background refresh only leaves the entry to expire).
  */
 export class InstanceLookup {
   private readonly cache = new Map<string, { info: InstanceInfo | undefined; expiresAt: number }>();
@@ -52,7 +59,11 @@ export class InstanceLookup {
     for (const id of new Set(ids)) {
       const cached = this.cache.get(id);
       if (cached && cached.expiresAt > now) {
-        if (cached.info) found.set(id, cached.info);
+        if (cached.info) {
+          found.set(id, cached.info);
+          const ahead = this.options.refreshAheadMs ?? 0;
+          if (ahead > 0 && cached.expiresAt - now <= ahead && !this.inFlight.has(id)) this.enqueue(id);
+        }
         continue;
       }
       const batch = this.inFlight.get(id) ?? this.enqueue(id);

@@ -71,6 +71,8 @@ export interface NodeIdentityLimits {
   launchDeadlineMs?: number;
   instanceCacheTtlMs?: number;
   instanceNegativeCacheTtlMs?: number;
+  /** Found instances used this close to expiry are refreshed in the background (0: never). */
+  instanceRefreshAheadMs?: number;
   /** How long instance IDs are collected before one DescribeInstances call. */
   lookupBatchWindowMs?: number;
   lookupMaxBatchSize?: number;
@@ -104,7 +106,9 @@ const Defaults = {
   instanceCacheTtlMs: 15_000,
   instanceNegativeCacheTtlMs: 3_000,
   lookupBatchWindowMs: 5,
-  lookupMaxBatchSize: 1_000,
+  // EC2 takes at most 200 values per filter; batches of that size run in parallel.
+  lookupMaxBatchSize: 200,
+  instanceRefreshAheadMs: 4_000,
   snapshotTtlMs: 1_000,
 } as const;
 
@@ -183,6 +187,7 @@ export class NodeIdentityReconciler implements Reconciler {
       negativeTtlMs: l.instanceNegativeCacheTtlMs ?? Defaults.instanceNegativeCacheTtlMs,
       batchWindowMs: l.lookupBatchWindowMs ?? Defaults.lookupBatchWindowMs,
       maxBatchSize: l.lookupMaxBatchSize ?? Defaults.lookupMaxBatchSize,
+      refreshAheadMs: l.instanceRefreshAheadMs ?? Defaults.instanceRefreshAheadMs,
       ...(l.schedule ? { schedule: l.schedule } : {}),
     });
     const ttl = l.snapshotTtlMs ?? Defaults.snapshotTtlMs;
