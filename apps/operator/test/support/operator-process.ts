@@ -1,0 +1,114 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { applyManifests, freePort, waitFor, type ClusterClient, type KubeObj } from '@karpenter-operator/testkit';
+
+export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../../../..');
+export const OPERATOR_NS = 'openshift-karpenter';
+export const OPERATOR_SA = 'karpenter-operator';
+export const OPERATOR_USER = `system:serviceaccount:${OPERATOR_NS}:${OPERATOR_SA}`;
+export const RELEASE = '4.22.0';
+const MAIN = join(REPO, 'apps/operator/dist/main.js');
+const NODE = join(REPO, 'node_modules/.bin/node');
+
+/** Builds the bundle once when it is missing (tools/test.sh builds it before the integration run). */
+export function ensureBuilt(): void {
+  if (existsSync(MAIN) && existsSync(join(REPO, 'apps/operator/dist/crds'))) return;
+  const r = spawnSync(NODE, [join(REPO, 'apps/operator/scripts/build.mjs')], { cwd: REPO, encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`building the operator failed: ${r.stderr || r.stdout}`);
+}
+
+/** Applies `install/` as the CVO would, minus the operator Deployment (the operator runs as a local process). */
+export async function installManifests(cluster: ClusterClient): Promise<void> {
+  await applyManifests(cluster.kubeConfig(), join(REPO, 'install'), {
+    skip: (o: KubeObj) => o.kind === 'Deployment' || o.kind === 'ImageStream',
+  });
+}
+
+/** What the cloud-credential operator would mint: a shared credentials file for the emulator. */
+export function credentialsFileText(): string {
+  return '[default]\naws_access_key_id = AKIDEXAMPLEOPERAND\naws_secret_access_key = c2VjcmV0LW9wZXJhbmQta2V5LXZhbHVl\n';
+}
+
+export interface OperatorProcess {
+  proc: ChildProcess;
+  healthPort: number;
+  metricsPort: number;
+  logs(): string;
+  /** Graceful stop (SIGTERM), resolves with the exit code. */
+  stop(): Promise<number | null>;
+  /** SIGKILL. */
+  kill(): Promise<void>;
+  exited(): boolean;
+}
+
+export interface StartOptions {
+  name?: string;
+  leaderElect?: boolean;
+  env?: Record<string, string>;
+}
+
+/** Starts the bundled operator as `openshift-karpenter/karpenter-operator`, never as admin. */
+export async function startOperator(cluster: ClusterClient, opts: StartOptions = {}): Promise<OperatorProcess> {
+  ensureBuilt();
+  const dir = mkdtempSync(join(tmpdir(), 'ko-operator-'));
+  const kubeconfig = await cluster.writeKubeConfigFor(OPERATOR_NS, OPERATOR_SA, join(dir, 'kubeconfig'), { expirationSeconds: 7200 });
+  const creds = join(dir, 'credentials');
+  writeFileSync(creds, '[default]\naws_access_key_id = AKIDEXAMPLEOPERATOR\naws_secret_access_key = c2VjcmV0LW9wZXJhdG9yLWtleQ\n');
+  const healthPort = await freePort();
+  const metricsPort = await freePort();
+  const args = [
+    MAIN,
+    'run',
+    `--namespace=${OPERATOR_NS}`,
+    `--kubeconfig=${kubeconfig}`,
+    `--health-probe-bind-address=127.0.0.1:${healthPort}`,
+    `--metrics-bind-address=127.0.0.1:${metricsPort}`,
+    ...(opts.leaderElect === false ? [] : ['--leader-elect']),
+  ];
+  let out = '';
+  const proc = spawn(NODE, args, {
+    cwd: REPO,
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '/tmp',
+      RELEASE_VERSION: RELEASE,
+      KARPENTER_IMAGE_AWS: 'quay.io/openshift/origin-aws-karpenter-provider-aws:test',
+      POD_NAME: opts.name ?? 'karpenter-operator-test',
+      AWS_SHARED_CREDENTIALS_FILE: creds,
+      NODE_IDENTITY_CREDENTIALS_FILE: creds,
+      AWS_ENDPOINT_URL_EC2: cluster.info.ec2Endpoint ?? '',
+      AWS_EC2_METADATA_DISABLED: 'true',
+      LOG_LEVEL: 'debug',
+      ...opts.env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  proc.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  let exited = false;
+  const exit = new Promise<number | null>((r) => proc.on('exit', (code) => ((exited = true), r(code))));
+  const handle: OperatorProcess = {
+    proc,
+    healthPort,
+    metricsPort,
+    logs: () => out,
+    exited: () => exited,
+    stop: async () => {
+      if (!exited) proc.kill('SIGTERM');
+      return exit;
+    },
+    kill: async () => {
+      if (!exited) proc.kill('SIGKILL');
+      await exit;
+    },
+  };
+  await waitFor(
+    'the operator to report ready',
+    async () => (await fetch(`http://127.0.0.1:${healthPort}/readyz`).catch(() => undefined))?.status === 200,
+    { timeoutMs: 60_000, abort: () => (exited ? `operator exited:\n${out.slice(-4000)}` : undefined) },
+  );
+  return handle;
+}
