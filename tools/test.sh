@@ -3,9 +3,11 @@
 # failure; the last line is `N passed, N failed[, N skipped]` (lint/typecheck failures count as failed).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-results=.local/test-results
+# Per-run files (several runs may share a checkout); the latest report is also copied up a level.
+results=.local/test-results/run-$$
 mkdir -p "$results"
-rm -f "$results/vitest.json"
+find .local/test-results -maxdepth 1 -name 'run-*' -mmin +1440 -exec rm -rf {} + 2>/dev/null
+trap 'cp -f "$results"/* .local/test-results/ 2>/dev/null' EXIT
 
 t0=$SECONDS
 if ! bash tools/setup.sh; then
