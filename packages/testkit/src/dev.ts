@@ -98,14 +98,14 @@ async function main(): Promise<void> {
     } catch (e) {
       text = `summary unavailable: ${(e as Error).message}`;
     }
-    if (detached) {
-      if (text !== last) console.log(`--- ${new Date().toISOString()}\n${text}`);
-    } else if (process.stdout.isTTY) {
+    // Logs get a block only when something other than the uptime changed.
+    const key = text.split('\n').slice(1).join('\n');
+    if (process.stdout.isTTY && !detached) {
       process.stdout.write(`\x1b[H\x1b[2J${text}\n\nCtrl-C stops everything.\n`);
-    } else if (text !== last) {
-      console.log(text);
+    } else if (key !== last) {
+      console.log(`--- ${new Date().toISOString()}\n${text}`);
     }
-    last = text;
+    last = key;
   };
   await tick();
   setInterval(() => void tick(), 3000);
