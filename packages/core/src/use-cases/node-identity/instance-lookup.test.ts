@@ -94,3 +94,17 @@ describe('InstanceLookup refresh-ahead', () => {
     expect(cloud.callsOf('describeInstances')).toHaveLength(2);
   });
 });
+
+describe('InstanceLookup lastSeen and prune', () => {
+  it('remembers found instances past expiry, forgets those found gone, and prunes to what is kept', async () => {
+    const { lookup, cloud, clock } = setup();
+    await lookup.lookup(['i-1', 'i-2', 'i-9']);
+    clock.advance(60_000);
+    expect([...lookup.lastSeen(['i-1', 'i-2', 'i-9']).keys()]).toEqual(['i-1', 'i-2']);
+    cloud.removeInstance('i-2');
+    await lookup.lookup(['i-2']);
+    expect([...lookup.lastSeen(['i-1', 'i-2']).keys()]).toEqual(['i-1']);
+    lookup.prune(new Set(['i-3']));
+    expect(lookup.lastSeen(['i-1']).size).toBe(0);
+  });
+});

@@ -15,9 +15,10 @@ export interface InstanceLookupOptions {
   /** A batch is sent at once when it reaches this many IDs; batches run in parallel. */
   maxBatchSize: number;
   /**
-   * A found instance used within this long of its expiry is refreshed in the background (it is still
-   * served while fresh), so that under steady load entries do not all expire together and stall every
-   * caller behind one large lookup. 0 disables it.
+   * When a found instance is used within this long of its expiry, every instance used during the last
+   * TTL that expires this soon is refreshed in the background, in one sweep (entries are still served only
+   * while fresh). Under steady load entries then do not expire and stall callers behind a large lookup,
+   * and instances nobody asks about any more are not refreshed. 0 disables it.
    */
   refreshAheadMs?: number;
   /** Runs `fn` after `ms`; injectable so tests and other runtimes control the batching timer. */
@@ -41,8 +42,19 @@ interface Batch {
  * flight joins that call instead of starting another. Errors are not cached: every caller of a failed
  * batch gets the error (a failed background refresh only leaves the entry to expire).
  */
+interface Entry {
+  info: InstanceInfo | undefined;
+  expiresAt: number;
+  usedAt: number;
+}
+
+const SWEEP_INTERVAL_MS = 1_000;
+
 export class InstanceLookup {
-  private readonly cache = new Map<string, { info: InstanceInfo | undefined; expiresAt: number }>();
+  private readonly cache = new Map<string, Entry>();
+  /** The last answer for each instance found, kept past expiry (see `lastSeen`). */
+  private readonly seen = new Map<string, InstanceInfo>();
+  private lastSweep = -Infinity;
   private readonly inFlight = new Map<string, Batch>();
   private next: Batch | undefined;
   private readonly schedule: (fn: () => void, ms: number) => void;
@@ -59,10 +71,11 @@ export class InstanceLookup {
     for (const id of new Set(ids)) {
       const cached = this.cache.get(id);
       if (cached && cached.expiresAt > now) {
+        cached.usedAt = now;
         if (cached.info) {
           found.set(id, cached.info);
           const ahead = this.options.refreshAheadMs ?? 0;
-          if (ahead > 0 && cached.expiresAt - now <= ahead && !this.inFlight.has(id)) this.enqueue(id);
+          if (ahead > 0 && cached.expiresAt - now <= ahead) this.sweep(now, ahead);
         }
         continue;
       }
@@ -79,16 +92,38 @@ export class InstanceLookup {
     return found;
   }
 
+  /**
+   * The last answer for each of `ids` that was ever found, fresh or not, without any call. Only for what
+   * does not change during an instance's life (its private DNS name): state and tags need `lookup`.
+   */
+  lastSeen(ids: Iterable<string>): Map<string, InstanceInfo> {
+    const out = new Map<string, InstanceInfo>();
+    for (const id of ids) {
+      const info = this.seen.get(id);
+      if (info) out.set(id, info);
+    }
+    return out;
+  }
+
   /** Drops cached entries (e.g. when a NodeClaim's instance is known to have changed). */
   invalidate(ids?: Iterable<string>): void {
     if (!ids) this.cache.clear();
     else for (const id of ids) this.cache.delete(id);
   }
 
-  /** Removes expired entries so the cache does not grow with churned instances. */
-  prune(): void {
+  /** Forgets expired entries, and everything about instances not in `keep` (e.g. of NodeClaims gone). */
+  prune(keep?: ReadonlySet<string>): void {
     const now = this.options.clock.now();
-    for (const [id, e] of this.cache) if (e.expiresAt <= now) this.cache.delete(id);
+    for (const [id, e] of this.cache) if (e.expiresAt <= now || (keep && !keep.has(id))) this.cache.delete(id);
+    if (keep) for (const id of this.seen.keys()) if (!keep.has(id)) this.seen.delete(id);
+  }
+
+  private sweep(now: number, ahead: number): void {
+    if (now - this.lastSweep < SWEEP_INTERVAL_MS) return;
+    this.lastSweep = now;
+    for (const [id, e] of this.cache) {
+      if (e.info && e.expiresAt - now <= ahead && e.usedAt >= now - this.options.ttlMs && !this.inFlight.has(id)) this.enqueue(id);
+    }
   }
 
   private enqueue(id: string): Batch {
@@ -125,7 +160,10 @@ export class InstanceLookup {
       const byId = new Map(infos.map((i) => [i.instanceId, i]));
       for (const id of ids) {
         const info = byId.get(id);
-        this.cache.set(id, { info, expiresAt: now + (info ? this.options.ttlMs : this.options.negativeTtlMs) });
+        const usedAt = this.cache.get(id)?.usedAt ?? now;
+        this.cache.set(id, { info, expiresAt: now + (info ? this.options.ttlMs : this.options.negativeTtlMs), usedAt });
+        if (info) this.seen.set(id, info);
+        else this.seen.delete(id);
       }
       batch.resolve(byId);
     } catch (e) {

@@ -286,6 +286,29 @@ describe('certificatesigningrequest.node-identity', () => {
     expect(await w.reconciler.resyncKeys()).toEqual(['serving-8']);
   });
 
+  it('looks up fresh only the instance named like the CSR once the others are known, never trusting a stale one', async () => {
+    const w = world();
+    for (const i of [20, 21, 22]) {
+      w.store.seed(aNodeClaim(i));
+      w.cloud.putInstance(anInstance(i));
+    }
+    w.clock.advance(60_000);
+    for (const i of [20, 21, 22]) w.store.seed(await aClientCsr(`csr-${i}`, dnsOf(i)));
+
+    await w.reconciler.reconcile('csr-20');
+    expect(w.cloud.callsOf('describeInstances').map((c) => c.args[0])).toEqual([[idOf(20), idOf(21), idOf(22)]]);
+
+    // Past the TTL, the instance of csr-21 was terminated: its fresh state decides, not the last one seen.
+    w.clock.advance(20_000);
+    w.cloud.putInstance(anInstance(21, { state: 'terminated' }));
+    expect(await w.reconciler.reconcile('csr-21')).toEqual({});
+    expect(w.cloud.callsOf('describeInstances').map((c) => c.args[0])).toEqual([[idOf(20), idOf(21), idOf(22)], [idOf(21)]]);
+    expect(w.events.events.find((e) => e.regarding.name === 'csr-21')?.reason).toBe('InstanceNotRunning');
+
+    await w.reconciler.reconcile('csr-22');
+    expect(w.approvals()).toEqual(['csr-20', 'csr-22']);
+  });
+
   it('approves a burst of 200 client CSRs with fewer than 10 DescribeInstances calls', async () => {
     const w = world();
     const n = 200;

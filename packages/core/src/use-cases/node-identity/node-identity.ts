@@ -242,7 +242,8 @@ export class NodeIdentityReconciler implements Reconciler {
     const claims = await this.deps.store.list(Types.NodeClaim);
     const claimKeys = new Set(claims.map((c) => c.metadata.uid ?? c.metadata.name));
     for (const k of [...this.approvedHere.keys()]) if (!claimKeys.has(k)) this.approvedHere.delete(k);
-    this.lookup.prune();
+    const instanceIds = claims.map((c) => csrNodeClaimView(c, (p) => this.deps.cloud.instanceIdFromProviderId(p)).instanceId);
+    this.lookup.prune(new Set(instanceIds.filter((id): id is string => id !== undefined)));
     return keys;
   }
 
@@ -276,17 +277,29 @@ export class NodeIdentityReconciler implements Reconciler {
     const nodeClaims = claims.views;
 
     const isClient = pre.kind === 'client';
+    // A client CSR could come from any NodeClaim not registered yet. A private DNS name never changes
+    // during an instance's life, so instances seen before (fresh or not) whose name is another one need
+    // no fresh lookup: only the candidate(s) with this name, and those never seen, are looked up fresh.
+    // The rest are passed as last seen, which is enough to prove they are not this node.
+    const asked = normalizeDns(pre.nodeName);
+    const seen = isClient ? this.lookup.lastSeen(claims.unregisteredInstanceIds) : new Map<string, InstanceInfo>();
     const wanted = isClient
-      ? claims.unregisteredInstanceIds
+      ? claims.unregisteredInstanceIds.filter((id) => {
+          const dns = seen.get(id)?.privateDnsName;
+          return !dns || normalizeDns(dns) === asked;
+        })
       : ownersOf(nodeClaims, nodes[0], pre.nodeName).flatMap((nc) => (nc.instanceId ? [nc.instanceId] : []));
-    let instances: Map<string, InstanceInfo>;
+    let fresh: Map<string, InstanceInfo>;
     try {
-      instances = await this.lookup.lookup(wanted);
+      fresh = await this.lookup.lookup(wanted);
     } catch (e) {
       // No approval without proof; the typed error goes to the queue, which backs off and retries.
       log.warn('instance lookup failed', { node: pre.nodeName, instances: wanted.length, error: describeError(e) });
       throw e;
     }
+    const instances = new Map(seen);
+    for (const id of wanted) instances.delete(id);
+    for (const [id, info] of fresh) instances.set(id, info);
 
     const pendingCount = csrs.pending.filter((n) => !this.lastDecision.get(n)?.startsWith('ignore/')).length;
     const input = {
