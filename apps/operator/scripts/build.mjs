@@ -6,7 +6,8 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
-const out = join(root, 'apps/operator/dist');
+// `build.mjs [OUTDIR]`: apps/operator/dist by default; the image test builds into a tree of its own.
+const out = process.argv[2] ? resolve(process.argv[2]) : join(root, 'apps/operator/dist');
 const crdSrc = join(root, 'generated/crds/karpenter');
 
 const entries = [
@@ -44,4 +45,4 @@ if (existsSync(crdSrc)) {
   console.error(`build: ${crdSrc} is missing; run \`npm run setup\` (tools/cluster/fetch-crds.sh) to produce the runtime CRDs`);
   process.exit(1);
 }
-console.log(`build: ${entries.map((e) => `dist/${e.out}.js`).join(', ')} and dist/crds`);
+console.log(`build: ${entries.map((e) => `${e.out}.js`).join(', ')} and crds/ in ${out}`);
