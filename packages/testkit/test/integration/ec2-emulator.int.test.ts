@@ -1,5 +1,6 @@
-import { DescribeImagesCommand, DescribeSecurityGroupsCommand, DescribeSubnetsCommand, EC2Client } from '@aws-sdk/client-ec2';
+import { DescribeImagesCommand, DescribeSecurityGroupsCommand, DescribeSubnetsCommand, DescribeVpcsCommand, EC2Client } from '@aws-sdk/client-ec2';
 import { afterAll, describe, expect, it } from 'vitest';
+import { seedEc2 } from '../../src/seed/openshift-aws.js';
 import { seededWorld, testCluster } from '../../src/test-env.js';
 
 describe('the seeded EC2 emulator', () => {
@@ -35,5 +36,12 @@ describe('the seeded EC2 emulator', () => {
     const res = await ec2.send(new DescribeImagesCommand({ ImageIds: [amis.x86_64, amis.aarch64] }));
     const arch = Object.fromEntries((res.Images ?? []).map((i) => [i.ImageId, i.Architecture]));
     expect(arch).toEqual({ [amis.x86_64]: 'x86_64', [amis.aarch64]: 'arm64' });
+  });
+
+  it('seeding again finds the same resources instead of creating new ones', async () => {
+    const { facts, ec2: ids } = seededWorld();
+    expect(await seedEc2(testCluster().info.ec2Endpoint!, facts)).toEqual(ids);
+    const vpcs = await ec2.send(new DescribeVpcsCommand({ Filters: [{ Name: `tag:${facts.clusterTagKey}`, Values: ['owned'] }] }));
+    expect((vpcs.Vpcs ?? []).map((v) => v.VpcId)).toEqual([ids?.vpcId]);
   });
 });
