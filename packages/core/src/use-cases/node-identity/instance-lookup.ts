@@ -45,10 +45,11 @@ interface Batch {
 interface Entry {
   info: InstanceInfo | undefined;
   expiresAt: number;
+  /** Last time a caller was answered from this entry (not when it was written): what a sweep keeps warm. */
   usedAt: number;
 }
 
-const SWEEP_INTERVAL_MS = 1_000;
+const SWEEP_INTERVAL_MS = 2_000;
 
 export class InstanceLookup {
   private readonly cache = new Map<string, Entry>();
@@ -160,7 +161,7 @@ export class InstanceLookup {
       const byId = new Map(infos.map((i) => [i.instanceId, i]));
       for (const id of ids) {
         const info = byId.get(id);
-        const usedAt = this.cache.get(id)?.usedAt ?? now;
+        const usedAt = this.cache.get(id)?.usedAt ?? -Infinity;
         this.cache.set(id, { info, expiresAt: now + (info ? this.options.ttlMs : this.options.negativeTtlMs), usedAt });
         if (info) this.seen.set(id, info);
         else this.seen.delete(id);

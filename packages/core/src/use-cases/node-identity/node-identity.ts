@@ -103,12 +103,12 @@ export interface NodeIdentityDeps {
 const Defaults = {
   maxPendingBase: 100,
   waitRequeueMs: 5_000,
-  instanceCacheTtlMs: 15_000,
+  instanceCacheTtlMs: 30_000,
   instanceNegativeCacheTtlMs: 3_000,
   lookupBatchWindowMs: 5,
   // EC2 takes at most 200 values per filter; batches of that size run in parallel.
   lookupMaxBatchSize: 200,
-  instanceRefreshAheadMs: 4_000,
+  instanceRefreshAheadMs: 10_000,
   snapshotTtlMs: 1_000,
 } as const;
 
