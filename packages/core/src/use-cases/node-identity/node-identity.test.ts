@@ -298,8 +298,8 @@ describe('certificatesigningrequest.node-identity', () => {
     await w.reconciler.reconcile('csr-20');
     expect(w.cloud.callsOf('describeInstances').map((c) => c.args[0])).toEqual([[idOf(20), idOf(21), idOf(22)]]);
 
-    // Past the TTL, the instance of csr-21 was terminated: its fresh state decides, not the last one seen.
-    w.clock.advance(20_000);
+    // Past the TTL (30 s), the instance of csr-21 was terminated: its fresh state decides, not the last one seen.
+    w.clock.advance(31_000);
     w.cloud.putInstance(anInstance(21, { state: 'terminated' }));
     expect(await w.reconciler.reconcile('csr-21')).toEqual({});
     expect(w.cloud.callsOf('describeInstances').map((c) => c.args[0])).toEqual([[idOf(20), idOf(21), idOf(22)], [idOf(21)]]);
