@@ -29,6 +29,15 @@ typecheck_rc=$?
 echo "test: typecheck took $((SECONDS - t))s (exit $typecheck_rc)" >&2
 [ $typecheck_rc -eq 0 ] || cat "$results/typecheck.log"
 
+# The integration tests run the bundled operator (apps/operator/dist/main.js) as a process: bundle the
+# current sources first so they never test a stale build.
+echo "test: build" >&2
+t=$SECONDS
+node apps/operator/scripts/build.mjs > "$results/build.log" 2>&1
+build_rc=$?
+echo "test: build took $((SECONDS - t))s (exit $build_rc)" >&2
+[ $build_rc -eq 0 ] || cat "$results/build.log"
+
 echo "test: vitest (unit + integration)" >&2
 t=$SECONDS
 npx vitest run --reporter=default --reporter=json --outputFile.json="$results/vitest.json" "$@"
@@ -38,4 +47,5 @@ echo "test: vitest took $((SECONDS - t))s (exit $vitest_rc); npm test so far $((
 node tools/cluster/test-summary.mjs \
   --step lint "$lint_rc" "$results/lint.log" \
   --step typecheck "$typecheck_rc" "$results/typecheck.log" \
+  --step build "$build_rc" "$results/build.log" \
   --vitest "$vitest_rc" "$results/vitest.json"

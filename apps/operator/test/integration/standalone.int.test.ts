@@ -81,8 +81,12 @@ describe('standalone operator on a real cluster, as its ServiceAccount', () => {
     expect((co.status as { versions?: unknown }).versions).toEqual([{ name: 'operator', version: RELEASE }]);
     const related = (co.status as { relatedObjects: Array<{ resource: string }> }).relatedObjects.map((r) => r.resource);
     expect(related).toEqual(expect.arrayContaining(['namespaces', 'deployments', 'nodepools', 'nodeclaims', 'ec2nodeclasses']));
-    const cr = await getObject(kc(), KARPENTER.apiVersion, KARPENTER.kind, 'default');
-    expect(conditionOf(cr, 'Available')).toMatchObject({ status: 'True', reason: 'AsExpected', observedGeneration: cr?.metadata.generation });
+    // The CR's conditions are written right after the ClusterOperator's, in the same reconcile.
+    const cr = await waitFor('the Karpenter CR to mirror AsExpected', async () => {
+      const c = await getObject(kc(), KARPENTER.apiVersion, KARPENTER.kind, 'default');
+      return conditionOf(c, 'Available')?.reason === 'AsExpected' ? c : undefined;
+    }, { timeoutMs: 15_000 });
+    expect(conditionOf(cr, 'Available')).toMatchObject({ status: 'True', reason: 'AsExpected', observedGeneration: cr.metadata.generation });
   });
 
   it('reverts drift of the operand: deleted, scaled to 0, env edited; a label a user added survives', async () => {
