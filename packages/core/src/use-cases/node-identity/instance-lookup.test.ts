@@ -108,3 +108,15 @@ describe('InstanceLookup lastSeen and prune', () => {
     expect(lookup.lastSeen(['i-1']).size).toBe(0);
   });
 });
+
+describe('InstanceLookup prefetch', () => {
+  it('looks up in the background what is neither fresh nor in flight, in one batch', async () => {
+    const { lookup, calls } = setup();
+    await lookup.lookup(['i-1']);
+    lookup.prefetch(['i-1', 'i-2']);
+    lookup.prefetch(['i-3']);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(calls()).toEqual([['i-1'], ['i-2', 'i-3']]);
+    expect([...lookup.lastSeen(['i-2', 'i-3']).keys()]).toEqual(['i-2', 'i-3']);
+  });
+});

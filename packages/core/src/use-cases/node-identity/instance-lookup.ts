@@ -94,6 +94,19 @@ export class InstanceLookup {
   }
 
   /**
+   * Starts a background lookup of the IDs neither fresh in the cache nor in flight (batched like
+   * `lookup`); nobody waits for it, and a failure only leaves them unknown.
+   */
+  prefetch(ids: Iterable<string>): void {
+    const now = this.options.clock.now();
+    for (const id of ids) {
+      const cached = this.cache.get(id);
+      if ((cached && cached.expiresAt > now) || this.inFlight.has(id)) continue;
+      this.enqueue(id);
+    }
+  }
+
+  /**
    * The last answer for each of `ids` that was ever found, fresh or not, without any call. Only for what
    * does not change during an instance's life (its private DNS name): state and tags need `lookup`.
    */

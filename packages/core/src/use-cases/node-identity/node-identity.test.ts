@@ -309,6 +309,20 @@ describe('certificatesigningrequest.node-identity', () => {
     expect(w.approvals()).toEqual(['csr-20', 'csr-22']);
   });
 
+  it('learns the instance of a launched NodeClaim ahead of its CSR, then checks only that one fresh', async () => {
+    const w = world();
+    w.cloud.setInstances([anInstance(30), anInstance(31)]);
+    for (const i of [30, 31]) w.reconciler.keysFor(w.store.seed(aNodeClaim(i)));
+    await new Promise((r) => setTimeout(r, 30));
+    expect(w.cloud.callsOf('describeInstances').map((c) => c.args[0])).toEqual([[idOf(30), idOf(31)]]);
+
+    w.clock.advance(5 * 60_000); // the kubelet asks minutes later, past the TTL
+    w.store.seed(await aClientCsr('csr-31', dnsOf(31)));
+    expect(await w.reconciler.reconcile('csr-31')).toEqual({});
+    expect(w.approvals()).toEqual(['csr-31']);
+    expect(w.cloud.callsOf('describeInstances').map((c) => c.args[0])).toEqual([[idOf(30), idOf(31)], [idOf(31)]]);
+  });
+
   it('approves a burst of 200 client CSRs with fewer than 10 DescribeInstances calls', async () => {
     const w = world();
     const n = 200;

@@ -210,7 +210,14 @@ export class NodeIdentityReconciler implements Reconciler {
     }
     if (obj.kind === Types.NodeClaim.kind) {
       this.claims.invalidate();
-      const nodeName = (obj.status as { nodeName?: unknown } | undefined)?.nodeName;
+      const status = obj.status as { nodeName?: unknown; providerID?: unknown } | undefined;
+      const nodeName = status?.nodeName;
+      // The instance exists minutes before its kubelet asks for a certificate: learn it now, in the
+      // background, so the CSR needs only a fresh look at that one instance.
+      if (typeof status?.providerID === 'string' && !nodeName) {
+        const id = this.deps.cloud.instanceIdFromProviderId(status.providerID);
+        if (id && !this.lookup.lastSeen([id]).size) this.lookup.prefetch([id]);
+      }
       const registered = typeof nodeName === 'string' && nodeName ? normalizeDns(nodeName) : undefined;
       // A NodeClaim change (providerID set, registered, deleted) can only unblock CSRs that are waiting
       // or not decided yet, or those of the node it registered.
