@@ -1,0 +1,140 @@
+import { describe, expect, it } from 'vitest';
+import type { AuditEvent } from '@karpenter-operator/testkit';
+import { summarizeAuditWindow } from './audit-window.js';
+import { byLabel, parsePromText, sumOf } from './prom.js';
+import { median, pool, quantile, ratio, summarize } from './stats.js';
+
+describe('quantile', () => {
+  it.each([
+    { name: 'empty', values: [], q: 0.5, want: NaN },
+    { name: 'one value', values: [7], q: 0.99, want: 7 },
+    { name: 'p50 of 1..10', values: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], q: 0.5, want: 5 },
+    { name: 'p99 of 1..100 is 99', values: Array.from({ length: 100 }, (_, i) => i + 1), q: 0.99, want: 99 },
+    { name: 'p99 of 50 values is the max', values: Array.from({ length: 50 }, (_, i) => i + 1), q: 0.99, want: 50 },
+    { name: 'q 0 is the min', values: [3, 4], q: 0, want: 3 },
+  ])('$name', ({ values, q, want }) => {
+    expect(quantile(values, q)).toBe(want);
+  });
+});
+
+describe('median, ratio, summarize', () => {
+  it.each([
+    { name: 'odd count', values: [5, 1, 3], want: 3 },
+    { name: 'even count', values: [4, 1, 3, 2], want: 2.5 },
+    { name: 'empty', values: [], want: NaN },
+  ])('median: $name', ({ values, want }) => {
+    expect(median(values)).toBe(want);
+  });
+
+  it.each([
+    { name: 'double', value: 200, base: 100, want: 2 },
+    { name: 'rounded', value: 1, base: 3, want: 0.33 },
+    { name: 'zero base', value: 5, base: 0, want: null },
+    { name: 'NaN', value: NaN, base: 1, want: null },
+  ])('ratio: $name', ({ value, base, want }) => {
+    expect(ratio(value, base)).toBe(want);
+  });
+
+  it('summarize rounds to 0.1 and sorts', () => {
+    expect(summarize([3.14159, 1, 2])).toEqual({ n: 3, min: 1, p50: 2, p90: 3.1, p99: 3.1, max: 3.1, mean: 2 });
+  });
+});
+
+describe('pool', () => {
+  it('never has more than `concurrency` calls in flight and visits every item once', async () => {
+    let inFlight = 0;
+    let peak = 0;
+    const seen: number[] = [];
+    await pool(Array.from({ length: 20 }, (_, i) => i), 3, async (i) => {
+      inFlight++;
+      peak = Math.max(peak, inFlight);
+      await new Promise((r) => setTimeout(r, 1));
+      seen.push(i);
+      inFlight--;
+    });
+    expect(peak).toBe(3);
+    expect(seen.sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, i) => i));
+  });
+
+  it('rejects with the first failure and stops taking items', async () => {
+    let calls = 0;
+    await expect(
+      pool([1, 2, 3, 4, 5, 6], 1, async (i) => {
+        calls++;
+        if (i === 2) throw new Error('boom');
+      }),
+    ).rejects.toThrow('boom');
+    expect(calls).toBe(2);
+  });
+});
+
+describe('parsePromText', () => {
+  const text = [
+    '# HELP process_resident_memory_bytes Resident memory size in bytes.',
+    '# TYPE process_resident_memory_bytes gauge',
+    'process_resident_memory_bytes 123456789',
+    'karpenter_operator_reconcile_total{controller="crds",result="success"} 3',
+    'karpenter_operator_reconcile_total{controller="operand",result="success"} 4',
+    'karpenter_operator_reconcile_total{controller="operand",result="error"} 1',
+    'karpenter_operator_api_requests_total{verb="get",kind="Lease"} 7 1700000000000',
+    'weird{le="+Inf"} +Inf',
+    'not a sample',
+    'escaped{msg="a \\"b\\""} 1',
+  ].join('\n');
+  const samples = parsePromText(text);
+
+  it.each<{ name: string; metric: string; match: Record<string, string>; want: number | undefined }>([
+    { name: 'plain gauge', metric: 'process_resident_memory_bytes', match: {}, want: 123456789 },
+    { name: 'sum over labels', metric: 'karpenter_operator_reconcile_total', match: {}, want: 8 },
+    { name: 'filtered by label', metric: 'karpenter_operator_reconcile_total', match: { controller: 'operand' }, want: 5 },
+    { name: 'with timestamp', metric: 'karpenter_operator_api_requests_total', match: { kind: 'Lease' }, want: 7 },
+    { name: 'missing metric', metric: 'nodejs_heap_size_used_bytes', match: {}, want: undefined },
+    { name: '+Inf value', metric: 'weird', match: { le: '+Inf' }, want: Infinity },
+    { name: 'escaped label value', metric: 'escaped', match: { msg: 'a "b"' }, want: 1 },
+  ])('$name', ({ metric, match, want }) => {
+    expect(sumOf(samples, metric, match)).toBe(want);
+  });
+
+  it('groups by one label', () => {
+    expect(byLabel(samples, 'karpenter_operator_reconcile_total', 'controller')).toEqual({ crds: 3, operand: 5 });
+  });
+});
+
+describe('summarizeAuditWindow', () => {
+  const ev = (id: string, stage: string, verb: string, at: string, resource: string, code = 200, sub?: string): AuditEvent => ({
+    auditID: id,
+    stage,
+    verb,
+    requestURI: `/x/${resource}${sub ? `/${sub}` : ''}`,
+    user: { username: 'op' },
+    objectRef: { resource, ...(sub ? { subresource: sub } : {}) },
+    responseStatus: { code },
+    requestReceivedTimestamp: at,
+    stageTimestamp: at,
+  });
+  const since = new Date('2025-01-01T00:00:10Z');
+  const until = new Date('2025-01-01T00:00:20Z');
+  const events = [
+    ev('a', 'ResponseComplete', 'get', '2025-01-01T00:00:09.999Z', 'leases'), // before the window
+    ev('b', 'ResponseComplete', 'update', '2025-01-01T00:00:10Z', 'leases'),
+    ev('c', 'ResponseStarted', 'watch', '2025-01-01T00:00:11Z', 'nodes'),
+    ev('c', 'ResponseComplete', 'watch', '2025-01-01T00:00:11Z', 'nodes'),
+    ev('d', 'ResponseComplete', 'create', '2025-01-01T00:00:12Z', 'events'),
+    ev('e', 'ResponseComplete', 'patch', '2025-01-01T00:00:13Z', 'clusteroperators', 200, 'status'),
+    ev('f', 'ResponseComplete', 'list', '2025-01-01T00:00:14Z', 'nodes', 403),
+    ev('g', 'ResponseComplete', 'get', '2025-01-01T00:00:20Z', 'leases'), // at the end: outside
+  ];
+  const s = summarizeAuditWindow(events, since, until);
+
+  it.each([
+    { name: 'total counts each request once', got: s.total, want: 5 },
+    { name: 'by verb', got: s.byVerb, want: { update: 1, watch: 1, create: 1, patch: 1, list: 1 } },
+    { name: 'subresource in the key', got: s.byVerbResource['patch clusteroperators/status'], want: 1 },
+    { name: 'writes other than leases and events', got: s.writesExceptLeasesEvents, want: ['patch /x/clusteroperators/status'] },
+    { name: 'lists', got: s.lists, want: ['/x/nodes'] },
+    { name: 'watches', got: s.watches, want: ['/x/nodes'] },
+    { name: 'errors', got: s.errors, want: ['403 list /x/nodes'] },
+  ])('$name', ({ got, want }) => {
+    expect(got).toEqual(want);
+  });
+});

@@ -1,0 +1,48 @@
+/** Figures the benchmarks report: quantiles, medians and ratios, rounded the same way everywhere. */
+
+/** Nearest-rank quantile of an ascending array (`q` in [0, 1]); NaN for an empty array. */
+export function quantile(sorted: readonly number[], q: number): number {
+  if (sorted.length === 0) return NaN;
+  const rank = Math.max(1, Math.ceil(q * sorted.length));
+  return sorted[Math.min(sorted.length, rank) - 1]!;
+}
+
+export function median(values: readonly number[]): number {
+  const s = [...values].sort((a, b) => a - b);
+  if (s.length === 0) return NaN;
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+}
+
+/** p50/p90/p99/min/max/mean of a sample, in the sample's unit, rounded to 0.1. */
+export function summarize(values: readonly number[]): { n: number; min: number; p50: number; p90: number; p99: number; max: number; mean: number } {
+  const s = [...values].sort((a, b) => a - b);
+  const r = (v: number) => Math.round(v * 10) / 10;
+  const mean = s.length ? s.reduce((a, b) => a + b, 0) / s.length : NaN;
+  return { n: s.length, min: r(s[0] ?? NaN), p50: r(quantile(s, 0.5)), p90: r(quantile(s, 0.9)), p99: r(quantile(s, 0.99)), max: r(s[s.length - 1] ?? NaN), mean: r(mean) };
+}
+
+/** `value / base` to two decimals; null when the base is 0 or missing (a ratio would be meaningless). */
+export function ratio(value: number, base: number): number | null {
+  if (!Number.isFinite(value) || !Number.isFinite(base) || base === 0) return null;
+  return Math.round((value / base) * 100) / 100;
+}
+
+/** Runs `fn` over `items` with at most `concurrency` calls in flight; the first rejection rejects the whole run. */
+export async function pool<T>(items: readonly T[], concurrency: number, fn: (item: T, index: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  let failed = false;
+  await Promise.all(
+    Array.from({ length: Math.min(concurrency, items.length) }, async () => {
+      while (!failed && next < items.length) {
+        const i = next++;
+        try {
+          await fn(items[i]!, i);
+        } catch (e) {
+          failed = true;
+          throw e;
+        }
+      }
+    }),
+  );
+}
