@@ -120,3 +120,20 @@ describe('InstanceLookup prefetch', () => {
     expect([...lookup.lastSeen(['i-2', 'i-3']).keys()]).toEqual(['i-2', 'i-3']);
   });
 });
+
+describe('InstanceLookup touch', () => {
+  it('keeps touched entries warm through one sweep, so a late reader does not wait for a call', async () => {
+    const clock = new FakeClock();
+    const cloud = new FakeCloudProvider({ instances: ['i-1', 'i-2', 'i-3'].map(inst), latencyMs: 2 });
+    const lookup = new InstanceLookup({ cloud, facts: async () => facts, clock, ttlMs: 30_000, negativeTtlMs: 3_000, batchWindowMs: 1, maxBatchSize: 200, refreshAheadMs: 10_000 });
+    await lookup.lookup(['i-1', 'i-2', 'i-3']);
+    clock.advance(21_000);
+    lookup.touch(['i-1', 'i-2', 'i-3']);
+    await lookup.lookup(['i-1']); // in the window: one sweep refreshes every touched entry
+    await new Promise((r) => setTimeout(r, 20));
+    expect(cloud.callsOf('describeInstances').map((c) => c.args[0])).toEqual([['i-1', 'i-2', 'i-3'], ['i-1', 'i-2', 'i-3']]);
+    clock.advance(15_000); // past the first expiry
+    expect((await lookup.lookup(['i-3'])).size).toBe(1);
+    expect(cloud.callsOf('describeInstances')).toHaveLength(2);
+  });
+});

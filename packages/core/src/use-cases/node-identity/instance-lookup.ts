@@ -94,6 +94,18 @@ export class InstanceLookup {
   }
 
   /**
+   * Marks `ids` as still needed, without any call: a refresh-ahead sweep keeps their entries fresh even if
+   * nobody reads them until later (e.g. CSRs queued behind a burst).
+   */
+  touch(ids: Iterable<string>): void {
+    const now = this.options.clock.now();
+    for (const id of ids) {
+      const e = this.cache.get(id);
+      if (e) e.usedAt = now;
+    }
+  }
+
+  /**
    * Starts a background lookup of the IDs neither fresh in the cache nor in flight (batched like
    * `lookup`); nobody waits for it, and a failure only leaves them unknown.
    */

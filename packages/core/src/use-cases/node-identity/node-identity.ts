@@ -296,6 +296,8 @@ export class NodeIdentityReconciler implements Reconciler {
           return !dns || normalizeDns(dns) === asked;
         })
       : ownersOf(nodeClaims, nodes[0], pre.nodeName).flatMap((nc) => (nc.instanceId ? [nc.instanceId] : []));
+    // Every candidate stays needed while CSRs may still come for it: keep them warm in the background.
+    if (isClient) this.lookup.touch(claims.unregisteredInstanceIds);
     let fresh: Map<string, InstanceInfo>;
     try {
       fresh = await this.lookup.lookup(wanted);
