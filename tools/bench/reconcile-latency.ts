@@ -22,7 +22,7 @@ import {
   waitConverged,
   watchPath,
 } from './src/harness.js';
-import { byLabel } from './src/prom.js';
+import { byLabel, sumOf, type PromSample } from './src/prom.js';
 import { summarize } from './src/stats.js';
 
 const { values: args } = parseArgs({
@@ -137,6 +137,13 @@ await runBench('reconcile-latency', { timeoutMs: Number(args['timeout-s']) * 100
     const b = byLabel(before, name, label);
     return Object.fromEntries(Object.entries(a).map(([k, v]) => [k, v - (b[k] ?? 0)]).filter(([, v]) => v !== 0));
   };
+  // Where the operator's time goes, from its own histograms (deltas over the run).
+  const NC_CONTROLLER = 'ec2nodeclass.default';
+  const histMeanMs = (name: string) => {
+    const d = (m: PromSample[], suffix: string) => sumOf(m, `${name}_${suffix}`, { name: NC_CONTROLLER }) ?? 0;
+    const count = d(after, 'count') - d(before, 'count');
+    return count > 0 ? Math.round(((d(after, 'sum') - d(before, 'sum')) / count) * 10_000) / 10 : null;
+  };
   const finalAmis = seen[seen.length - 1]?.amis ?? [];
   const expectedFinal = machineSets.map((_, m) => results.filter((r) => r.machineSet === machineSets[m]).pop()?.ami).filter(Boolean);
   const audit = summarizeAuditWindow(ctx.cluster.auditEvents({ user: OPERATOR_USER, stage: '*', since: windowStart }), windowStart, windowEnd);
@@ -155,6 +162,11 @@ await runBench('reconcile-latency', { timeoutMs: Number(args['timeout-s']) * 100
     finalMatchesMachineSets: [...finalAmis].sort().join() === [...expectedFinal].sort().join(),
     operatorRequestsDuringRun: audit.byVerbResource,
     reconcilesDuringRun: delta('karpenter_operator_reconcile_total', 'controller'),
+    defaultNodeClassController: {
+      reconcilesPerChange: Math.round(((delta('karpenter_operator_reconcile_total', 'controller')[NC_CONTROLLER] ?? 0) / CHANGES) * 100) / 100,
+      meanQueueWaitMs: histMeanMs('karpenter_operator_workqueue_queue_duration_seconds'),
+      meanReconcileMs: histMeanMs('karpenter_operator_workqueue_work_duration_seconds'),
+    },
     notes: [
       'endToEndMs: client time before the MachineSet PATCH → admin watch event on EC2NodeClass default showing the AMI.',
       'serverSideMs: audit requestReceivedTimestamp of the MachineSet PATCH → of the operator\'s EC2NodeClass default write.',

@@ -12,6 +12,7 @@ import {
   findRepoRoot,
   freePort,
   getObject,
+  kubeRequest,
   LOOPBACK,
   ProcessSupervisor,
   startOpenShiftAwsCluster,
@@ -19,6 +20,8 @@ import {
   waitFor,
   type ClusterHandle,
   type KubeObj,
+  type KubeRequestOptions,
+  type KubeResponse,
   type ManagedProcess,
   type SeededWorld,
 } from '@karpenter-operator/testkit';
@@ -301,6 +304,15 @@ export async function watchPath(kc: KubeConfig, path: string, onEvent: (type: st
       ctl?.abort();
     },
   };
+}
+
+/** `kubeRequest`, retried on 429 and 5xx (a freshly installed CRD answers 429 while its storage initializes). */
+export async function kubeRequestRetrying<T = unknown>(kc: KubeConfig, method: string, path: string, opts: KubeRequestOptions = {}, attempts = 20): Promise<KubeResponse<T>> {
+  for (let i = 1; ; i++) {
+    const r = await kubeRequest<T>(kc, method, path, opts);
+    if ((r.status !== 429 && r.status < 500) || i >= attempts) return r;
+    await sleep(500);
+  }
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
