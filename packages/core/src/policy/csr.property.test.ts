@@ -33,7 +33,7 @@ describe('CSR parsing never throws', () => {
 describe('CSR approval is sound: anything approved satisfies every rule, whatever the world', () => {
   const parsed = new Map<string, CsrParseResult>();
   beforeAll(async () => {
-    const keys = (await webcrypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, ['sign', 'verify'])) as CryptoKeyPair;
+    const keys = (await webcrypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
     for (const n of NAMES.slice(0, 2)) {
       const csr = await Pkcs10CertificateRequestGenerator.create({ name: `CN=system:node:${n}, O=system:nodes`, keys, signingAlgorithm: { name: 'ECDSA', hash: 'SHA-256' } });
       parsed.set(n, await parseCertificateRequestPem(csr.toString('pem')));
