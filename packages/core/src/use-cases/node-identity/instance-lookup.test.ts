@@ -119,6 +119,18 @@ describe('InstanceLookup prefetch', () => {
     expect(calls()).toEqual([['i-1'], ['i-2', 'i-3']]);
     expect([...lookup.lastSeen(['i-2', 'i-3']).keys()]).toEqual(['i-2', 'i-3']);
   });
+
+  it('collects prefetches for the longer window, and sends them at once when a caller needs one', async () => {
+    const clock = new FakeClock();
+    const cloud = new FakeCloudProvider({ instances: ['i-1', 'i-2', 'i-3'].map(inst) });
+    const lookup = new InstanceLookup({ cloud, facts: async () => facts, clock, ttlMs: 30_000, negativeTtlMs: 3_000, batchWindowMs: 1, prefetchWindowMs: 60_000, maxBatchSize: 200 });
+    lookup.prefetch(['i-1']);
+    lookup.prefetch(['i-2']);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(cloud.callsOf('describeInstances')).toHaveLength(0);
+    expect((await lookup.lookup(['i-2'])).has('i-2')).toBe(true);
+    expect(cloud.callsOf('describeInstances').map((c) => c.args[0])).toEqual([['i-1', 'i-2']]);
+  });
 });
 
 describe('InstanceLookup touch', () => {

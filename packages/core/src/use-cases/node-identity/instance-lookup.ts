@@ -12,6 +12,8 @@ export interface InstanceLookupOptions {
   negativeTtlMs: number;
   /** How long IDs are collected before one call is made for all of them. */
   batchWindowMs: number;
+  /** How long `prefetch` collects IDs (longer: nobody waits for it, and NodeClaims come in waves). */
+  prefetchWindowMs?: number;
   /** A batch is sent at once when it reaches this many IDs; batches run in parallel. */
   maxBatchSize: number;
   /**
@@ -58,6 +60,7 @@ export class InstanceLookup {
   private lastSweep = -Infinity;
   private readonly inFlight = new Map<string, Batch>();
   private next: Batch | undefined;
+  private nextBackground: Batch | undefined;
   private readonly schedule: (fn: () => void, ms: number) => void;
 
   constructor(private readonly options: InstanceLookupOptions) {
@@ -80,7 +83,10 @@ export class InstanceLookup {
         }
         continue;
       }
-      const batch = this.inFlight.get(id) ?? this.enqueue(id);
+      const joined = this.inFlight.get(id);
+      // Someone waits now: a prefetch batch still collecting goes out at once.
+      if (joined && !joined.sent && joined === this.nextBackground) void this.send(joined);
+      const batch = joined ?? this.enqueue(id);
       pending.set(batch, [...(pending.get(batch) ?? []), id]);
     }
     const results = await Promise.all([...pending.keys()].map((b) => b.promise));
@@ -114,7 +120,7 @@ export class InstanceLookup {
     for (const id of ids) {
       const cached = this.cache.get(id);
       if ((cached && cached.expiresAt > now) || this.inFlight.has(id)) continue;
-      this.enqueue(id);
+      this.enqueue(id, true);
     }
   }
 
@@ -152,8 +158,8 @@ export class InstanceLookup {
     }
   }
 
-  private enqueue(id: string): Batch {
-    let batch = this.next;
+  private enqueue(id: string, background = false): Batch {
+    let batch = background ? this.nextBackground : this.next;
     if (!batch) {
       let resolve!: (f: Found) => void;
       let reject!: (e: unknown) => void;
@@ -164,9 +170,11 @@ export class InstanceLookup {
       // A batch nobody awaits any more (all callers gone) must not surface as an unhandled rejection.
       promise.catch(() => {});
       batch = { ids: new Set(), promise, resolve, reject, sent: false };
-      this.next = batch;
+      if (background) this.nextBackground = batch;
+      else this.next = batch;
       const scheduled = batch;
-      this.schedule(() => void this.send(scheduled), this.options.batchWindowMs);
+      const windowMs = background ? (this.options.prefetchWindowMs ?? this.options.batchWindowMs) : this.options.batchWindowMs;
+      this.schedule(() => void this.send(scheduled), windowMs);
     }
     batch.ids.add(id);
     this.inFlight.set(id, batch);
@@ -178,6 +186,7 @@ export class InstanceLookup {
     if (batch.sent) return;
     batch.sent = true;
     if (this.next === batch) this.next = undefined;
+    if (this.nextBackground === batch) this.nextBackground = undefined;
     const ids = [...batch.ids];
     try {
       const facts = await this.options.facts();

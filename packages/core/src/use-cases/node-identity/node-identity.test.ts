@@ -310,7 +310,7 @@ describe('certificatesigningrequest.node-identity', () => {
   });
 
   it('learns the instance of a launched NodeClaim ahead of its CSR, then checks only that one fresh', async () => {
-    const w = world();
+    const w = world({ prefetchWindowMs: 10 });
     w.cloud.setInstances([anInstance(30), anInstance(31)]);
     for (const i of [30, 31]) w.reconciler.keysFor(w.store.seed(aNodeClaim(i)));
     await new Promise((r) => setTimeout(r, 30));

@@ -73,6 +73,8 @@ export interface NodeIdentityLimits {
   instanceNegativeCacheTtlMs?: number;
   /** Found instances used this close to expiry are refreshed in the background (0: never). */
   instanceRefreshAheadMs?: number;
+  /** How long instances of newly launched NodeClaims are collected before one background lookup. */
+  prefetchWindowMs?: number;
   /** How long instance IDs are collected before one DescribeInstances call. */
   lookupBatchWindowMs?: number;
   lookupMaxBatchSize?: number;
@@ -109,6 +111,7 @@ const Defaults = {
   // EC2 takes at most 200 values per filter; batches of that size run in parallel.
   lookupMaxBatchSize: 200,
   instanceRefreshAheadMs: 10_000,
+  prefetchWindowMs: 1_000,
   snapshotTtlMs: 1_000,
 } as const;
 
@@ -188,6 +191,7 @@ export class NodeIdentityReconciler implements Reconciler {
       batchWindowMs: l.lookupBatchWindowMs ?? Defaults.lookupBatchWindowMs,
       maxBatchSize: l.lookupMaxBatchSize ?? Defaults.lookupMaxBatchSize,
       refreshAheadMs: l.instanceRefreshAheadMs ?? Defaults.instanceRefreshAheadMs,
+      prefetchWindowMs: l.prefetchWindowMs ?? Defaults.prefetchWindowMs,
       ...(l.schedule ? { schedule: l.schedule } : {}),
     });
     const ttl = l.snapshotTtlMs ?? Defaults.snapshotTtlMs;
