@@ -28,6 +28,7 @@ import {
 } from '@karpenter-operator/core';
 import { awsProviderModule } from '@karpenter-operator/provider-aws';
 import { azureStubProviderModule } from '@karpenter-operator/provider-azure-stub';
+// generator:provider-imports (npx nx g @karpenter-operator/tools:provider <name> adds imports above)
 import type { OperatorConfig } from './config.js';
 import { nodeLifecycleReconcilers } from './node-lifecycle.js';
 
@@ -54,6 +55,7 @@ export const providerModules: Record<string, (config: OperatorConfig) => Contain
       ...(config.operandEc2Endpoint ? { operandEc2Endpoint: config.operandEc2Endpoint } : {}),
     }),
   Azure: () => azureStubProviderModule(),
+  // generator:provider-modules (one line per platform is added above)
 };
 
 /** A provider for platforms no package serves: nothing is deployed and the operator reports Degraded. */

@@ -1,5 +1,6 @@
 import { AwsCloudProvider } from '@karpenter-operator/provider-aws';
 import { AzureStubCloudProvider } from '@karpenter-operator/provider-azure-stub';
+// generator:provider-imports (npx nx g @karpenter-operator/tools:provider <name> adds imports above)
 import type { CloudProvider } from '@karpenter-operator/core';
 
 export interface OfflineProviderOptions {
@@ -20,5 +21,6 @@ export function providerFor(platform: string, o: OfflineProviderOptions): CloudP
     });
   }
   if (platform === 'Azure') return new AzureStubCloudProvider();
+  // generator:provider-for (one line per platform is added above)
   throw new Error(`platform ${JSON.stringify(platform)} is not supported: no provider package serves it`);
 }
