@@ -2,10 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyObject, deleteObject, getObject, listObjects, waitFor } from '@karpenter-operator/testkit';
 import { testCluster, seededWorld } from '@karpenter-operator/testkit/vitest';
 import { createKubeletClientCsr } from '@karpenter-operator/testkit';
-import { DescribeInstancesCommand, EC2Client, RunInstancesCommand, TerminateInstancesCommand } from '@aws-sdk/client-ec2';
+import { DeleteSubnetCommand, DescribeInstancesCommand, EC2Client, RunInstancesCommand, TerminateInstancesCommand } from '@aws-sdk/client-ec2';
 import { CertificatesV1Api, KubeConfig } from '@kubernetes/client-node';
 import { adminRequest, clusterOperator, conditionOf } from '../support/k8s.js';
-import { credentialsFileText, installManifests, OPERATOR_NS, OPERATOR_USER, RELEASE, startOperator, type OperatorProcess } from '../support/operator-process.js';
+import { credentialsFileText, installManifests, OPERATOR_NS, OPERATOR_USER, RELEASE, REPO, startOperator, type OperatorProcess } from '../support/operator-process.js';
 
 const cluster = testCluster();
 const kc = () => cluster.kubeConfig();
@@ -255,6 +255,103 @@ describe('standalone operator on a real cluster, as its ServiceAccount', () => {
     const lists = cluster.auditEvents({ user: OPERATOR_USER, verbs: ['list'], since });
     expect(lists.map((e) => e.requestURI)).toEqual([]);
   }, 90_000);
+
+  it('a reconcile of the converged cluster, forced by touching the CR, writes nothing', async () => {
+    await new Promise((r) => setTimeout(r, 3_000));
+    const reconciles = async () => {
+      const text = await (await fetch(`http://127.0.0.1:${op.metricsPort}/metrics`)).text();
+      return text.split('\n').filter((l) => l.startsWith('karpenter_operator_reconcile_total{')).reduce((n, l) => n + Number(l.split(' ').at(-1)), 0);
+    };
+    const before = await reconciles();
+    const since = new Date();
+    // Every use-case watches the CR: an annotation wakes all of them without changing what they derive.
+    const r = await adminRequest(cluster, 'PATCH', '/apis/autoscaling.openshift.io/v1alpha1/karpenters/default', { metadata: { annotations: { 'test.example.com/poke': String(Date.now()) } } }, 'application/merge-patch+json');
+    expect(r.status).toBe(200);
+    await new Promise((r2) => setTimeout(r2, 5_000));
+    const writes = cluster
+      .auditEvents({ user: OPERATOR_USER, verbs: ['create', 'update', 'patch', 'delete'], since })
+      .filter((e) => !['leases', 'events'].includes(e.objectRef?.resource ?? ''));
+    expect(writes.map((e) => `${e.verb} ${e.requestURI}`)).toEqual([]);
+    // ...and the use-cases did run: crds, operand, teardown, default NodeClass, node-config, node-identity.
+    expect((await reconciles()) - before).toBeGreaterThanOrEqual(5);
+  });
+
+  it('every NodeClass the AWS provider renders for a range of worker fleets is accepted by the real CRD (CEL included)', async () => {
+    const { renderDefaultNodeClass } = await import('@karpenter-operator/provider-aws');
+    const { aDiscoveryInput, aMachineSet, aUserDataSecret } = await import('@karpenter-operator/provider-aws/testing');
+    const variants: Array<{ name: string; machineSets: ReturnType<typeof aMachineSet>[] }> = [
+      { name: 'three zones by filter', machineSets: ['a', 'b', 'c'].map((z) => aMachineSet({ zone: `us-east-1${z}` })) },
+      { name: 'subnet and SGs by id', machineSets: [aMachineSet({ providerSpec: { subnet: { id: 'subnet-0abc', filters: null }, securityGroups: [{ id: 'sg-01' }, { id: 'sg-02' }] } })] },
+      { name: 'arm64 and amd64', machineSets: [aMachineSet(), aMachineSet({ name: 'arm', providerSpec: { ami: { id: 'ami-0arm64bbbb' }, instanceType: 'm7g.xlarge' } })] },
+      { name: 'io1 with iops and KMS', machineSets: [aMachineSet({ providerSpec: { blockDevices: [{ ebs: { encrypted: true, iops: 3000, volumeSize: 300, volumeType: 'io1', kmsKey: { arn: 'arn:aws:kms:us-east-1:123456789012:key/abc' } } }] } })] },
+      { name: 'IMDS optional, public IP, user tags', machineSets: [aMachineSet({ providerSpec: { metadataServiceOptions: { authentication: 'Optional' }, publicIp: true, tags: [{ name: 'team', value: 'x' }, { name: 'karpenter.sh/nodepool', value: 'dropped' }] } })] },
+      { name: 'spot workers', machineSets: [aMachineSet({ providerSpec: { spotMarketOptions: { maxPrice: '0.5' } } })] },
+    ];
+    for (const v of variants) {
+      const nc = renderDefaultNodeClass(aDiscoveryInput({ machineSets: v.machineSets, secrets: [aUserDataSecret()] })).object;
+      const r = await adminRequest(cluster, 'POST', '/apis/karpenter.k8s.aws/v1/ec2nodeclasses?dryRun=All', { ...nc, metadata: { name: `variant-${variants.indexOf(v)}` } });
+      expect(r.status, `${v.name}: ${JSON.stringify(r.body).slice(0, 400)}`).toBe(201);
+    }
+  });
+
+  it('a user NodeClass gets its own MachineConfigPool and protected fields, and the pool goes with it', async () => {
+    await applyObject(kc(), {
+      apiVersion: 'karpenter.k8s.aws/v1',
+      kind: 'EC2NodeClass',
+      metadata: { name: 'gpu' },
+      spec: {
+        amiFamily: 'Custom',
+        amiSelectorTerms: [{ id: 'ami-0user000000000000' }],
+        role: 'demo-x7k2p-worker-role',
+        subnetSelectorTerms: [{ tags: { Name: 'demo-x7k2p-subnet-private-us-east-1a' } }],
+        securityGroupSelectorTerms: [{ tags: { Name: 'demo-x7k2p-node' } }],
+      },
+    });
+    await waitFor('pool karpenter-gpu', () => getObject(kc(), 'machineconfiguration.openshift.io/v1', 'MachineConfigPool', 'karpenter-gpu'), { timeoutMs: 20_000 });
+    await waitFor('protected fields enforced on gpu', async () => {
+      const sp = (await getObject(kc(), ...NC, 'gpu'))?.spec as { amiSelectorTerms?: Array<{ id: string }>; userData?: string } | undefined;
+      return sp?.userData?.includes('22623/config/') && JSON.stringify(sp.amiSelectorTerms) === JSON.stringify((await ncSpec()).amiSelectorTerms);
+    }, { timeoutMs: 20_000 });
+    await deleteObject(kc(), ...NC, 'gpu');
+    await waitFor('pool karpenter-gpu removed', async () => (await getObject(kc(), 'machineconfiguration.openshift.io/v1', 'MachineConfigPool', 'karpenter-gpu')) === undefined, { timeoutMs: 20_000 });
+    expect(await getObject(kc(), 'machineconfiguration.openshift.io/v1', 'MachineConfigPool', 'karpenter-default')).toBeDefined();
+  });
+
+  it('check-credentials exits 0 against the emulator and 1 naming the failure when EC2 is unreachable', async () => {
+    const { spawnSync } = await import('node:child_process');
+    const { writeFileSync, mkdtempSync } = await import('node:fs');
+    const { join } = await import('node:path');
+    const { tmpdir } = await import('node:os');
+    const file = join(mkdtempSync(join(tmpdir(), 'ko-creds-')), 'credentials');
+    writeFileSync(file, credentialsFileText());
+    const run = (endpoint: string) =>
+      spawnSync(join(REPO, 'node_modules/.bin/node'), [join(REPO, 'apps/operator/dist/main.js'), 'check-credentials', '--credentials', file, '--region', 'us-east-1'], {
+        encoding: 'utf8',
+        env: { PATH: process.env.PATH ?? '', AWS_ENDPOINT_URL_EC2: endpoint, AWS_EC2_METADATA_DISABLED: 'true' },
+        timeout: 60_000,
+      });
+    const ok = run(cluster.info.ec2Endpoint!);
+    expect(ok.status, ok.stderr).toBe(0);
+    const down = run('http://127.0.0.1:9');
+    expect(down.status).toBe(1);
+    expect(down.stderr).toMatch(/check-credentials: .+/);
+  }, 90_000);
+
+  it('deleting a subnet the default NodeClass selects turns verification False and Degraded names it', async () => {
+    const world = seededWorld();
+    const ec2 = new EC2Client(cluster.ec2Config());
+    const zone = world.facts.zones[2]!;
+    const subnetId = world.ec2!.privateSubnetIds[zone]!;
+    await ec2.send(new DeleteSubnetCommand({ SubnetId: subnetId }));
+    // Verification runs on a change of the NodeClass or every 5 minutes: a user edit is a change.
+    await adminRequest(cluster, 'PATCH', '/apis/karpenter.k8s.aws/v1/ec2nodeclasses/default', { spec: { tags: { team: 'payments', rev: '2' } } }, 'application/merge-patch+json');
+    const degraded = await waitFor('Degraded naming the subnet', async () => {
+      const c = conditionOf(await clusterOperator(cluster), 'Degraded');
+      return c?.status === 'True' && c.message.includes('subnetSelectorTerms') ? c : undefined;
+    }, { timeoutMs: 30_000 });
+    expect(degraded.message).toContain(world.facts.privateSubnets[2]!.name);
+    expect(degraded.reason).toBe('InvalidReferences');
+  });
 
   it('deleting the CR removes NodePools, then NodeClaims, then the operand, and releases the finalizer', async () => {
     await applyObject(kc(), {
