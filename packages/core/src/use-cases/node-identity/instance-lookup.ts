@@ -109,6 +109,8 @@ export class InstanceLookup {
       const e = this.cache.get(id);
       if (e) e.usedAt = now;
     }
+    const ahead = this.options.refreshAheadMs ?? 0;
+    if (ahead > 0) this.sweep(now, ahead);
   }
 
   /**
@@ -154,7 +156,8 @@ export class InstanceLookup {
     if (now - this.lastSweep < SWEEP_INTERVAL_MS) return;
     this.lastSweep = now;
     for (const [id, e] of this.cache) {
-      if (e.info && e.expiresAt - now <= ahead && e.usedAt >= now - this.options.ttlMs && !this.inFlight.has(id)) this.enqueue(id);
+      const fresh = e.expiresAt > now;
+      if (e.info && fresh && e.expiresAt - now <= ahead && e.usedAt >= now - this.options.ttlMs && !this.inFlight.has(id)) this.enqueue(id);
     }
   }
 

@@ -110,7 +110,8 @@ const Defaults = {
   lookupBatchWindowMs: 5,
   // EC2 takes at most 200 values per filter; batches of that size run in parallel.
   lookupMaxBatchSize: 200,
-  instanceRefreshAheadMs: 10_000,
+  // Half the TTL: one sweep realigns every entry in use, so refreshes go out in few full batches.
+  instanceRefreshAheadMs: 15_000,
   prefetchWindowMs: 1_000,
   snapshotTtlMs: 1_000,
 } as const;
