@@ -1,1 +1,40 @@
-export {};
+export {
+  decodeHostedControlPlane,
+  HostedControlPlaneType,
+  HcpAnnotations,
+  HCP_KARPENTER_FINALIZER,
+  HCP_INVALID_REASON,
+  ROLE_ARN_PATTERN,
+  type AutoNodeConfig,
+  type HostedControlPlane,
+} from './hcp.js';
+export {
+  HyperShiftTopology,
+  ManagementClusterStoreId,
+  GuestClusterStoreId,
+  AUTONODE_CONDITION,
+  AutoNodeReasons,
+  autoNodeCondition,
+  type HyperShiftEnv,
+  type HyperShiftTopologyOptions,
+} from './hypershift-topology.js';
+export {
+  nodeClassInputsFromSecrets,
+  renderHcpDefaultNodeClass,
+  mergeNodeClassTags,
+  isKarpenterRestrictedTagKey,
+  ignitionSecretWatch,
+  nodePoolAnnotationFor,
+  IgnitionLabels,
+  IgnitionAnnotations,
+  IGNITION_NODEPOOL_SUFFIX,
+  IGNITION_INVALID_REASON,
+  IGNITION_MISSING_REASON,
+  type NodeClassInput,
+  type NodeClassInputOptions,
+  type HcpDefaultNodeClass,
+  type HcpDefaultNodeClassInput,
+  type TagMerge,
+} from './ignition.js';
+export { autoNodeStatus, cpuCores, type AutoNodeStatus } from './status.js';
+export { hypershiftTopologyModule, HyperShiftTopologyId, type HyperShiftTopologyModuleOptions } from './module.js';

@@ -1,0 +1,211 @@
+import { describe, expect, it } from 'vitest';
+import { InvalidInputError, Names, NotFoundError, type Condition, type StatusReport } from '@karpenter-operator/core';
+import { describeTopologyContract, FakeClock, MemoryClusterStore } from '@karpenter-operator/core/testing';
+import { HostedControlPlaneType } from './hcp.js';
+import { AUTONODE_CONDITION, autoNodeCondition, HyperShiftTopology, type HyperShiftTopologyOptions } from './hypershift-topology.js';
+import { aHostedControlPlane, HCP_NAME, HCP_NAMESPACE, INFRA_ID } from './testing/builders.js';
+
+const ENV = { clusterName: HCP_NAME, clusterEndpoint: 'https://api.demo.example.com:443', region: 'us-west-1', platform: 'AWS' };
+const HCP_REF = { ...HostedControlPlaneType, namespace: HCP_NAMESPACE, name: HCP_NAME };
+
+function setup(overrides: Partial<HyperShiftTopologyOptions> = {}) {
+  const clock = new FakeClock();
+  const now = () => new Date(clock.now()).toISOString();
+  const management = new MemoryClusterStore([], now);
+  const guest = new MemoryClusterStore([], now);
+  const topology = new HyperShiftTopology({ management, guest, namespace: HCP_NAMESPACE, hcpName: HCP_NAME, clock, env: ENV, ...overrides });
+  return { clock, management, guest, topology };
+}
+
+describeTopologyContract('hypershift', () => {
+  const { management, guest, topology } = setup();
+  // Request and facts both come from the HCP: each seed merges its part into the one object.
+  let hcp: Record<string, unknown> = { spec: { autoNode: null, infraID: null, platform: null } };
+  const seed = (patch: Record<string, unknown>) => {
+    hcp = { ...hcp, spec: { ...(hcp.spec as object), ...(patch.spec as object) } };
+    management.seed(aHostedControlPlane(hcp));
+  };
+  const full = aHostedControlPlane().spec as Record<string, unknown>;
+  return {
+    topology,
+    control: management,
+    workload: guest,
+    seedRequest: () => seed({ spec: { autoNode: full.autoNode } }),
+    seedFacts: () => seed({ spec: { infraID: INFRA_ID, platform: full.platform } }),
+    seedBrokenFacts: () => seed({ spec: { infraID: null } }),
+  };
+});
+
+const report = (available: 'True' | 'False', progressing: 'True' | 'False', degraded: 'True' | 'False' = 'False', message = ''): StatusReport => ({
+  conditions: [
+    { type: 'Available', status: available, reason: available === 'True' ? 'AsExpected' : 'OperandUnavailable', message },
+    { type: 'Progressing', status: progressing, reason: progressing === 'True' ? 'Deploying' : 'AsExpected', message: progressing === 'True' ? 'rolling out' : '' },
+    { type: 'Degraded', status: degraded, reason: degraded === 'True' ? 'CredentialsMissing' : 'AsExpected', message: degraded === 'True' ? 'no credentials Secret' : '' },
+  ],
+  relatedObjects: [],
+});
+
+const req = (deleting = false) => ({
+  owner: { ...HCP_REF, uid: 'u' },
+  generation: 3,
+  logLevel: 'info' as const,
+  deleting,
+  finalizers: [],
+});
+
+describe('autoNodeCondition', () => {
+  it.each([
+    { name: 'rolled out', report: report('True', 'False'), request: req(), want: ['True', 'AsExpected'] },
+    { name: 'enabling', report: report('False', 'True'), request: req(), want: ['False', 'AutoNodeProgressing'] },
+    { name: 'available but upgrading', report: report('True', 'True'), request: req(), want: ['False', 'AutoNodeProgressing'] },
+    { name: 'disabling', report: report('True', 'False'), request: req(true), want: ['False', 'AutoNodeProgressing'] },
+    { name: 'degraded', report: report('False', 'False', 'True'), request: req(), want: ['False', 'AutoNodeDegraded'] },
+    { name: 'degraded while disabling reads as disabling', report: report('False', 'False', 'True'), request: req(true), want: ['False', 'AutoNodeProgressing'] },
+    { name: 'not configured', report: report('False', 'False'), request: undefined, want: ['False', 'AutoNodeNotConfigured'] },
+    { name: 'invalid spec (degraded, no request)', report: report('False', 'False', 'True'), request: undefined, want: ['False', 'AutoNodeDegraded'] },
+  ])('$name → $want', ({ report: r, request, want }) => {
+    const c = autoNodeCondition(r, request, 7);
+    expect([c.status, c.reason]).toEqual(want);
+    expect(c.type).toBe(AUTONODE_CONDITION);
+    expect(c.observedGeneration).toBe(7);
+    expect(c.message).toBeTruthy();
+  });
+});
+
+describe('HyperShiftTopology', () => {
+  it('wires the management cluster as control and the guest as workload', () => {
+    const { topology, management, guest } = setup();
+    expect(topology.name).toBe('hypershift');
+    expect(topology.controlStore).toBe(management);
+    expect(topology.workloadStore).toBe(guest);
+    expect(topology.operandNamespace).toBe(HCP_NAMESPACE);
+    expect(topology.statusObject).toEqual(HCP_REF);
+    expect(topology.watches).toEqual([{ type: HostedControlPlaneType, cluster: 'control', namespace: HCP_NAMESPACE, fieldSelector: `metadata.name=${HCP_NAME}` }]);
+  });
+
+  it('reads the request from spec.autoNode, owned by the HCP with its uid', async () => {
+    const { topology, management } = setup({ logLevel: 'debug' });
+    management.seed(aHostedControlPlane({ metadata: { finalizers: ['x'] } }));
+    expect(await topology.readRequest()).toEqual({
+      owner: { ...HCP_REF, uid: 'hcp-uid-1' },
+      generation: 3,
+      logLevel: 'debug',
+      deleting: false,
+      finalizers: ['x'],
+    });
+  });
+
+  it.each([
+    { name: 'no HCP', hcp: undefined, want: undefined },
+    { name: 'AutoNode off', hcp: aHostedControlPlane({ spec: { autoNode: null } }), want: undefined },
+    { name: 'another platform', hcp: aHostedControlPlane({ spec: { autoNode: { provisionerConfig: { karpenter: { platform: 'Azure' } } } } }), want: undefined },
+    { name: 'AutoNode on', hcp: aHostedControlPlane(), want: { deleting: false } },
+    {
+      name: 'HCP deleting',
+      hcp: aHostedControlPlane({ metadata: { deletionTimestamp: '2026-01-01T00:05:00Z', finalizers: ['f'] } }),
+      want: { deleting: true, deletionRequestedAtMs: Date.UTC(2026, 0, 1, 0, 5) },
+    },
+    {
+      name: 'AutoNode turned off, teardown finalizer still there',
+      hcp: aHostedControlPlane({ spec: { autoNode: null }, metadata: { finalizers: [Names.karpenterFinalizer] } }),
+      want: { deleting: true },
+    },
+  ])('request: $name', async ({ hcp, want }) => {
+    const { topology, management } = setup();
+    if (hcp) management.seed(hcp);
+    const r = await topology.readRequest();
+    if (want === undefined) expect(r).toBeUndefined();
+    else expect(r).toMatchObject(want);
+  });
+
+  it('an invalid spec.autoNode is an InvalidInputError naming the field', async () => {
+    const { topology, management } = setup();
+    management.seed(aHostedControlPlane({ spec: { autoNode: { provisionerConfig: { karpenter: { aws: { roleARN: 'arn:aws:iam::1:role/x' } } } } } }));
+    await expect(topology.readRequest()).rejects.toThrow(InvalidInputError);
+    await expect(topology.readRequest()).rejects.toMatchObject({ field: 'spec.autoNode.provisionerConfig.karpenter.aws.roleARN' });
+  });
+
+  it('finds the one HCP in the namespace when no name is given, and refuses two', async () => {
+    const { topology, management } = setup({ hcpName: undefined, env: { ...ENV, clusterName: 'guess' } });
+    expect(topology.statusObject.name).toBe('guess');
+    expect(topology.watches[0]).toEqual({ type: HostedControlPlaneType, cluster: 'control', namespace: HCP_NAMESPACE });
+    management.seed(aHostedControlPlane({ metadata: { name: 'real' } }));
+    management.seed(aHostedControlPlane({ metadata: { name: 'elsewhere', namespace: 'other-ns' } }));
+    expect((await topology.readRequest())?.owner.name).toBe('real');
+    expect(topology.statusObject.name).toBe('real');
+    management.seed(aHostedControlPlane({ metadata: { name: 'second' } }));
+    await expect(topology.readRequest()).rejects.toMatchObject({ field: 'metadata.name', object: `HostedControlPlanes in ${HCP_NAMESPACE}` });
+  });
+
+  it('cluster facts come from the HCP, the endpoint from the environment', async () => {
+    const { topology, management } = setup();
+    management.seed(aHostedControlPlane());
+    expect(await topology.clusterFacts()).toEqual({
+      platform: 'AWS',
+      region: 'us-east-2',
+      infrastructureName: INFRA_ID,
+      apiServerInternalURL: ENV.clusterEndpoint,
+      controlPlaneTopology: 'External',
+      resourceTags: [{ key: 'red-hat-managed', value: 'true' }],
+    });
+  });
+
+  it.each([
+    { name: 'no HCP', hcp: undefined, env: ENV, field: 'metadata.name' },
+    { name: 'no infraID', hcp: aHostedControlPlane({ spec: { infraID: null } }), env: ENV, field: 'spec.infraID' },
+    { name: 'platform mismatch', hcp: aHostedControlPlane(), env: { ...ENV, platform: 'Azure' }, field: 'spec.platform.type' },
+    { name: 'no platform anywhere', hcp: aHostedControlPlane({ spec: { platform: { type: null } } }), env: { ...ENV, platform: '' }, field: 'spec.platform.type' },
+    { name: 'http endpoint', hcp: aHostedControlPlane(), env: { ...ENV, clusterEndpoint: 'http://api:6443' }, field: 'CLUSTER_ENDPOINT' },
+  ])('facts: $name names $field', async ({ hcp, env, field }) => {
+    const { topology, management } = setup({ env });
+    if (hcp) management.seed(hcp);
+    await expect(topology.clusterFacts()).rejects.toMatchObject({ field });
+  });
+
+  it('falls back to REGION and PLATFORM from the environment', async () => {
+    const { topology, management } = setup();
+    management.seed(aHostedControlPlane({ spec: { platform: { type: null, aws: { region: null } } } }));
+    expect(await topology.clusterFacts()).toMatchObject({ platform: 'AWS', region: 'us-west-1' });
+  });
+
+  it('reports only the AutoNode condition, keeps foreign conditions and lastTransitionTime, and writes once', async () => {
+    const { topology, management, clock } = setup();
+    const foreign: Condition = { type: 'Available', status: 'True', reason: 'AsExpected', message: '', lastTransitionTime: '2025-12-01T00:00:00Z' };
+    management.seed(aHostedControlPlane({ status: { conditions: [foreign], autoNode: { nodeCount: 2 } } }));
+    const request = await topology.readRequest();
+
+    await topology.reportStatus(report('False', 'True'), request);
+    const cond = async () => ((await management.get(HCP_REF))?.status as { conditions: Condition[] }).conditions;
+    expect(await cond()).toEqual([
+      foreign,
+      { type: AUTONODE_CONDITION, status: 'False', reason: 'AutoNodeProgressing', message: 'rolling out', observedGeneration: 3, lastTransitionTime: '2026-01-01T00:00:00Z' },
+    ]);
+
+    clock.advance(60_000);
+    management.clearWrites();
+    await topology.reportStatus(report('False', 'True'), request);
+    expect(management.writes).toEqual([]);
+
+    await topology.reportStatus(report('True', 'False'), request);
+    expect((await cond())[1]).toMatchObject({ status: 'True', reason: 'AsExpected', lastTransitionTime: '2026-01-01T00:01:00Z' });
+    expect(management.writes.map((w) => w.verb)).toEqual(['patchStatus']);
+    expect(((await management.get(HCP_REF))?.status as { autoNode: unknown }).autoNode).toEqual({ nodeCount: 2 });
+  });
+
+  it('reports nothing when the HCP is gone, and tolerates it vanishing mid-write', async () => {
+    const { topology, management } = setup();
+    await topology.reportStatus(report('True', 'False'), undefined);
+    expect(management.writes).toEqual([]);
+    management.seed(aHostedControlPlane());
+    management.failNext(new NotFoundError('gone'), 'patchStatus');
+    await expect(topology.reportStatus(report('True', 'False'), await topology.readRequest())).resolves.toBeUndefined();
+  });
+
+  it('still reports on an HCP whose spec.autoNode is invalid', async () => {
+    const { topology, management } = setup();
+    management.seed(aHostedControlPlane({ spec: { autoNode: { provisionerConfig: { karpenter: { aws: null } } } } }));
+    await topology.reportStatus(report('False', 'False', 'True'), undefined);
+    const c = ((await management.get(HCP_REF))?.status as { conditions: Condition[] }).conditions[0];
+    expect(c).toMatchObject({ type: AUTONODE_CONDITION, status: 'False', reason: 'AutoNodeDegraded' });
+  });
+});
