@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { TransientError } from '../../errors.js';
 import type { ClusterFacts } from '../../model/cluster.js';
 import type { InstanceInfo } from '../../ports/cloud-provider.js';
@@ -87,8 +87,8 @@ describe('InstanceLookup refresh-ahead', () => {
     cloud.removeInstance('i-1');
     // Still fresh: answered from the cache at once, while a refresh goes out.
     expect((await lookup.lookup(['i-1'])).has('i-1')).toBe(true);
-    await new Promise((r) => setTimeout(r, 20));
-    expect(cloud.callsOf('describeInstances')).toHaveLength(2);
+    await vi.waitFor(() => expect(cloud.callsOf('describeInstances')).toHaveLength(2));
+    await vi.waitFor(() => expect(lookup.lastSeen(['i-1']).size).toBe(0));
     // The refresh saw it gone: "not found" from now on, without another call.
     expect((await lookup.lookup(['i-1'])).has('i-1')).toBe(false);
     expect(cloud.callsOf('describeInstances')).toHaveLength(2);
@@ -115,9 +115,8 @@ describe('InstanceLookup prefetch', () => {
     await lookup.lookup(['i-1']);
     lookup.prefetch(['i-1', 'i-2']);
     lookup.prefetch(['i-3']);
-    await new Promise((r) => setTimeout(r, 20));
+    await vi.waitFor(() => expect([...lookup.lastSeen(['i-2', 'i-3']).keys()]).toEqual(['i-2', 'i-3']));
     expect(calls()).toEqual([['i-1'], ['i-2', 'i-3']]);
-    expect([...lookup.lastSeen(['i-2', 'i-3']).keys()]).toEqual(['i-2', 'i-3']);
   });
 
   it('collects prefetches for the longer window, and sends them at once when a caller needs one', async () => {
@@ -142,8 +141,8 @@ describe('InstanceLookup touch', () => {
     clock.advance(21_000);
     lookup.touch(['i-1', 'i-2', 'i-3']);
     await lookup.lookup(['i-1']); // in the window: one sweep refreshes every touched entry
-    await new Promise((r) => setTimeout(r, 20));
-    expect(cloud.callsOf('describeInstances').map((c) => c.args[0])).toEqual([['i-1', 'i-2', 'i-3'], ['i-1', 'i-2', 'i-3']]);
+    await vi.waitFor(() => expect(cloud.callsOf('describeInstances').map((c) => c.args[0])).toEqual([['i-1', 'i-2', 'i-3'], ['i-1', 'i-2', 'i-3']]));
+    await new Promise((r) => setTimeout(r, 10)); // the refreshed answers are written after the call returns
     clock.advance(15_000); // past the first expiry
     expect((await lookup.lookup(['i-3'])).size).toBe(1);
     expect(cloud.callsOf('describeInstances')).toHaveLength(2);

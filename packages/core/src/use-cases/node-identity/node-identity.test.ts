@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { webcrypto } from 'node:crypto';
 import { Pkcs10CertificateRequestGenerator, SubjectAlternativeNameExtension, type JsonGeneralName } from '@peculiar/x509';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { TransientError } from '../../errors.js';
 import type { ClusterFacts } from '../../model/cluster.js';
 import type { KubeObject } from '../../model/kube.js';
@@ -313,7 +313,8 @@ describe('certificatesigningrequest.node-identity', () => {
     const w = world({ prefetchWindowMs: 10 });
     w.cloud.setInstances([anInstance(30), anInstance(31)]);
     for (const i of [30, 31]) w.reconciler.keysFor(w.store.seed(aNodeClaim(i)));
-    await new Promise((r) => setTimeout(r, 30));
+    await vi.waitFor(() => expect(w.cloud.callsOf('describeInstances')).toHaveLength(1));
+    await new Promise((r) => setTimeout(r, 10)); // answers are cached once the call returns
     expect(w.cloud.callsOf('describeInstances').map((c) => c.args[0])).toEqual([[idOf(30), idOf(31)]]);
 
     w.clock.advance(5 * 60_000); // the kubelet asks minutes later, past the TTL
