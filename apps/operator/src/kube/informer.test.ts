@@ -242,6 +242,19 @@ describe('Informer', () => {
     expect(seen).toEqual(['a@5']);
   });
 
+  it.each([
+    { name: 'its group is not served', discovery: () => { throw apiError(404, 'the server could not find the requested resource'); } },
+    { name: 'its group is served without it', discovery: { kind: 'APIResourceList', resources: [{ name: 'others', kind: 'Other', namespaced: false }] } },
+  ])('a kind outside the known table whose CRD is not installed is synced and empty: $name', async ({ discovery }) => {
+    const { transport, informer } = setup({}, { type: { apiVersion: 'karpenter.azure.com/v1beta1', kind: 'AKSNodeClass' } });
+    transport.once({ verb: 'discovery' }, discovery);
+    informer.start();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(informer.hasSynced()).toBe(true);
+    expect(informer.list()).toEqual([]);
+    expect(lists(transport)).toEqual([]);
+  });
+
   it('stop ends the watch and no further requests are made', async () => {
     const { transport, informer } = setup();
     transport.on({ verb: 'list' }, listOf('10', []));

@@ -1,5 +1,6 @@
 import {
   describeError,
+  isNotFoundError,
   noopMetrics,
   silentLogger,
   systemClock,
@@ -299,7 +300,9 @@ export class Informer implements SharedInformer {
           this.logger.info('watch expired (410 Gone); relisting');
           continue;
         }
-        if (httpStatusOf(e) === 404) {
+        // 404 from the list, or NotFoundError from discovery (a kind outside the known table, e.g. a
+        // provider's NodeClass whose CRD is not installed: the Azure stub's AKSNodeClass).
+        if (httpStatusOf(e) === 404 || isNotFoundError(e)) {
           // The kind is not served (yet): its CRD is one the operator installs, or was deleted. That is an
           // empty, synced cache, so start-up does not wait for it; poll briefly until the kind appears.
           this.resourceVersion = '';
