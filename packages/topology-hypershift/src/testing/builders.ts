@@ -41,6 +41,8 @@ export interface IgnitionSecretOptions {
   arm64Ami?: string;
   createdAt?: string;
   token?: boolean;
+  /** No AMI label at all. */
+  noAmi?: boolean;
 }
 
 /** A Secret the ignition generator would write for `nodeClass` (default `default`). */
@@ -48,7 +50,7 @@ export function anIgnitionSecret(o: IgnitionSecretOptions = {}): KubeObject {
   const namespace = o.namespace ?? HCP_NAMESPACE;
   const labels: Record<string, string> = { [IgnitionLabels.managedByKarpenter]: 'true' };
   if (o.ami !== undefined) labels[IgnitionLabels.ami] = o.ami;
-  else if (o.arm64Ami === undefined) labels[IgnitionLabels.ami] = 'ami-0123456789abcdef0';
+  else if (o.arm64Ami === undefined && !o.noAmi) labels[IgnitionLabels.ami] = 'ami-0123456789abcdef0';
   if (o.arm64Ami !== undefined) labels[IgnitionLabels.arm64Ami] = o.arm64Ami;
   const annotations: Record<string, string> = { [IgnitionAnnotations.nodePool]: nodePoolAnnotationFor(namespace, o.nodeClass ?? 'default') };
   if (o.token) annotations[IgnitionAnnotations.ignitionConfig] = 'true';
