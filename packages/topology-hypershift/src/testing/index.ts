@@ -1,0 +1,9 @@
+export {
+  aHostedControlPlane,
+  anIgnitionSecret,
+  HCP_NAME,
+  HCP_NAMESPACE,
+  INFRA_ID,
+  ROLE_ARN,
+  type IgnitionSecretOptions,
+} from './builders.js';
