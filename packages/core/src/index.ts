@@ -32,3 +32,5 @@ export * from './use-cases/default-nodeclass/protected-fields.js';
 export * from './use-cases/node-identity/node-identity.js';
 export * from './use-cases/node-config/node-config.js';
 export * from './use-cases/node-config/render.js';
+export * from './policy/csr.js';
+export * from './policy/csr-parse.js';

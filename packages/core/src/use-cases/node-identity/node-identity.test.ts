@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { webcrypto } from 'node:crypto';
 import { Pkcs10CertificateRequestGenerator, SubjectAlternativeNameExtension, type JsonGeneralName } from '@peculiar/x509';
-import { beforeAll, describe, expect, it, vi } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { TransientError } from '../../errors.js';
 import type { ClusterFacts } from '../../model/cluster.js';
 import type { KubeObject } from '../../model/kube.js';
@@ -284,44 +284,6 @@ describe('certificatesigningrequest.node-identity', () => {
     expect(await w.reconciler.reconcile('foreign')).toEqual({});
     expect(w.events.events).toEqual([]);
     expect(await w.reconciler.resyncKeys()).toEqual(['serving-8']);
-  });
-
-  it('looks up fresh only the instance named like the CSR once the others are known, never trusting a stale one', async () => {
-    const w = world();
-    for (const i of [20, 21, 22]) {
-      w.store.seed(aNodeClaim(i));
-      w.cloud.putInstance(anInstance(i));
-    }
-    w.clock.advance(60_000);
-    for (const i of [20, 21, 22]) w.store.seed(await aClientCsr(`csr-${i}`, dnsOf(i)));
-
-    await w.reconciler.reconcile('csr-20');
-    expect(w.cloud.callsOf('describeInstances').map((c) => c.args[0])).toEqual([[idOf(20), idOf(21), idOf(22)]]);
-
-    // Past the TTL (30 s), the instance of csr-21 was terminated: its fresh state decides, not the last one seen.
-    w.clock.advance(31_000);
-    w.cloud.putInstance(anInstance(21, { state: 'terminated' }));
-    expect(await w.reconciler.reconcile('csr-21')).toEqual({});
-    expect(w.cloud.callsOf('describeInstances').map((c) => c.args[0])).toEqual([[idOf(20), idOf(21), idOf(22)], [idOf(21)]]);
-    expect(w.events.events.find((e) => e.regarding.name === 'csr-21')?.reason).toBe('InstanceNotRunning');
-
-    await w.reconciler.reconcile('csr-22');
-    expect(w.approvals()).toEqual(['csr-20', 'csr-22']);
-  });
-
-  it('learns the instance of a launched NodeClaim ahead of its CSR, then checks only that one fresh', async () => {
-    const w = world({ prefetchWindowMs: 10 });
-    w.cloud.setInstances([anInstance(30), anInstance(31)]);
-    for (const i of [30, 31]) w.reconciler.keysFor(w.store.seed(aNodeClaim(i)));
-    await vi.waitFor(() => expect(w.cloud.callsOf('describeInstances')).toHaveLength(1));
-    await new Promise((r) => setTimeout(r, 10)); // answers are cached once the call returns
-    expect(w.cloud.callsOf('describeInstances').map((c) => c.args[0])).toEqual([[idOf(30), idOf(31)]]);
-
-    w.clock.advance(5 * 60_000); // the kubelet asks minutes later, past the TTL
-    w.store.seed(await aClientCsr('csr-31', dnsOf(31)));
-    expect(await w.reconciler.reconcile('csr-31')).toEqual({});
-    expect(w.approvals()).toEqual(['csr-31']);
-    expect(w.cloud.callsOf('describeInstances').map((c) => c.args[0])).toEqual([[idOf(30), idOf(31)], [idOf(31)]]);
   });
 
   it('approves a burst of 200 client CSRs with fewer than 10 DescribeInstances calls', async () => {

@@ -73,8 +73,6 @@ export interface NodeIdentityLimits {
   instanceNegativeCacheTtlMs?: number;
   /** Found instances used this close to expiry are refreshed in the background (0: never). */
   instanceRefreshAheadMs?: number;
-  /** How long instances of newly launched NodeClaims are collected before one background lookup. */
-  prefetchWindowMs?: number;
   /** How long instance IDs are collected before one DescribeInstances call. */
   lookupBatchWindowMs?: number;
   lookupMaxBatchSize?: number;
@@ -105,14 +103,12 @@ export interface NodeIdentityDeps {
 const Defaults = {
   maxPendingBase: 100,
   waitRequeueMs: 5_000,
-  instanceCacheTtlMs: 30_000,
+  instanceCacheTtlMs: 15_000,
   instanceNegativeCacheTtlMs: 3_000,
   lookupBatchWindowMs: 5,
   // EC2 takes at most 200 values per filter; batches of that size run in parallel.
   lookupMaxBatchSize: 200,
-  // Half the TTL: one sweep realigns every entry in use, so refreshes go out in few full batches.
-  instanceRefreshAheadMs: 15_000,
-  prefetchWindowMs: 1_000,
+  instanceRefreshAheadMs: 4_000,
   snapshotTtlMs: 1_000,
 } as const;
 
@@ -192,7 +188,6 @@ export class NodeIdentityReconciler implements Reconciler {
       batchWindowMs: l.lookupBatchWindowMs ?? Defaults.lookupBatchWindowMs,
       maxBatchSize: l.lookupMaxBatchSize ?? Defaults.lookupMaxBatchSize,
       refreshAheadMs: l.instanceRefreshAheadMs ?? Defaults.instanceRefreshAheadMs,
-      prefetchWindowMs: l.prefetchWindowMs ?? Defaults.prefetchWindowMs,
       ...(l.schedule ? { schedule: l.schedule } : {}),
     });
     const ttl = l.snapshotTtlMs ?? Defaults.snapshotTtlMs;
@@ -215,14 +210,7 @@ export class NodeIdentityReconciler implements Reconciler {
     }
     if (obj.kind === Types.NodeClaim.kind) {
       this.claims.invalidate();
-      const status = obj.status as { nodeName?: unknown; providerID?: unknown } | undefined;
-      const nodeName = status?.nodeName;
-      // The instance exists minutes before its kubelet asks for a certificate: learn it now, in the
-      // background, so the CSR needs only a fresh look at that one instance.
-      if (typeof status?.providerID === 'string' && !nodeName) {
-        const id = this.deps.cloud.instanceIdFromProviderId(status.providerID);
-        if (id && !this.lookup.lastSeen([id]).size) this.lookup.prefetch([id]);
-      }
+      const nodeName = (obj.status as { nodeName?: unknown } | undefined)?.nodeName;
       const registered = typeof nodeName === 'string' && nodeName ? normalizeDns(nodeName) : undefined;
       // A NodeClaim change (providerID set, registered, deleted) can only unblock CSRs that are waiting
       // or not decided yet, or those of the node it registered.
@@ -254,8 +242,7 @@ export class NodeIdentityReconciler implements Reconciler {
     const claims = await this.deps.store.list(Types.NodeClaim);
     const claimKeys = new Set(claims.map((c) => c.metadata.uid ?? c.metadata.name));
     for (const k of [...this.approvedHere.keys()]) if (!claimKeys.has(k)) this.approvedHere.delete(k);
-    const instanceIds = claims.map((c) => csrNodeClaimView(c, (p) => this.deps.cloud.instanceIdFromProviderId(p)).instanceId);
-    this.lookup.prune(new Set(instanceIds.filter((id): id is string => id !== undefined)));
+    this.lookup.prune();
     return keys;
   }
 
@@ -289,31 +276,17 @@ export class NodeIdentityReconciler implements Reconciler {
     const nodeClaims = claims.views;
 
     const isClient = pre.kind === 'client';
-    // A client CSR could come from any NodeClaim not registered yet. A private DNS name never changes
-    // during an instance's life, so instances seen before (fresh or not) whose name is another one need
-    // no fresh lookup: only the candidate(s) with this name, and those never seen, are looked up fresh.
-    // The rest are passed as last seen, which is enough to prove they are not this node.
-    const asked = normalizeDns(pre.nodeName);
-    const seen = isClient ? this.lookup.lastSeen(claims.unregisteredInstanceIds) : new Map<string, InstanceInfo>();
     const wanted = isClient
-      ? claims.unregisteredInstanceIds.filter((id) => {
-          const dns = seen.get(id)?.privateDnsName;
-          return !dns || normalizeDns(dns) === asked;
-        })
+      ? claims.unregisteredInstanceIds
       : ownersOf(nodeClaims, nodes[0], pre.nodeName).flatMap((nc) => (nc.instanceId ? [nc.instanceId] : []));
-    // Every candidate stays needed while CSRs may still come for it: keep them warm in the background.
-    if (isClient) this.lookup.touch(claims.unregisteredInstanceIds);
-    let fresh: Map<string, InstanceInfo>;
+    let instances: Map<string, InstanceInfo>;
     try {
-      fresh = await this.lookup.lookup(wanted);
+      instances = await this.lookup.lookup(wanted);
     } catch (e) {
       // No approval without proof; the typed error goes to the queue, which backs off and retries.
       log.warn('instance lookup failed', { node: pre.nodeName, instances: wanted.length, error: describeError(e) });
       throw e;
     }
-    const instances = new Map(seen);
-    for (const id of wanted) instances.delete(id);
-    for (const [id, info] of fresh) instances.set(id, info);
 
     const pendingCount = csrs.pending.filter((n) => !this.lastDecision.get(n)?.startsWith('ignore/')).length;
     const input = {
