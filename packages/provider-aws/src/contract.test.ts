@@ -1,13 +1,16 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterAll } from 'vitest';
 import { describeCloudProviderContract } from '@karpenter-operator/core/testing';
 import { AwsCloudProvider } from './aws-cloud-provider.js';
 import { aDiscoveryInput, aFacts, KARPENTER_AWS_CRDS_DIR } from './testing/index.js';
 
 // Dummy static keys: the SDK signs before it connects, so "unreachable" must get past credentials.
+const dir = mkdtempSync(join(tmpdir(), 'aws-contract-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const credentialsFile = (): string => {
-  const file = join(mkdtempSync(join(tmpdir(), 'aws-contract-')), 'credentials');
+  const file = join(dir, 'credentials');
   writeFileSync(file, '[default]\naws_access_key_id = AKIAEXAMPLE\naws_secret_access_key = example\n');
   return file;
 };
