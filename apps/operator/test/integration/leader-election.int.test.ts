@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyObject, deleteObject, getObject, waitFor } from '@karpenter-operator/testkit';
 import { testCluster } from '@karpenter-operator/testkit/vitest';
-import { credentialsFileText, installManifests, OPERATOR_NS, startOperator, type OperatorProcess } from '../support/operator-process.js';
+import { credentialsFileText, installManifests, OPERATOR_NS, resetOperatorWorld, startOperator, type OperatorProcess } from '../support/operator-process.js';
 
 const cluster = testCluster();
 const kc = () => cluster.kubeConfig();
@@ -14,6 +14,7 @@ describe('two operator replicas with leader election', () => {
 
   beforeAll(async () => {
     await installManifests(cluster);
+    await resetOperatorWorld(cluster);
     await applyObject(kc(), {
       apiVersion: 'v1',
       kind: 'Secret',
@@ -31,6 +32,7 @@ describe('two operator replicas with leader election', () => {
       await waitFor('teardown to finish', async () => (await getObject(kc(), 'autoscaling.openshift.io/v1alpha1', 'Karpenter', 'default')) === undefined, { timeoutMs: 60_000 }).catch(() => {});
     }
     await Promise.all(procs.map((p) => p.stop()));
+    await resetOperatorWorld(cluster);
   }, 120_000);
 
   it('exactly one replica leads; both are ready; the Lease names the leader', async () => {

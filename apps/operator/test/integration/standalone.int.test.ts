@@ -5,7 +5,7 @@ import { createKubeletClientCsr } from '@karpenter-operator/testkit';
 import { DeleteSubnetCommand, DescribeInstancesCommand, EC2Client, RunInstancesCommand, TerminateInstancesCommand } from '@aws-sdk/client-ec2';
 import { CertificatesV1Api, KubeConfig } from '@kubernetes/client-node';
 import { adminRequest, clusterOperator, conditionOf } from '../support/k8s.js';
-import { credentialsFileText, installManifests, OPERATOR_NS, OPERATOR_USER, RELEASE, REPO, startOperator, type OperatorProcess } from '../support/operator-process.js';
+import { credentialsFileText, installManifests, OPERATOR_NS, OPERATOR_USER, RELEASE, REPO, resetOperatorWorld, startOperator, type OperatorProcess } from '../support/operator-process.js';
 
 const cluster = testCluster();
 const kc = () => cluster.kubeConfig();
@@ -31,6 +31,7 @@ const operandAvailable = async () => {
 describe('standalone operator on a real cluster, as its ServiceAccount', () => {
   beforeAll(async () => {
     await installManifests(cluster);
+    await resetOperatorWorld(cluster);
     op = await startOperator(cluster, { name: 'karpenter-operator-a' });
   }, 180_000);
 

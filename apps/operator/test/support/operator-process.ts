@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { applyManifests, freePort, waitFor, type ClusterClient, type KubeObj } from '@karpenter-operator/testkit';
+import { applyManifests, deleteObject, freePort, getObject, kubeRequest, waitFor, type ClusterClient, type KubeObj } from '@karpenter-operator/testkit';
 
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../../../..');
 export const OPERATOR_NS = 'openshift-karpenter';
@@ -111,4 +111,25 @@ export async function startOperator(cluster: ClusterClient, opts: StartOptions =
     { timeoutMs: 60_000, abort: () => (exited ? `operator exited:\n${out.slice(-4000)}` : undefined) },
   );
   return handle;
+}
+
+/**
+ * Puts the shared cluster back to "operator never ran" for the objects the operator suites assert on, so
+ * that files can run in any order: no Karpenter CR (finalizers dropped: no operator may be running), no
+ * operand Deployment, no credentials Secret.
+ */
+export async function resetOperatorWorld(cluster: ClusterClient): Promise<void> {
+  const kc = cluster.kubeConfig();
+  const cr = await getObject(kc, 'autoscaling.openshift.io/v1alpha1', 'Karpenter', 'default');
+  if (cr) {
+    await kubeRequest(kc, 'PATCH', '/apis/autoscaling.openshift.io/v1alpha1/karpenters/default', { body: { metadata: { finalizers: null } }, contentType: 'application/merge-patch+json' });
+    await deleteObject(kc, 'autoscaling.openshift.io/v1alpha1', 'Karpenter', 'default');
+  }
+  await deleteObject(kc, 'apps/v1', 'Deployment', 'karpenter', OPERATOR_NS).catch(() => false);
+  await deleteObject(kc, 'v1', 'Secret', 'karpenter-cloud-credentials', OPERATOR_NS).catch(() => false);
+  await waitFor('the shared world to be reset', async () =>
+    !(await getObject(kc, 'autoscaling.openshift.io/v1alpha1', 'Karpenter', 'default')) &&
+    !(await getObject(kc, 'apps/v1', 'Deployment', 'karpenter', OPERATOR_NS)) &&
+    !(await getObject(kc, 'v1', 'Secret', 'karpenter-cloud-credentials', OPERATOR_NS)),
+  { timeoutMs: 30_000 });
 }
