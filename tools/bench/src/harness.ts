@@ -184,7 +184,10 @@ export async function startOperator(ctx: BenchContext, opts: OperatorOptions): P
   const { sup, kubeconfig, creds } = await operatorEnv(ctx);
   const metricsPort = await freePort();
   const healthPort = await freePort();
+  // KO_BENCH_CPU_PROF=1: each operator process writes a V8 CPU profile into the run's log directory on exit.
+  const prof = process.env.KO_BENCH_CPU_PROF === '1' ? ['--cpu-prof', `--cpu-prof-dir=${join(ctx.logDir, 'profiles')}`, `--cpu-prof-name=${opts.name}.cpuprofile`] : [];
   const args = [
+    ...prof,
     join(ctx.root, 'apps/operator/dist/main.js'),
     'run',
     `--namespace=${OPERATOR_NS}`,
