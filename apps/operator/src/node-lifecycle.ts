@@ -30,7 +30,7 @@ export interface NodeLifecycleInputs {
 /** The default NodeClass, MachineConfigPools and CSR approval: they run only while Karpenter does. */
 export function nodeLifecycleReconcilers(i: NodeLifecycleInputs): Reconciler[] {
   const store = i.topology.workloadStore;
-  const gate = (r: Reconciler) => whileKarpenterRuns(r, { topology: i.topology, cloud: i.cloud });
+  const gate = (r: Reconciler) => whileKarpenterRuns(r, { topology: i.topology, cloud: i.cloud, clock: i.clock });
   return [
     gate(
       new DefaultNodeClassReconciler({

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyObject, deleteObject, getObject, listObjects, waitFor } from '@karpenter-operator/testkit';
 import { testCluster, seededWorld } from '@karpenter-operator/testkit/vitest';
 import { createKubeletClientCsr } from '@karpenter-operator/testkit';
-import { DeleteSubnetCommand, DescribeInstancesCommand, EC2Client, RunInstancesCommand, TerminateInstancesCommand } from '@aws-sdk/client-ec2';
+import { CreateSubnetCommand, DeleteSubnetCommand, DescribeInstancesCommand, EC2Client, RunInstancesCommand, TerminateInstancesCommand } from '@aws-sdk/client-ec2';
 import { CertificatesV1Api, KubeConfig } from '@kubernetes/client-node';
 import { adminRequest, clusterOperator, conditionOf } from '../support/k8s.js';
 import { credentialsFileText, installManifests, OPERATOR_NS, OPERATOR_USER, RELEASE, REPO, resetOperatorWorld, startOperator, type OperatorProcess } from '../support/operator-process.js';
@@ -163,7 +163,8 @@ describe('standalone operator on a real cluster, as its ServiceAccount', () => {
     await waitFor('userData reverted', async () => (await ncSpec()).userData?.includes('22623/config/'), { timeoutMs: 15_000 });
     expect((await ncSpec()).tags?.team).toBe('payments');
 
-    const newAmi = 'ami-0fedcba9876543210';
+    // Another AMI the emulator really has (verification checks that referenced AMIs exist).
+    const newAmi = world.facts.amis.aarch64;
     for (const name of ms) {
       const r = await adminRequest(
         cluster,
@@ -341,17 +342,35 @@ describe('standalone operator on a real cluster, as its ServiceAccount', () => {
   it('deleting a subnet the default NodeClass selects turns verification False and Degraded names it', async () => {
     const world = seededWorld();
     const ec2 = new EC2Client(cluster.ec2Config());
-    const zone = world.facts.zones[2]!;
-    const subnetId = world.ec2!.privateSubnetIds[zone]!;
+    // A subnet of this test's own (the seeded ones are shared with other files), added by the user to
+    // `default` (subnetSelectorTerms belong to the user once created).
+    const created = await ec2.send(
+      new CreateSubnetCommand({
+        VpcId: world.ec2!.vpcId,
+        CidrBlock: '10.0.240.0/24',
+        AvailabilityZone: world.facts.zones[0],
+        TagSpecifications: [{ ResourceType: 'subnet', Tags: [{ Key: world.facts.clusterTagKey, Value: 'owned' }, { Key: 'Name', Value: 'demo-x7k2p-subnet-extra' }] }],
+      }),
+    );
+    const subnetId = created.Subnet!.SubnetId!;
+    const ncPath = '/apis/karpenter.k8s.aws/v1/ec2nodeclasses/default';
+    const terms = (await ncSpec()).subnetSelectorTerms!;
+    await adminRequest(cluster, 'PATCH', ncPath, { spec: { subnetSelectorTerms: [...terms, { id: subnetId }] } }, 'application/merge-patch+json');
+    await new Promise((r) => setTimeout(r, 2_000));
+    expect(conditionOf(await clusterOperator(cluster), 'Degraded')?.status).toBe('False');
+
     await ec2.send(new DeleteSubnetCommand({ SubnetId: subnetId }));
     // Verification runs on a change of the NodeClass or every 5 minutes: a user edit is a change.
-    await adminRequest(cluster, 'PATCH', '/apis/karpenter.k8s.aws/v1/ec2nodeclasses/default', { spec: { tags: { team: 'payments', rev: '2' } } }, 'application/merge-patch+json');
+    await adminRequest(cluster, 'PATCH', ncPath, { spec: { tags: { team: 'payments', rev: '2' } } }, 'application/merge-patch+json');
     const degraded = await waitFor('Degraded naming the subnet', async () => {
       const c = conditionOf(await clusterOperator(cluster), 'Degraded');
-      return c?.status === 'True' && c.message.includes('subnetSelectorTerms') ? c : undefined;
+      return c?.status === 'True' && c.message.includes(subnetId) ? c : undefined;
     }, { timeoutMs: 30_000 });
-    expect(degraded.message).toContain(world.facts.privateSubnets[2]!.name);
     expect(degraded.reason).toBe('InvalidReferences');
+    expect(degraded.message).toContain('subnetSelectorTerms');
+
+    await adminRequest(cluster, 'PATCH', ncPath, { spec: { subnetSelectorTerms: terms } }, 'application/merge-patch+json');
+    await waitFor('Degraded cleared once the term is gone', async () => conditionOf(await clusterOperator(cluster), 'Degraded')?.status === 'False', { timeoutMs: 30_000 });
   });
 
   it('deleting the CR removes NodePools, then NodeClaims, then the operand, and releases the finalizer', async () => {

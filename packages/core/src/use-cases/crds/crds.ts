@@ -29,12 +29,24 @@ export function desiredCrds(cloud: CloudProvider): KubeObject[] {
   }));
 }
 
+const crdNames = new WeakMap<CloudProvider, string[]>();
+
+/** The runtime CRD names of a provider, computed once (its `crds()` copies large schemas on every call). */
+export function runtimeCrdNames(cloud: CloudProvider): string[] {
+  let names = crdNames.get(cloud);
+  if (!names) {
+    names = cloud.crds().map((c) => c.metadata.name);
+    crdNames.set(cloud, names);
+  }
+  return names;
+}
+
 /** Names of the runtime CRDs that are not Established yet (absent counts). */
 export async function pendingCrds(topology: Topology, cloud: CloudProvider): Promise<string[]> {
   const pending: string[] = [];
-  for (const crd of cloud.crds()) {
-    const cur = await topology.workloadStore.get({ ...Types.CustomResourceDefinition, name: crd.metadata.name });
-    if (!crdEstablished(cur)) pending.push(crd.metadata.name);
+  for (const name of runtimeCrdNames(cloud)) {
+    const cur = await topology.workloadStore.get({ ...Types.CustomResourceDefinition, name });
+    if (!crdEstablished(cur)) pending.push(name);
   }
   return pending;
 }
