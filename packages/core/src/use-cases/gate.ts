@@ -1,9 +1,9 @@
-import { isInvalidInputError, isUnsupportedPlatformError } from '../errors.js';
+import { isInvalidInputError } from '../errors.js';
 import type { Clock } from '../ports/clock.js';
 import type { CloudProvider } from '../ports/cloud-provider.js';
 import type { Topology } from '../ports/topology.js';
 import type { Reconciler, Result } from '../runtime/reconciler.js';
-import { pendingCrds } from './crds/crds.js';
+import { activeRequest, pendingCrds } from './crds/crds.js';
 
 /**
  * Runs `inner` only while Karpenter is requested, not being torn down, supported on this platform, and its
@@ -29,13 +29,13 @@ export function whileKarpenterRuns(inner: Reconciler, deps: { topology: Topology
     async reconcile(key: string): Promise<Result> {
       let request;
       try {
-        request = await deps.topology.readRequest();
-        deps.cloud.assertSupported();
+        request = await activeRequest(deps.topology, deps.cloud);
       } catch (e) {
-        if (isInvalidInputError(e) || isUnsupportedPlatformError(e)) return {};
+        // A malformed request is reported by the status use-case; nothing here can act on it.
+        if (isInvalidInputError(e)) return {};
         throw e;
       }
-      if (!request || request.deleting) return {};
+      if (!request) return {};
       if (!(await crdsReady())) return { requeueAfterMs: 2000 };
       return inner.reconcile(key);
     },

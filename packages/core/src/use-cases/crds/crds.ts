@@ -1,4 +1,5 @@
 import { isUnsupportedPlatformError } from '../../errors.js';
+import type { KarpenterRequest } from '../../model/cluster.js';
 import type { KubeObject } from '../../model/kube.js';
 import { Types } from '../../model/kube.js';
 import { Names } from '../../model/names.js';
@@ -27,6 +28,22 @@ export function desiredCrds(cloud: CloudProvider): KubeObject[] {
     metadata: { name: crd.metadata.name, labels: { [Names.managedLabel]: 'true' } },
     spec: crd.spec,
   }));
+}
+
+/**
+ * The request to run Karpenter when it should run now: present, not being torn down, and on a platform its
+ * provider supports; otherwise undefined. A malformed request throws (`InvalidInputError`) like `readRequest`.
+ */
+export async function activeRequest(topology: Topology, cloud: CloudProvider): Promise<KarpenterRequest | undefined> {
+  const request = await topology.readRequest();
+  if (!request || request.deleting) return undefined;
+  try {
+    cloud.assertSupported();
+  } catch (e) {
+    if (isUnsupportedPlatformError(e)) return undefined;
+    throw e;
+  }
+  return request;
 }
 
 const crdNames = new WeakMap<CloudProvider, string[]>();
@@ -77,14 +94,7 @@ export class CrdsReconciler implements Reconciler {
 
   async reconcile(): Promise<Result> {
     const { topology, cloud } = this.deps;
-    const request = await topology.readRequest();
-    if (!request || request.deleting) return {};
-    try {
-      cloud.assertSupported();
-    } catch (e) {
-      if (isUnsupportedPlatformError(e)) return {};
-      throw e;
-    }
+    if (!(await activeRequest(topology, cloud))) return {};
     for (const crd of desiredCrds(cloud)) await topology.workloadStore.apply(crd);
     const pending = await pendingCrds(topology, cloud);
     // Established follows within a second or two; the CRD watch usually wakes us first.

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { isInvalidInputError, isUnsupportedPlatformError } from '../../errors.js';
+import { isInvalidInputError } from '../../errors.js';
 import type { OperatorSettings } from '../../model/cluster.js';
 import type { KubeObject } from '../../model/kube.js';
 import { Types } from '../../model/kube.js';
@@ -12,7 +12,7 @@ import type { EventRecorder } from '../../ports/event-recorder.js';
 import type { Logger } from '../../ports/logger.js';
 import type { Topology } from '../../ports/topology.js';
 import type { Reconciler, Result, Watch } from '../../runtime/reconciler.js';
-import { pendingCrds } from '../crds/crds.js';
+import { activeRequest, pendingCrds } from '../crds/crds.js';
 
 export const OPERAND_KEY = 'operand';
 
@@ -70,15 +70,9 @@ export class OperandReconciler implements Reconciler {
 
   async reconcile(): Promise<Result> {
     const { topology, cloud, settings } = this.deps;
-    const request = await topology.readRequest();
     // Removal is the teardown use-case's job, in order; the ownerRef lets GC finish it.
-    if (!request || request.deleting) return {};
-    try {
-      cloud.assertSupported();
-    } catch (e) {
-      if (isUnsupportedPlatformError(e)) return {};
-      throw e;
-    }
+    const request = await activeRequest(topology, cloud);
+    if (!request) return {};
     let facts;
     try {
       facts = await topology.clusterFacts();
