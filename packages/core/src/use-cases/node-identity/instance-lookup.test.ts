@@ -94,3 +94,26 @@ describe('InstanceLookup refresh-ahead', () => {
     expect(cloud.callsOf('describeInstances')).toHaveLength(2);
   });
 });
+
+describe('InstanceLookup coalesced refresh', () => {
+  it('refreshes every found entry of a lookup together once one is due, in one call', async () => {
+    const clock = new FakeClock();
+    const ids = Array.from({ length: 50 }, (_, i) => `i-${i}`);
+    const cloud = new FakeCloudProvider({ instances: ids.map(inst), latencyMs: 1 });
+    const lookup = new InstanceLookup({ cloud, facts: async () => facts, clock, ttlMs: 60_000, negativeTtlMs: 3_000, batchWindowMs: 1, maxBatchSize: 200, refreshAheadMs: 30_000 });
+    // Entries learned at different times (a trickle of NodeClaims) would otherwise come due one by one.
+    for (const id of ids) {
+      await lookup.lookup([id]);
+      clock.advance(100);
+    }
+    expect(cloud.callsOf('describeInstances')).toHaveLength(50);
+    clock.advance(30_000 - 50 * 100 + 1); // the first entry is due now, the last one is not
+    for (let i = 0; i < 20; i++) {
+      expect((await lookup.lookup(ids)).size).toBe(50);
+      await new Promise((r) => setTimeout(r, 3));
+      clock.advance(100);
+    }
+    const refreshes = cloud.callsOf('describeInstances').slice(50).map((c) => (c.args[0] as string[]).length);
+    expect(refreshes).toEqual([50]);
+  });
+});

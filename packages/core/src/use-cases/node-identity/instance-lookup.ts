@@ -17,7 +17,8 @@ export interface InstanceLookupOptions {
   /**
    * A found instance used within this long of its expiry is refreshed in the background (it is still
    * served while fresh), so that under steady load entries do not all expire together and stall every
-   * caller behind one large lookup. 0 disables it.
+   * caller behind one large lookup. When one entry of a lookup is due, every found entry of that lookup
+   * is refreshed with it (the set asked for together is kept fresh together). 0 disables it.
    */
   refreshAheadMs?: number;
   /** Runs `fn` after `ms`; injectable so tests and other runtimes control the batching timer. */
@@ -56,19 +57,29 @@ export class InstanceLookup {
     const now = this.options.clock.now();
     const found = new Map<string, InstanceInfo>();
     const pending = new Map<Batch, string[]>();
+    const ahead = this.options.refreshAheadMs ?? 0;
+    /** Found and fresh, not in a call: refreshed together once any of them is near expiry. */
+    const refreshable: string[] = [];
+    let refreshDue = false;
     for (const id of new Set(ids)) {
       const cached = this.cache.get(id);
       if (cached && cached.expiresAt > now) {
         if (cached.info) {
           found.set(id, cached.info);
-          const ahead = this.options.refreshAheadMs ?? 0;
-          if (ahead > 0 && cached.expiresAt - now <= ahead && !this.inFlight.has(id)) this.enqueue(id);
+          if (ahead > 0 && !this.inFlight.has(id)) {
+            refreshable.push(id);
+            if (cached.expiresAt - now <= ahead) refreshDue = true;
+          }
         }
         continue;
       }
       const batch = this.inFlight.get(id) ?? this.enqueue(id);
       pending.set(batch, [...(pending.get(batch) ?? []), id]);
     }
+    // One refresh for the whole set asked for, not one per entry as each crosses the threshold: entries
+    // then keep expiring together, and a burst of lookups of the same candidates costs a few calls per TTL
+    // instead of a trickle of small ones.
+    if (refreshDue) for (const id of refreshable) this.enqueue(id);
     const results = await Promise.all([...pending.keys()].map((b) => b.promise));
     [...pending.values()].forEach((batchIds, i) => {
       for (const id of batchIds) {

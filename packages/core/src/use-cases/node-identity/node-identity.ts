@@ -103,12 +103,17 @@ export interface NodeIdentityDeps {
 const Defaults = {
   maxPendingBase: 100,
   waitRequeueMs: 5_000,
-  instanceCacheTtlMs: 15_000,
+  // What a found instance proves (its ID's private DNS name, the cluster tag, running) is reused for up
+  // to 60 s. The name of an instance never changes; a terminated instance's NodeClaim goes away with it
+  // and NodeClaims are read live; so the age adds no approval the policy would refuse a minute later.
+  instanceCacheTtlMs: 60_000,
   instanceNegativeCacheTtlMs: 3_000,
   lookupBatchWindowMs: 5,
   // EC2 takes at most 200 values per filter; batches of that size run in parallel.
   lookupMaxBatchSize: 200,
-  instanceRefreshAheadMs: 4_000,
+  // Refreshed in the background half-way: a slow cloud (tens of seconds per call under throttling)
+  // never makes a caller wait on an expired entry.
+  instanceRefreshAheadMs: 30_000,
   snapshotTtlMs: 1_000,
 } as const;
 
