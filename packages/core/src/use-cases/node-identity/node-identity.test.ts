@@ -286,6 +286,27 @@ describe('certificatesigningrequest.node-identity', () => {
     expect(await w.reconciler.resyncKeys()).toEqual(['serving-8']);
   });
 
+  it('looks new NodeClaims\' instances up ahead of their CSRs, batched, and none for registered or deleting ones', async () => {
+    const w = world();
+    for (let i = 0; i < 30; i++) w.cloud.putInstance(anInstance(i));
+    const claims = [
+      ...Array.from({ length: 30 }, (_, i) => aNodeClaim(i)),
+      aNodeClaim(40, { nodeName: dnsOf(40) }),
+      { ...aNodeClaim(41), metadata: { name: 'default-41', deletionTimestamp: isoNow(w.clock) } },
+      aNodeClaim(42, { providerID: null }),
+    ];
+    for (const nc of claims) w.reconciler.keysFor(w.store.seed(nc));
+    expect(w.describeCalls()).toBe(0);
+    await new Promise((r) => setTimeout(r, 1_100)); // the prefetch window
+    await new Promise((r) => setTimeout(r, 50));
+    expect(w.describeCalls()).toBe(1);
+    // The CSR of one of them then costs no call: its instance is in the cache.
+    const csr = w.store.seed(await aClientCsr('after-prefetch', dnsOf(3)));
+    for (const k of w.reconciler.keysFor(csr)) await w.reconciler.reconcile(k);
+    expect(w.approvals()).toEqual(['after-prefetch']);
+    expect(w.describeCalls()).toBe(1);
+  });
+
   it('approves a burst of 200 client CSRs with fewer than 10 DescribeInstances calls', async () => {
     const w = world();
     const n = 200;

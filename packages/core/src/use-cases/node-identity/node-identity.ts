@@ -76,6 +76,8 @@ export interface NodeIdentityLimits {
   /** How long instance IDs are collected before one DescribeInstances call. */
   lookupBatchWindowMs?: number;
   lookupMaxBatchSize?: number;
+  /** How long new NodeClaims' instance IDs are collected before they are looked up ahead of their CSRs. */
+  prefetchWindowMs?: number;
   /**
    * How long one listing of NodeClaims and CSRs serves concurrent reconciles. NodeClaim events drop it at
    * once; the CSR census (pending count, approved client CSRs) may lag by this much, which the in-process
@@ -114,6 +116,7 @@ const Defaults = {
   // Refreshed in the background half-way: a slow cloud (tens of seconds per call under throttling)
   // never makes a caller wait on an expired entry.
   instanceRefreshAheadMs: 30_000,
+  prefetchWindowMs: 1_000,
   snapshotTtlMs: 1_000,
 } as const;
 
@@ -135,7 +138,7 @@ interface ParsedCacheEntry {
 
 interface ClaimSnapshot {
   views: CsrNodeClaim[];
-  /** Instance IDs of NodeClaims not registered yet: the machines a client CSR may come from. */
+  /** Instance IDs of live NodeClaims not registered yet: the machines a client CSR may come from. */
   unregisteredInstanceIds: string[];
 }
 
@@ -217,6 +220,7 @@ export class NodeIdentityReconciler implements Reconciler {
       this.claims.invalidate();
       const nodeName = (obj.status as { nodeName?: unknown } | undefined)?.nodeName;
       const registered = typeof nodeName === 'string' && nodeName ? normalizeDns(nodeName) : undefined;
+      this.prefetchInstance(obj, registered);
       // A NodeClaim change (providerID set, registered, deleted) can only unblock CSRs that are waiting
       // or not decided yet, or those of the node it registered.
       return [...this.pending.entries()]
@@ -396,6 +400,17 @@ export class NodeIdentityReconciler implements Reconciler {
     this.pending.set(csr.metadata.name, nodeName ? { signer: view.signerName, nodeName } : { signer: view.signerName });
   }
 
+  /**
+   * A NodeClaim that got its instance and has no Node yet will send a client CSR within minutes: look its
+   * instance up now (batched with the others launched around it), so the CSR finds it in the cache.
+   */
+  private prefetchInstance(obj: AnyObject, registered: string | undefined): void {
+    if (registered || (obj.metadata as { deletionTimestamp?: unknown }).deletionTimestamp) return;
+    const providerId = (obj.status as { providerID?: unknown } | undefined)?.providerID;
+    const id = typeof providerId === 'string' && providerId ? this.deps.cloud.instanceIdFromProviderId(providerId) : undefined;
+    if (id) this.lookup.prefetch([id], this.deps.limits?.prefetchWindowMs ?? Defaults.prefetchWindowMs);
+  }
+
   private forget(name: string): void {
     this.pending.delete(name);
     this.lastDecision.delete(name);
@@ -411,7 +426,8 @@ export class NodeIdentityReconciler implements Reconciler {
   private async listClaims(): Promise<ClaimSnapshot> {
     const objects = await this.deps.store.list(Types.NodeClaim);
     const views = objects.map((o) => csrNodeClaimView(o, (p) => this.deps.cloud.instanceIdFromProviderId(p)));
-    return { views, unregisteredInstanceIds: views.filter((nc) => nc.instanceId && !nc.nodeName).map((nc) => nc.instanceId!) };
+    // A deleting NodeClaim never gets a client CSR approved (policy), so its instance is not worth a lookup.
+    return { views, unregisteredInstanceIds: views.filter((nc) => nc.instanceId && !nc.nodeName && !nc.deleting).map((nc) => nc.instanceId!) };
   }
 
   /** The census of kubelet CSRs (shared by concurrent reconciles). */
