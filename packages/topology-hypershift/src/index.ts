@@ -38,3 +38,4 @@ export {
 } from './ignition.js';
 export { autoNodeStatus, cpuCores, type AutoNodeStatus } from './status.js';
 export { hypershiftTopologyModule, HyperShiftTopologyId, type HyperShiftTopologyModuleOptions } from './module.js';
+export * from './adapter/index.js';
