@@ -1,2 +1,3 @@
 export { AutoNodeStatusReconciler, AUTONODE_STATUS_CONTROLLER, type AutoNodeStatusDeps } from './autonode-status.js';
 export { HcpFinalizerReconciler, HCP_FINALIZER_CONTROLLER, type HcpFinalizerDeps } from './finalizer.js';
+export { HcpDefaultNodeClassReconciler, HCP_DEFAULT_NODECLASS_CONTROLLER, EC2NODECLASS_CRD, ADAPTER_FIELD_MANAGER, type HcpDefaultNodeClassDeps } from './default-nodeclass.js';
