@@ -1,4 +1,4 @@
-import { TransientError, Types, type ClusterStore, type KubeObject } from '@karpenter-operator/core';
+import { Names, TransientError, Types, type ClusterStore, type KubeObject } from '@karpenter-operator/core';
 import { FakeClock, MemoryClusterStore, RecordingEvents } from '@karpenter-operator/core/testing';
 import { describe, expect, it } from 'vitest';
 import { HCP_KARPENTER_FINALIZER } from '../hcp.js';
@@ -120,5 +120,39 @@ describe('HcpFinalizerReconciler', () => {
     expect(events.events[0]!.message).toMatch(/may be orphaned/);
     // The HCP is gone once its last finalizer is.
     expect(await r.reconcile('demo')).toEqual({});
+  });
+
+  it('with a cached guest that still lists claims, a failing live probe releases both finalizers after the bound, with a Warning', async () => {
+    const management = new MemoryClusterStore([hcp({ finalizers: [Names.karpenterFinalizer, HCP_KARPENTER_FINALIZER, 'other'], deletionTimestamp: deletedAt })]);
+    const guest = new MemoryClusterStore([claim('c1', 'n1', '4')]);
+    const clock = new FakeClock();
+    const events = new RecordingEvents();
+    const probeGuest = async (): Promise<void> => {
+      throw new TransientError('connect ECONNREFUSED 127.0.0.1:6443');
+    };
+    const r = new HcpFinalizerReconciler({ management, guest, namespace: NS, clock, events, unreachableAfterMs: 5_000, probeGuest });
+    expect((await r.reconcile('demo')).requeueAfterMs).toBe(5_000);
+    expect(management.writes).toEqual([]);
+    clock.advance(5_000);
+    await r.reconcile('demo');
+    expect(management.writes.map((w) => w.body)).toEqual([{ metadata: { finalizers: ['other'] } }]);
+    expect(events.events.map((e) => [e.type, e.reason])).toEqual([['Warning', 'GuestUnreachable']]);
+    expect(events.events[0]!.message).toContain(Names.karpenterFinalizer);
+  });
+
+  it('AutoNode turned off: keeps the finalizer while the guest has NodeClaims, releases it once they are gone; a failing guest is an error, never a release', async () => {
+    const management = new MemoryClusterStore([hcp({ finalizers: [HCP_KARPENTER_FINALIZER], autoNode: false })]);
+    const guest = new MemoryClusterStore([claim('c1', 'n1', '4')]);
+    const events = new RecordingEvents();
+    const r = new HcpFinalizerReconciler({ management, guest, namespace: NS, clock: new FakeClock(), events, retryMs: 1_000 });
+    expect(await r.reconcile('demo')).toEqual({ requeueAfterMs: 1_000 });
+    expect(management.writes).toEqual([]);
+    const down = new HcpFinalizerReconciler({ management, guest: unreachable(), namespace: NS, clock: new FakeClock(), events, unreachableAfterMs: 0 });
+    await expect(down.reconcile('demo')).rejects.toThrow(/ECONNREFUSED/);
+    expect(management.writes).toEqual([]);
+    await guest.delete({ ...Types.NodeClaim, name: 'c1' });
+    await r.reconcile('demo');
+    expect(management.writes.map((w) => w.body)).toEqual([{ metadata: { finalizers: [] } }]);
+    expect(events.events.map((e) => e.reason)).toEqual(['FinalizerReleased']);
   });
 });

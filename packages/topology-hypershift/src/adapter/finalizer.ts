@@ -1,5 +1,6 @@
 import {
   isTransientError,
+  Names,
   Types,
   type Clock,
   type ClusterStore,
@@ -24,14 +25,21 @@ export interface HcpFinalizerDeps {
   unreachableAfterMs?: number;
   /** Requeue while waiting. Default 10 s. */
   retryMs?: number;
+  /**
+   * A live request to the guest API (not a cache read): throws `TransientError` when the guest cannot be
+   * reached. Cached lists keep answering with the last state when the guest is gone, so without a probe only
+   * list failures count.
+   */
+  probeGuest?: () => Promise<void>;
 }
 
 /**
  * `hostedcontrolplane.finalizer`: keeps `hypershift.openshift.io/karpenter-finalizer` on an AutoNode HCP.
- * On deletion it releases the finalizer only when the guest is gone: no NodePools and no NodeClaims left
- * (core's teardown in the operator deletes them in the normal case and drops its own finalizer), or the
- * guest API has failed with transport errors for longer than `unreachableAfterMs` — then with a Warning
- * event saying cloud resources may be orphaned.
+ * On deletion, or when AutoNode is turned off, it releases the finalizer only when the guest holds no
+ * Karpenter capacity: no NodePools and no NodeClaims left (core's teardown in the operator deletes them and
+ * drops its own finalizer). On deletion, when the guest API has failed with transport errors for longer than
+ * `unreachableAfterMs`, it releases its finalizer and the operator's teardown finalizer (a teardown against
+ * a guest that is gone cannot finish) with a Warning event saying cloud resources may be orphaned.
  */
 export class HcpFinalizerReconciler implements Reconciler {
   readonly name = HCP_FINALIZER_CONTROLLER;
@@ -70,39 +78,41 @@ export class HcpFinalizerReconciler implements Reconciler {
       return {}; // reported by the operator; the watch wakes us when it is fixed
     }
     const has = hcp.finalizers.includes(HCP_KARPENTER_FINALIZER);
-    if (!hcp.deleting) {
+    if (!hcp.deleting && hcp.autoNode) {
       this.failingSince.delete(hcp.ref.uid);
-      if (hcp.autoNode && !has) await management.patch(hcp.ref, { metadata: { finalizers: [...hcp.finalizers, HCP_KARPENTER_FINALIZER] } });
+      if (!has) await management.patch(hcp.ref, { metadata: { finalizers: [...hcp.finalizers, HCP_KARPENTER_FINALIZER] } });
       return {};
     }
     if (!has) return {};
     const retry = this.deps.retryMs ?? 10_000;
-    const release = () => management.patch(hcp.ref, { metadata: { finalizers: hcp.finalizers.filter((f) => f !== HCP_KARPENTER_FINALIZER) } });
+    const release = (drop: string[]) => management.patch(hcp.ref, { metadata: { finalizers: hcp.finalizers.filter((f) => !drop.includes(f)) } });
     let left: number;
     try {
+      if (hcp.deleting) await this.deps.probeGuest?.();
       const [pools, claims] = await Promise.all([guest.list(Types.NodePool), guest.list(Types.NodeClaim)]);
       left = pools.length + claims.length;
     } catch (e) {
-      if (!isTransientError(e)) throw e;
+      if (!isTransientError(e) || !hcp.deleting) throw e;
       const now = clock.now();
       const since = this.failingSince.get(hcp.ref.uid) ?? now;
       this.failingSince.set(hcp.ref.uid, since);
       const bound = this.deps.unreachableAfterMs ?? 5 * 60_000;
       if (now - since < bound) return { requeueAfterMs: Math.min(retry, bound - (now - since)) };
+      const dropped = [HCP_KARPENTER_FINALIZER, Names.karpenterFinalizer].filter((f) => hcp.finalizers.includes(f));
       events.record(
         hcp.ref,
         'Warning',
         'GuestUnreachable',
-        `guest API unreachable for ${Math.round((now - since) / 1000)} s during deletion: released ${HCP_KARPENTER_FINALIZER}; cloud resources (instances of NodeClaims) may be orphaned`,
+        `guest API unreachable for ${Math.round((now - since) / 1000)} s during deletion: released ${dropped.join(' and ')}; cloud resources (instances of NodeClaims) may be orphaned`,
       );
-      await release();
+      await release(dropped);
       this.failingSince.delete(hcp.ref.uid);
       return {};
     }
     this.failingSince.delete(hcp.ref.uid);
     if (left > 0) return { requeueAfterMs: retry };
     events.record(hcp.ref, 'Normal', 'FinalizerReleased', `no NodePools or NodeClaims left in the guest: released ${HCP_KARPENTER_FINALIZER}`);
-    await release();
+    await release([HCP_KARPENTER_FINALIZER]);
     return {};
   }
 }
