@@ -44,6 +44,13 @@ export interface OperatorSettings {
   operatorImage?: string;
   clusterNameOverride?: string;
   clusterEndpointOverride?: string;
+  /**
+   * HyperShift only: the Secret in the HCP namespace holding the guest cluster's kubeconfig under key
+   * `kubeconfig`, mounted into the operand so Karpenter reaches the guest API. Default
+   * `service-network-admin-kubeconfig`, HyperShift's kubeconfig for control-plane components (its own
+   * AutoNode operator mints the guest `kube-system/karpenter` token with it). Unused standalone.
+   */
+  guestKubeconfigSecret?: string;
   /** Directory holding the runtime CRD YAML produced at build time. */
   crdDir: string;
 }

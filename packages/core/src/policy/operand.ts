@@ -1,5 +1,5 @@
 import type { ClusterFacts, KarpenterRequest, OperatorSettings } from '../model/cluster.js';
-import type { KubeObject, ObjectMeta, OwnerReference } from '../model/kube.js';
+import type { KubeObject, ObjectMeta, OwnerReference, TypeRef } from '../model/kube.js';
 import { Names } from '../model/names.js';
 import { Types } from '../model/kube.js';
 import type { OperandCloudConfig } from '../ports/cloud-provider.js';
@@ -17,6 +17,17 @@ export const OperandNames = {
   credentialsHashAnnotation: 'karpenter-operator.openshift.io/credentials-hash',
   metricsPort: 8080,
   healthPort: 8081,
+  /**
+   * HyperShift: the guest kubeconfig Secret in the HCP namespace when `OperatorSettings.guestKubeconfigSecret`
+   * is unset. HyperShift keeps the guest's admin kubeconfig for control-plane components (reaching the
+   * guest API through the `kube-apiserver` Service) under this name, key `kubeconfig`.
+   */
+  defaultGuestKubeconfigSecret: 'service-network-admin-kubeconfig',
+  guestKubeconfigKey: 'kubeconfig',
+  guestKubeconfigVolume: 'guest-kubeconfig',
+  guestKubeconfigDir: '/etc/karpenter/guest-kubeconfig',
+  /** HyperShift: the guest namespace of the ServiceAccount Karpenter acts as (its web-identity token is minted for it). */
+  guestIdentityNamespace: 'kube-system',
 } as const;
 
 const ro = ['get', 'list', 'watch'];
@@ -67,7 +78,10 @@ export interface OperandInput {
   settings: OperatorSettings;
   request: KarpenterRequest;
   cloud: OperandCloudConfig;
-  /** The provider's RBAC (`CloudProvider.operandRbac`), given owner and labels here like the rest. */
+  /**
+   * The provider's RBAC (`CloudProvider.operandRbac`), given owner and labels here like the rest. Ask the
+   * provider for the namespace of `operandLayout(input).apiIdentity`: its bindings name that ServiceAccount.
+   */
   providerRbac: KubeObject[];
   /** Hash of the credentials Secret's data; absent until the Secret exists. */
   credentialsHash?: string;
@@ -75,15 +89,108 @@ export interface OperandInput {
 }
 
 /**
- * Everything the operand needs on the control cluster, in apply order: ServiceAccount, RBAC (core,
- * provider), then the Deployment. Objects carry only the fields the operator owns, written the way the
- * API server stores them (quantities `"1"`/`1Gi`, string annotation values), so that an applied object is
- * a superset of the desired one and a subset comparison says "unchanged". Every object is owned by the
- * request's owner where Kubernetes allows it (cluster-scoped owner, or the same namespace). Pure.
+ * The cluster an operand object is applied to: `control` is `Topology.controlStore` (where the operand's
+ * pods run), `workload` is `Topology.workloadStore` (the API Karpenter manages). Standalone they are one.
  */
-export function renderOperand(input: OperandInput): KubeObject[] {
-  const { namespace } = input;
-  const sa = { kind: 'ServiceAccount', name: Names.operandServiceAccount, namespace };
+export type OperandCluster = 'control' | 'workload';
+
+/** A rendered operand object and the cluster it belongs to. */
+export interface PlacedObject {
+  cluster: OperandCluster;
+  object: KubeObject;
+}
+
+export interface ServiceAccountRef {
+  namespace: string;
+  name: string;
+}
+
+/** How the operand is laid out across the clusters of a topology. */
+export interface OperandLayout {
+  /** The ServiceAccount the pods run as: control cluster, operand namespace. */
+  podServiceAccount: ServiceAccountRef;
+  /**
+   * The ServiceAccount Karpenter acts as on the workload cluster: the subject of its RBAC. Standalone it is
+   * the pod's own; on HyperShift it is the guest's `kube-system/karpenter` (rendered on the guest), because
+   * the pods run elsewhere and the web-identity token is minted for that guest ServiceAccount.
+   */
+  apiIdentity: ServiceAccountRef;
+  /** Control and workload are the same cluster, so the owner (on the control cluster) can own anything there. */
+  singleCluster: boolean;
+  /** Karpenter elects a leader (two replicas, a Lease Role); otherwise one replica and `DISABLE_LEADER_ELECTION`. */
+  leaderElection: boolean;
+  /** A Secret in the operand namespace (key `kubeconfig`) through which Karpenter reaches a workload API it does not run in. */
+  guestKubeconfigSecret?: string;
+  /** Karpenter's `FEATURE_GATES`, when set; absent keeps Karpenter's defaults. */
+  featureGates?: string;
+}
+
+/**
+ * The layout for a topology. Standalone: one cluster, the operand's ServiceAccount is its identity, leader
+ * election on. HyperShift: pods in the HCP namespace of the management cluster, the guest reached through
+ * the guest kubeconfig Secret (`OperatorSettings.guestKubeconfigSecret`), identity `kube-system/karpenter`
+ * on the guest, one replica without leader election. Pure.
+ */
+export function operandLayout(input: Pick<OperandInput, 'namespace' | 'settings' | 'topology'>): OperandLayout {
+  const podServiceAccount = { namespace: input.namespace, name: Names.operandServiceAccount };
+  if (input.topology === 'hypershift') {
+    return {
+      podServiceAccount,
+      apiIdentity: { namespace: OperandNames.guestIdentityNamespace, name: Names.operandServiceAccount },
+      singleCluster: false,
+      leaderElection: false,
+      guestKubeconfigSecret: input.settings.guestKubeconfigSecret ?? OperandNames.defaultGuestKubeconfigSecret,
+      // As HyperShift's AutoNode deployment sets it. Karpenter v1 has Drift always on and ignores gates it
+      // does not know, keeping its defaults for the rest.
+      featureGates: 'Drift=true',
+    };
+  }
+  return { podServiceAccount, apiIdentity: { ...podServiceAccount }, singleCluster: true, leaderElection: true };
+}
+
+const sameServiceAccount = (a: ServiceAccountRef, b: ServiceAccountRef) => a.namespace === b.namespace && a.name === b.name;
+
+/** A kind, cluster and namespace (all namespaces when absent) that operand objects are applied in. */
+export interface OperandScope {
+  type: TypeRef;
+  cluster: OperandCluster;
+  namespace?: string;
+}
+
+/**
+ * Where `planOperand` puts its ServiceAccounts and RBAC (the Deployment is left to the caller), so the
+ * use-case can watch exactly what it writes. A provider's namespaced RBAC is covered only in these
+ * namespaces. Pure.
+ */
+export function operandScopes(layout: OperandLayout): OperandScope[] {
+  const serviceAccounts: OperandScope[] = [{ type: Types.ServiceAccount, cluster: 'control', namespace: layout.podServiceAccount.namespace }];
+  if (!sameServiceAccount(layout.podServiceAccount, layout.apiIdentity)) {
+    serviceAccounts.push({ type: Types.ServiceAccount, cluster: 'workload', namespace: layout.apiIdentity.namespace });
+  }
+  const roleNamespaces = layout.leaderElection ? [layout.podServiceAccount.namespace, OperandNames.dnsNamespace] : [OperandNames.dnsNamespace];
+  return [
+    ...serviceAccounts,
+    ...[Types.Role, Types.RoleBinding].flatMap((type) => roleNamespaces.map((namespace): OperandScope => ({ type, cluster: 'workload', namespace }))),
+    { type: Types.ClusterRole, cluster: 'workload' },
+    { type: Types.ClusterRoleBinding, cluster: 'workload' },
+  ];
+}
+
+/**
+ * Everything the operand needs, each object with the cluster it is applied to, in apply order:
+ * ServiceAccount(s), RBAC (core, provider), then the Deployment. Objects carry only the fields the operator
+ * owns, written the way the API server stores them (quantities `"1"`/`1Gi`, string annotation values), so
+ * that an applied object is a superset of the desired one and a subset comparison says "unchanged".
+ *
+ * Placement: the Deployment and the ServiceAccount its pods run as go to the control cluster; what
+ * Karpenter uses on the API it manages (its identity when that is another ServiceAccount, its RBAC, the
+ * Lease Role) goes to the workload cluster. Ownership: an object is owned by the request's owner (which
+ * lives on the control cluster) only where Kubernetes allows it — on the owner's cluster, and there in the
+ * owner's namespace or cluster-scoped when the owner is namespaced. Pure.
+ */
+export function planOperand(input: OperandInput): PlacedObject[] {
+  const layout = operandLayout(input);
+  const subject = { kind: 'ServiceAccount', name: layout.apiIdentity.name, namespace: layout.apiIdentity.namespace };
   const rbac = (kind: 'Role' | 'ClusterRole', name: string, rules: readonly PolicyRule[], ns?: string): KubeObject => ({
     ...(kind === 'Role' ? Types.Role : Types.ClusterRole),
     metadata: meta(name, ns),
@@ -93,33 +200,55 @@ export function renderOperand(input: OperandInput): KubeObject[] {
     ...(kind === 'RoleBinding' ? Types.RoleBinding : Types.ClusterRoleBinding),
     metadata: meta(name, ns),
     roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: roleKind, name },
-    subjects: [{ ...sa }],
+    subjects: [{ ...subject }],
   });
+  const control = (object: KubeObject): PlacedObject => ({ cluster: 'control', object });
+  const workload = (object: KubeObject): PlacedObject => ({ cluster: 'workload', object });
+  const serviceAccount = (sa: ServiceAccountRef): KubeObject => ({ ...Types.ServiceAccount, metadata: meta(sa.name, sa.namespace) });
 
-  const objects: KubeObject[] = [
-    { ...Types.ServiceAccount, metadata: meta(Names.operandServiceAccount, namespace) },
-    rbac('ClusterRole', OperandNames.coreClusterRole, operandCoreRules),
-    binding('ClusterRoleBinding', 'ClusterRole', OperandNames.coreClusterRole),
-    rbac('Role', OperandNames.role, operandLeaseRules, namespace),
-    binding('RoleBinding', 'Role', OperandNames.role, namespace),
-    rbac('Role', OperandNames.dnsRole, operandDnsRules, OperandNames.dnsNamespace),
-    binding('RoleBinding', 'Role', OperandNames.dnsRole, OperandNames.dnsNamespace),
-    ...input.providerRbac.map((o) => structuredClone(o)),
-    renderDeployment(input),
-  ];
-  return objects.map((o) => decorate(o, input.request));
+  const placed: PlacedObject[] = [control(serviceAccount(layout.podServiceAccount))];
+  if (!sameServiceAccount(layout.podServiceAccount, layout.apiIdentity)) placed.push(workload(serviceAccount(layout.apiIdentity)));
+  placed.push(
+    workload(rbac('ClusterRole', OperandNames.coreClusterRole, operandCoreRules)),
+    workload(binding('ClusterRoleBinding', 'ClusterRole', OperandNames.coreClusterRole)),
+  );
+  if (layout.leaderElection) {
+    placed.push(
+      workload(rbac('Role', OperandNames.role, operandLeaseRules, input.namespace)),
+      workload(binding('RoleBinding', 'Role', OperandNames.role, input.namespace)),
+    );
+  }
+  placed.push(
+    workload(rbac('Role', OperandNames.dnsRole, operandDnsRules, OperandNames.dnsNamespace)),
+    workload(binding('RoleBinding', 'Role', OperandNames.dnsRole, OperandNames.dnsNamespace)),
+    ...input.providerRbac.map((o) => workload(structuredClone(o))),
+    control(renderDeployment(input, layout)),
+  );
+  return placed.map(({ cluster, object }) => ({
+    cluster,
+    object: decorate(object, input.request, layout.singleCluster || cluster === 'control'),
+  }));
+}
+
+/** The objects of `planOperand` without their placement (`render`, install/ checks). Pure. */
+export function renderOperand(input: OperandInput): KubeObject[] {
+  return planOperand(input).map((p) => p.object);
 }
 
 function meta(name: string, namespace?: string): ObjectMeta {
   return namespace ? { name, namespace } : { name };
 }
 
-/** Adds the operand labels and, where Kubernetes allows it, the controller owner reference. */
-function decorate(obj: KubeObject, request: KarpenterRequest): KubeObject {
+/**
+ * Adds the operand labels and, where Kubernetes allows it, the controller owner reference: never across
+ * clusters (the garbage collector would delete an object whose owner it cannot find), and from a
+ * namespaced owner only within its namespace.
+ */
+function decorate(obj: KubeObject, request: KarpenterRequest, onOwnersCluster: boolean): KubeObject {
   const out = structuredClone(obj);
   out.metadata.labels = { ...operandLabels(), ...out.metadata.labels };
   const owner = request.owner;
-  if (owner.namespace === undefined || owner.namespace === out.metadata.namespace) {
+  if (onOwnersCluster && (owner.namespace === undefined || owner.namespace === out.metadata.namespace)) {
     out.metadata.ownerReferences = [ownerReferenceTo(request)];
   }
   return out;
@@ -174,15 +303,18 @@ interface Placement {
 
 /**
  * Where the pods run. Standalone: on control-plane nodes, two replicas (Karpenter elects a leader) spread
- * by hostname when possible, one on a single-node control plane. HyperShift: the hook for the
- * management-cluster placement (HCP node selectors and priority) that topology-hypershift fills in.
+ * by hostname when possible, one on a single-node control plane. HyperShift: one replica (no leader
+ * election), HyperShift's control-plane priority, no control-plane node selector or tolerations (the HCP
+ * namespace's own scheduling applies).
  */
-function placement(topology: OperandInput['topology'], facts: ClusterFacts): Placement {
+function placement(topology: OperandInput['topology'], facts: ClusterFacts, layout: OperandLayout): Placement {
+  // Without leader election a second replica would act alongside the first.
+  const replicas = layout.leaderElection && facts.controlPlaneTopology !== 'SingleReplica' ? 2 : 1;
   if (topology === 'hypershift') {
-    return { replicas: 1, priorityClassName: 'hypershift-control-plane', annotations: {} };
+    return { replicas, priorityClassName: 'hypershift-control-plane', annotations: {} };
   }
   return {
-    replicas: facts.controlPlaneTopology === 'SingleReplica' ? 1 : 2,
+    replicas,
     priorityClassName: 'system-node-critical',
     nodeSelector: { ...controlPlanePlacement.nodeSelector },
     tolerations: controlPlanePlacement.tolerations.map((t) => ({ ...t })),
@@ -192,10 +324,23 @@ function placement(topology: OperandInput['topology'], facts: ClusterFacts): Pla
 
 type EnvVar = OperandCloudConfig['env'][number];
 
-function renderDeployment(input: OperandInput): KubeObject {
+/** The guest kubeconfig volume, its mount and the env pointing Karpenter at it; empty when Karpenter runs in its workload cluster. */
+function guestKubeconfig(layout: OperandLayout): { env: EnvVar[]; volumes: Array<Record<string, unknown>>; volumeMounts: Array<Record<string, unknown>> } {
+  const secretName = layout.guestKubeconfigSecret;
+  if (secretName === undefined) return { env: [], volumes: [], volumeMounts: [] };
+  const { guestKubeconfigVolume: name, guestKubeconfigDir: dir, guestKubeconfigKey: key } = OperandNames;
+  return {
+    env: [{ name: 'KUBECONFIG', value: `${dir}/${key}` }],
+    volumes: [{ name, secret: { secretName, items: [{ key, path: key }] } }],
+    volumeMounts: [{ name, mountPath: dir, readOnly: true }],
+  };
+}
+
+function renderDeployment(input: OperandInput, layout: OperandLayout): KubeObject {
   const { facts, settings, request, cloud, credentialsHash } = input;
-  const place = placement(input.topology, facts);
+  const place = placement(input.topology, facts, layout);
   const selector = { app: 'karpenter' };
+  const guest = guestKubeconfig(layout);
 
   const clusterEnv: EnvVar[] = [
     { name: 'CLUSTER_NAME', value: settings.clusterNameOverride ?? facts.infrastructureName },
@@ -204,9 +349,12 @@ function renderDeployment(input: OperandInput): KubeObject {
   ];
   const env: EnvVar[] = [
     { name: 'SYSTEM_NAMESPACE', valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.namespace' } } },
+    ...guest.env,
     ...clusterEnv,
     // Karpenter has no webhooks since v1.1.
     { name: 'DISABLE_WEBHOOK', value: 'true' },
+    ...(layout.leaderElection ? [] : [{ name: 'DISABLE_LEADER_ELECTION', value: 'true' }]),
+    ...(layout.featureGates === undefined ? [] : [{ name: 'FEATURE_GATES', value: layout.featureGates }]),
     { name: 'METRICS_PORT', value: String(OperandNames.metricsPort) },
     { name: 'HEALTH_PROBE_PORT', value: String(OperandNames.healthPort) },
     { name: 'LOG_LEVEL', value: request.logLevel },
@@ -231,10 +379,11 @@ function renderDeployment(input: OperandInput): KubeObject {
     securityContext,
     terminationMessagePolicy: 'FallbackToLogsOnError',
   };
-  if (cloud.volumeMounts.length) controller['volumeMounts'] = cloud.volumeMounts.map((m) => structuredClone(m));
+  const mounts = [...cloud.volumeMounts, ...guest.volumeMounts];
+  if (mounts.length) controller['volumeMounts'] = mounts.map((m) => structuredClone(m));
 
   const podSpec: Record<string, unknown> = {
-    serviceAccountName: Names.operandServiceAccount,
+    serviceAccountName: layout.podServiceAccount.name,
     priorityClassName: place.priorityClassName,
     terminationGracePeriodSeconds: 10,
     securityContext: restrictedPodSecurityContext(),
@@ -267,7 +416,8 @@ function renderDeployment(input: OperandInput): KubeObject {
       },
     };
   }
-  if (cloud.volumes.length) podSpec['volumes'] = cloud.volumes.map((v) => structuredClone(v));
+  const volumes = [...cloud.volumes, ...guest.volumes];
+  if (volumes.length) podSpec['volumes'] = volumes.map((v) => structuredClone(v));
 
   const podAnnotations: Record<string, string> = { ...place.annotations };
   if (credentialsHash !== undefined) podAnnotations[OperandNames.credentialsHashAnnotation] = credentialsHash;

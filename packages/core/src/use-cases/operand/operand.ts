@@ -4,9 +4,7 @@ import type { OperatorSettings } from '../../model/cluster.js';
 import type { KubeObject } from '../../model/kube.js';
 import { Types } from '../../model/kube.js';
 import { Names } from '../../model/names.js';
-import { OperandNames, renderOperand } from '../../policy/operand.js';
-
-const OperandDnsNamespace = OperandNames.dnsNamespace;
+import { operandLayout, operandScopes, planOperand } from '../../policy/operand.js';
 import type { CloudProvider } from '../../ports/cloud-provider.js';
 import type { EventRecorder } from '../../ports/event-recorder.js';
 import type { Logger } from '../../ports/logger.js';
@@ -33,10 +31,11 @@ export function secretDigest(secret: KubeObject): string {
 }
 
 /**
- * `deployment.operand`: keeps the operand's ServiceAccount, RBAC and Deployment as rendered, reverting
+ * `deployment.operand`: keeps the operand's ServiceAccounts, RBAC and Deployment as rendered, reverting
  * drift of the fields it owns (deletion, replicas, env, image) and leaving other fields alone. The operand
  * is not created before the runtime CRDs are Established and its credentials Secret exists (Karpenter
- * exits at start-up without working credentials, which would be a crash loop).
+ * exits at start-up without working credentials, which would be a crash loop). Each object goes to the
+ * store of the cluster `planOperand` places it on; the topology decides nothing here beyond its stores.
  */
 export class OperandReconciler implements Reconciler {
   readonly name = 'deployment.operand';
@@ -44,19 +43,21 @@ export class OperandReconciler implements Reconciler {
 
   constructor(private readonly deps: OperandDeps) {
     const ns = deps.topology.operandNamespace;
+    const layout = operandLayout({ namespace: ns, settings: deps.settings, topology: deps.topology.name });
     this.watches = [
       ...deps.topology.watches,
       { type: Types.Deployment, cluster: 'control', namespace: ns, fieldSelector: `metadata.name=${Names.operandDeployment}` },
       { type: Types.Secret, cluster: 'control', namespace: ns, fieldSelector: `metadata.name=${Names.credentialsSecret}` },
       { type: Types.CustomResourceDefinition, labels: { [Names.managedLabel]: 'true' } },
-      // Everything the use-case applies is watched (by the managed label every rendered object carries), so
-      // writes compare against a cache and a deleted Role or binding is restored at once.
-      { type: Types.ServiceAccount, cluster: 'control', namespace: ns, labels: { [Names.managedLabel]: 'true' } },
-      ...[Types.Role, Types.RoleBinding].flatMap((type) =>
-        [ns, OperandDnsNamespace].map((namespace) => ({ type, namespace, labels: { [Names.managedLabel]: 'true' } })),
-      ),
-      { type: Types.ClusterRole, labels: { [Names.managedLabel]: 'true' } },
-      { type: Types.ClusterRoleBinding, labels: { [Names.managedLabel]: 'true' } },
+      // Everything the use-case applies is watched (by the managed label every rendered object carries), on
+      // the cluster it is applied to, so writes compare against a cache and a deleted Role or binding is
+      // restored at once.
+      ...operandScopes(layout).map(({ type, cluster, namespace }): Watch => ({
+        type,
+        ...(cluster === 'control' ? { cluster } : {}),
+        ...(namespace === undefined ? {} : { namespace }),
+        labels: { [Names.managedLabel]: 'true' },
+      })),
     ];
   }
 
@@ -88,18 +89,18 @@ export class OperandReconciler implements Reconciler {
     const secret = await topology.controlStore.get({ ...Types.Secret, namespace: ns, name: cloudConfig.credentialsSecret });
     if (!secret) return {};
 
-    const objects = renderOperand({
-      namespace: ns,
+    const shape = { namespace: ns, settings, topology: topology.name };
+    const placed = planOperand({
+      ...shape,
       facts,
-      settings,
       request,
       cloud: cloudConfig,
-      providerRbac: cloud.operandRbac(ns),
+      // The provider binds its roles to the ServiceAccount Karpenter acts as, which need not be the pod's.
+      providerRbac: cloud.operandRbac(operandLayout(shape).apiIdentity.namespace),
       credentialsHash: secretDigest(secret),
-      topology: topology.name,
     });
-    for (const obj of objects) {
-      const store = obj.kind === 'Deployment' ? topology.controlStore : topology.workloadStore;
+    for (const { cluster, object: obj } of placed) {
+      const store = cluster === 'control' ? topology.controlStore : topology.workloadStore;
       const r = await store.apply(obj);
       if (r.changed && obj.kind === 'Deployment') {
         this.deps.events.record(request.owner, 'Normal', 'OperandApplied', `Applied Deployment ${ns}/${obj.metadata.name}`);

@@ -1,0 +1,206 @@
+import { beforeEach, describe, expect, it } from 'vitest';
+import type { ClusterFacts, KarpenterRequest, OperatorSettings } from '../../model/cluster.js';
+import { refOf, Types, type KubeObject } from '../../model/kube.js';
+import { Names } from '../../model/names.js';
+import { silentLogger } from '../../ports/logger.js';
+import type { Topology } from '../../ports/topology.js';
+import { FakeCloudProvider, MemoryClusterStore, RecordingEvents } from '../../testing/index.js';
+import { OperandReconciler } from './operand.js';
+
+const HCP_NS = 'clusters-demo';
+const hcpRef = { apiVersion: 'hypershift.openshift.io/v1beta1', kind: 'HostedControlPlane', name: 'demo', namespace: HCP_NS };
+const request: KarpenterRequest = { owner: { ...hcpRef, uid: 'uid-hcp' }, generation: 1, logLevel: 'info', deleting: false, finalizers: [] };
+const facts: ClusterFacts = {
+  platform: 'AWS',
+  region: 'eu-west-1',
+  infrastructureName: 'demo-4kq9z',
+  apiServerInternalURL: 'https://api.demo.example.com:443',
+  controlPlaneTopology: 'External',
+  resourceTags: [],
+};
+const settings: OperatorSettings = { namespace: HCP_NS, releaseVersion: '4.22.0', operandImage: 'quay.io/karpenter:1', crdDir: '/x' };
+
+const establishedCrd = (name: string): KubeObject => ({
+  ...Types.CustomResourceDefinition,
+  metadata: { name },
+  spec: {},
+  status: { conditions: [{ type: 'Established', status: 'True' }] },
+});
+const crds = ['nodepools.karpenter.sh', 'nodeclaims.karpenter.sh', 'ec2nodeclasses.karpenter.k8s.aws'].map(establishedCrd);
+const credentials: KubeObject = { ...Types.Secret, metadata: { name: Names.credentialsSecret, namespace: HCP_NS }, data: { credentials: 'YQ==' } };
+const providerRbac = (namespace: string): KubeObject[] => [
+  { ...Types.ClusterRole, metadata: { name: 'karpenter' }, rules: [{ apiGroups: ['karpenter.k8s.aws'], resources: ['ec2nodeclasses'], verbs: ['get'] }] },
+  {
+    ...Types.ClusterRoleBinding,
+    metadata: { name: 'karpenter' },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'karpenter' },
+    subjects: [{ kind: 'ServiceAccount', name: 'karpenter', namespace }],
+  },
+];
+
+/** The provider the real one would be: its bindings name the ServiceAccount in the namespace it is asked for. */
+class NamespacedRbacCloud extends FakeCloudProvider {
+  override operandRbac(namespace: string): KubeObject[] {
+    super.operandRbac(namespace);
+    return providerRbac(namespace);
+  }
+}
+
+/** A two-cluster topology as HyperShift's is, without the HCP decoding (not core's concern). */
+function twoClusters(management: MemoryClusterStore, guest: MemoryClusterStore, name: Topology['name'] = 'hypershift'): Topology {
+  return {
+    name,
+    controlStore: management,
+    workloadStore: guest,
+    operandNamespace: HCP_NS,
+    readRequest: async () => request,
+    clusterFacts: async () => facts,
+    reportStatus: async () => {},
+    watches: [],
+    statusObject: hcpRef,
+  };
+}
+
+const ids = (store: MemoryClusterStore, kinds: string[]) =>
+  store
+    .all()
+    .filter((o) => kinds.includes(o.kind))
+    .map((o) => `${o.kind} ${o.metadata.namespace ?? ''}/${o.metadata.name}`)
+    .sort();
+
+describe('deployment.operand on two clusters (HyperShift)', () => {
+  let management: MemoryClusterStore;
+  let guest: MemoryClusterStore;
+  let cloud: NamespacedRbacCloud;
+  let events: RecordingEvents;
+  let reconciler: OperandReconciler;
+  const operandKinds = ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding', 'Deployment'];
+
+  beforeEach(() => {
+    management = new MemoryClusterStore([credentials]);
+    guest = new MemoryClusterStore(crds);
+    cloud = new NamespacedRbacCloud({ crds });
+    events = new RecordingEvents();
+    reconciler = new OperandReconciler({ topology: twoClusters(management, guest), cloud, settings, events, logger: silentLogger });
+  });
+
+  it('converges in one pass and writes nothing on the second', async () => {
+    await reconciler.reconcile();
+    expect(management.writes.length).toBeGreaterThan(0);
+    expect(guest.writes.length).toBeGreaterThan(0);
+    management.clearWrites();
+    guest.clearWrites();
+    await reconciler.reconcile();
+    expect(management.writes).toEqual([]);
+    expect(guest.writes).toEqual([]);
+  });
+
+  it.each([
+    {
+      name: 'management: the Deployment and the ServiceAccount it runs as, in the HCP namespace',
+      store: () => management,
+      want: ['Deployment clusters-demo/karpenter', 'ServiceAccount clusters-demo/karpenter'],
+    },
+    {
+      name: 'guest: the identity ServiceAccount and all RBAC, no Lease Role',
+      store: () => guest,
+      want: [
+        'ClusterRole /karpenter',
+        'ClusterRole /karpenter-core',
+        'ClusterRoleBinding /karpenter',
+        'ClusterRoleBinding /karpenter-core',
+        'Role kube-system/karpenter-dns',
+        'RoleBinding kube-system/karpenter-dns',
+        'ServiceAccount kube-system/karpenter',
+      ],
+    },
+  ])('$name', async ({ store, want }) => {
+    await reconciler.reconcile();
+    expect(ids(store(), operandKinds)).toEqual(want);
+  });
+
+  it('asks the provider for RBAC bound to the guest identity', async () => {
+    await reconciler.reconcile();
+    expect(cloud.callsOf('operandRbac').map((c) => c.args)).toEqual([['kube-system']]);
+    const binding = await guest.get({ ...Types.ClusterRoleBinding, name: 'karpenter' });
+    expect(binding?.['subjects']).toEqual([{ kind: 'ServiceAccount', name: 'karpenter', namespace: 'kube-system' }]);
+  });
+
+  it('puts no owner reference on guest objects and owns the management ones', async () => {
+    await reconciler.reconcile();
+    for (const o of guest.all().filter((x) => operandKinds.includes(x.kind))) expect(o.metadata.ownerReferences, `${o.kind} ${o.metadata.name}`).toBeUndefined();
+    for (const o of management.all().filter((x) => operandKinds.includes(x.kind))) {
+      expect(o.metadata.ownerReferences, `${o.kind} ${o.metadata.name}`).toEqual([
+        { apiVersion: hcpRef.apiVersion, kind: hcpRef.kind, name: hcpRef.name, uid: 'uid-hcp', controller: true, blockOwnerDeletion: true },
+      ]);
+    }
+  });
+
+  it('restores a deleted guest ClusterRole on the guest only, then is quiet', async () => {
+    await reconciler.reconcile();
+    guest.remove({ ...Types.ClusterRole, name: 'karpenter-core' });
+    management.clearWrites();
+    guest.clearWrites();
+    await reconciler.reconcile();
+    expect(guest.writes.map((w) => `${w.verb} ${w.ref.kind} ${w.ref.name}`)).toEqual(['apply ClusterRole karpenter-core']);
+    expect(management.writes).toEqual([]);
+    guest.clearWrites();
+    await reconciler.reconcile();
+    expect(guest.writes).toEqual([]);
+  });
+
+  it('records OperandApplied once, when the Deployment is created', async () => {
+    await reconciler.reconcile();
+    await reconciler.reconcile();
+    expect(events.events.map((e) => e.reason)).toEqual(['OperandApplied']);
+  });
+
+  it('waits for the credentials Secret on the management cluster', async () => {
+    management.remove(refOf(credentials));
+    await reconciler.reconcile();
+    expect(management.writes).toEqual([]);
+    expect(guest.writes).toEqual([]);
+  });
+});
+
+describe('deployment.operand watches', () => {
+  const managed = { [Names.managedLabel]: 'true' };
+  const watchesOf = (name: Topology['name']) =>
+    new OperandReconciler({
+      topology: { ...twoClusters(new MemoryClusterStore(), new MemoryClusterStore(), name), operandNamespace: name === 'standalone' ? 'openshift-karpenter' : HCP_NS },
+      cloud: new FakeCloudProvider(),
+      settings,
+      events: new RecordingEvents(),
+      logger: silentLogger,
+    }).watches.filter((w) => w.labels?.[Names.managedLabel] === 'true' && w.type.kind !== 'CustomResourceDefinition');
+
+  it.each([
+    {
+      name: 'standalone: as before (one cluster; the Lease Role in the operand namespace)',
+      topology: 'standalone' as const,
+      want: [
+        { type: Types.ServiceAccount, cluster: 'control', namespace: 'openshift-karpenter', labels: managed },
+        { type: Types.Role, namespace: 'openshift-karpenter', labels: managed },
+        { type: Types.Role, namespace: 'kube-system', labels: managed },
+        { type: Types.RoleBinding, namespace: 'openshift-karpenter', labels: managed },
+        { type: Types.RoleBinding, namespace: 'kube-system', labels: managed },
+        { type: Types.ClusterRole, labels: managed },
+        { type: Types.ClusterRoleBinding, labels: managed },
+      ],
+    },
+    {
+      name: 'HyperShift: the pod ServiceAccount on management, the rest on the guest, no Lease Role',
+      topology: 'hypershift' as const,
+      want: [
+        { type: Types.ServiceAccount, cluster: 'control', namespace: HCP_NS, labels: managed },
+        { type: Types.ServiceAccount, namespace: 'kube-system', labels: managed },
+        { type: Types.Role, namespace: 'kube-system', labels: managed },
+        { type: Types.RoleBinding, namespace: 'kube-system', labels: managed },
+        { type: Types.ClusterRole, labels: managed },
+        { type: Types.ClusterRoleBinding, labels: managed },
+      ],
+    },
+  ])('$name', ({ topology, want }) => {
+    expect(watchesOf(topology)).toEqual(want);
+  });
+});
