@@ -16,6 +16,8 @@ export interface OperatorConfig {
   clusterEndpoint?: string;
   platform?: string;
   region?: string;
+  /** Management-cluster mode: the HostedControlPlane's name (HCP_NAME); default the one HCP in the namespace. */
+  hcpName?: string;
   operandImageAws?: string;
   operatorImage?: string;
   awsSharedCredentialsFile?: string;
@@ -125,6 +127,7 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
   opt('clusterEndpoint', env.CLUSTER_ENDPOINT);
   opt('platform', platform);
   opt('region', env.REGION);
+  opt('hcpName', env.HCP_NAME);
   opt('operandImageAws', env.KARPENTER_IMAGE_AWS);
   opt('operatorImage', env.OPERATOR_IMAGE);
   opt('awsSharedCredentialsFile', env.AWS_SHARED_CREDENTIALS_FILE);

@@ -28,6 +28,7 @@ import {
 } from '@karpenter-operator/core';
 import { awsProviderModule } from '@karpenter-operator/provider-aws';
 import { azureStubProviderModule } from '@karpenter-operator/provider-azure-stub';
+import { GuestClusterStoreId, hypershiftTopologyModule, ManagementClusterStoreId } from '@karpenter-operator/topology-hypershift';
 // generator:provider-imports (npx nx g @karpenter-operator/tools:provider <name> adds imports above)
 import type { OperatorConfig } from './config.js';
 import { nodeLifecycleReconcilers } from './node-lifecycle.js';
@@ -88,7 +89,12 @@ export interface ContainerInputs {
   config: OperatorConfig;
   /** Platform from Infrastructure (standalone) or PLATFORM (management-cluster mode). */
   platform: string;
+  /** The cluster the operator runs in (standalone: the only one; management-cluster mode: the management cluster). */
   store: ClusterStore;
+  /** Management-cluster mode: the guest cluster, from `--guest-kubeconfig`. */
+  guestStore?: ClusterStore;
+  /** Management-cluster mode: the HCP's name (HCP_NAME); else the one HostedControlPlane in the namespace. */
+  hcpName?: string;
   events: EventRecorder;
   logger: Logger;
   metrics: Metrics;
@@ -117,19 +123,40 @@ export function buildContainer(inputs: ContainerInputs): Container {
   c.bind(EventRecorderId).toConstantValue(inputs.events);
   c.bind(ControlStoreId).toConstantValue(inputs.store);
   c.bind(StatusBoardId).toConstantValue(new StatusBoard());
-  c.bind(TopologyId).toResolvedValue(
-    (store: ClusterStore, clock: Clock) =>
-      inputs.topology
-        ? inputs.topology(inputs, settings)
-        : new StandaloneTopology({
-            store,
-            clock,
-            namespace: config.namespace,
-            ...(config.clusterName ? { clusterNameOverride: config.clusterName } : {}),
-            ...(config.clusterEndpoint ? { clusterEndpointOverride: config.clusterEndpoint } : {}),
-          }),
-    [ControlStoreId, ClockId],
-  );
+  const hosted = config.managementCluster;
+  if (hosted) {
+    if (!inputs.guestStore) throw new Error('management-cluster mode needs the guest cluster store (--guest-kubeconfig)');
+    c.bind(ManagementClusterStoreId).toConstantValue(inputs.store);
+    c.bind(GuestClusterStoreId).toConstantValue(inputs.guestStore);
+    c.load(
+      hypershiftTopologyModule({
+        namespace: config.namespace,
+        ...(inputs.hcpName ? { hcpName: inputs.hcpName } : {}),
+        // The operand's level (the HCP has no field for it); Karpenter knows no `warn`.
+        logLevel: config.logLevel === 'warn' ? 'info' : config.logLevel,
+        env: {
+          clusterName: config.clusterName ?? '',
+          clusterEndpoint: config.clusterEndpoint ?? '',
+          platform: inputs.platform,
+          ...(config.region ? { region: config.region } : {}),
+        },
+      }),
+    );
+  } else {
+    c.bind(TopologyId).toResolvedValue(
+      (store: ClusterStore, clock: Clock) =>
+        inputs.topology
+          ? inputs.topology(inputs, settings)
+          : new StandaloneTopology({
+              store,
+              clock,
+              namespace: config.namespace,
+              ...(config.clusterName ? { clusterNameOverride: config.clusterName } : {}),
+              ...(config.clusterEndpoint ? { clusterEndpointOverride: config.clusterEndpoint } : {}),
+            }),
+      [ControlStoreId, ClockId],
+    );
+  }
   const module = providerModules[inputs.platform]?.(config) ?? unknownPlatformModule(inputs.platform);
   c.load(module);
 
@@ -140,7 +167,9 @@ export function buildContainer(inputs: ContainerInputs): Container {
         new CrdsReconciler({ topology, cloud }),
         new OperandReconciler({ topology, cloud, settings: s, events, logger }),
         new TeardownReconciler({ topology, clock, events, logger }),
-        ...nodeLifecycleReconcilers({ topology, cloud, board, clock, logger, metrics, events, facts }),
+        // A hosted cluster has no Machine Config Operator, and its default NodeClass comes from the
+        // ignition Secrets through the sidecar adapter: only node identity runs there.
+        ...nodeLifecycleReconcilers({ topology, cloud, board, clock, logger, metrics, events, facts, parts: hosted ? ['node-identity'] : undefined }),
       ];
       const status = new StatusReconciler({ topology, cloud, settings: s, board });
       return [...core.map((r) => instrument(r, { board, metrics, clock, logger })), status];

@@ -25,14 +25,20 @@ export interface NodeLifecycleInputs {
   facts: () => Promise<ClusterFacts>;
   /** The cluster's kubelet maxPods (OpenShift's default). */
   maxPods?: number;
+  /** Which use-cases to run; default all three. */
+  parts?: readonly NodeLifecyclePart[] | undefined;
 }
+
+export type NodeLifecyclePart = 'default-nodeclass' | 'node-config' | 'node-identity';
+const ALL_PARTS: readonly NodeLifecyclePart[] = ['default-nodeclass', 'node-config', 'node-identity'];
 
 /** The default NodeClass, MachineConfigPools and CSR approval: they run only while Karpenter does. */
 export function nodeLifecycleReconcilers(i: NodeLifecycleInputs): Reconciler[] {
   const store = i.topology.workloadStore;
   const gate = (r: Reconciler) => whileKarpenterRuns(r, { topology: i.topology, cloud: i.cloud, clock: i.clock });
-  return [
-    gate(
+  const parts = new Set(i.parts ?? ALL_PARTS);
+  const build: Record<NodeLifecyclePart, () => Reconciler> = {
+    'default-nodeclass': () =>
       new DefaultNodeClassReconciler({
         store,
         cloud: i.cloud,
@@ -43,8 +49,7 @@ export function nodeLifecycleReconcilers(i: NodeLifecycleInputs): Reconciler[] {
         maxPods: i.maxPods ?? 250,
         board: i.board,
       }),
-    ),
-    gate(
+    'node-config': () =>
       new NodeConfigReconciler({
         store,
         nodeClassType: i.cloud.nodeClassType,
@@ -53,8 +58,7 @@ export function nodeLifecycleReconcilers(i: NodeLifecycleInputs): Reconciler[] {
         logger: i.logger.child({ controller: 'machineconfigpool.node-config' }),
         upgradePolicy: 'MachineConfigOperator',
       }),
-    ),
-    gate(
+    'node-identity': () =>
       new NodeIdentityReconciler({
         store,
         cloud: i.cloud,
@@ -65,6 +69,6 @@ export function nodeLifecycleReconcilers(i: NodeLifecycleInputs): Reconciler[] {
         logger: i.logger.child({ controller: 'certificatesigningrequest.node-identity' }),
         board: i.board,
       }),
-    ),
-  ];
+  };
+  return ALL_PARTS.filter((p) => parts.has(p)).map((p) => gate(build[p]()));
 }

@@ -7,15 +7,19 @@ import {
   STATUS_KEY,
   systemClock,
   Types,
+  type EventRecorder,
+  type EventType,
   type KubeObject,
   type Logger,
+  type ObjectRef,
   type Reconciler,
   type StatusBoard,
 } from '@karpenter-operator/core';
 import { platformRequirements, type OperatorConfig } from '../config.js';
 import { buildContainer, ReconcilersId, StatusBoardId } from '../container.js';
 import { startHttpServer } from '../http/server.js';
-import { createKubeCluster, KubeEventRecorder, LeaderElector, leaderIdentity, loadKubeConfig, type KubeTransport } from '../kube/index.js';
+import { createKubeCluster, KubeEventRecorder, LeaderElector, leaderIdentity, loadKubeConfig, WatchedKubeConfig, type KubeCluster, type KubeTransport } from '../kube/index.js';
+import { routeByCluster, type CacheFactory } from '../runtime/index.js';
 import { createLogger } from '../observability/logger.js';
 import { PromMetrics } from '../observability/metrics.js';
 import { ControllerRuntime } from '../runtime/controller-runtime.js';
@@ -64,6 +68,34 @@ function platformWatch(platform: string, onChange: (next: string) => void): Reco
   };
 }
 
+/**
+ * Management-cluster mode records Events where the object lives: objects of the HCP namespace (the HCP, the
+ * operand Deployment) on the management cluster, the rest (CSRs, NodeClaims, NodeClasses) in the guest.
+ */
+class ClusterRoutedEvents implements EventRecorder {
+  constructor(
+    private readonly control: KubeEventRecorder,
+    private readonly workload: KubeEventRecorder,
+    private readonly controlNamespace: string,
+  ) {}
+
+  record(regarding: ObjectRef & { uid?: string }, type: EventType, reason: string, message: string): void {
+    (regarding.namespace === this.controlNamespace ? this.control : this.workload).record(regarding, type, reason, message);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([this.control.close(), this.workload.close()]);
+  }
+}
+
+/** The guest cluster of management-cluster mode; its kubeconfig file is re-read when the Secret rotates. */
+async function guestCluster(config: OperatorConfig, deps: { metrics: PromMetrics; logger: Logger }): Promise<{ cluster: KubeCluster; kubeconfig: WatchedKubeConfig }> {
+  const kubeconfig = new WatchedKubeConfig(config.guestKubeconfig!, { logger: deps.logger });
+  await kubeconfig.start();
+  kubeconfig.onChange(() => deps.logger.info('guest kubeconfig changed; new requests and watches use it', { path: config.guestKubeconfig }));
+  return { cluster: createKubeCluster(() => kubeconfig.current(), { metrics: deps.metrics, logger: deps.logger, clock: systemClock }), kubeconfig };
+}
+
 export async function runOperator(config: OperatorConfig, env: Record<string, string | undefined>): Promise<number> {
   const logger = createLogger(config.logLevel);
   const metrics = new PromMetrics();
@@ -98,8 +130,24 @@ export async function runOperator(config: OperatorConfig, env: Record<string, st
   const missing = platformRequirements(config, platform);
   if (missing.length) throw new Error(`missing settings: ${missing.join('; ')}`);
 
-  const events = new KubeEventRecorder({ transport: cluster.transport, reportingInstance: identity, logger, metrics, clock });
-  const container = buildContainer({ config, platform, store: cluster.store, events, logger, metrics, clock });
+  const guest = config.managementCluster ? await guestCluster(config, { metrics, logger }) : undefined;
+  const controlEvents = new KubeEventRecorder({ transport: cluster.transport, reportingInstance: identity, logger, metrics, clock });
+  const events = guest
+    ? new ClusterRoutedEvents(controlEvents, new KubeEventRecorder({ transport: guest.cluster.transport, reportingInstance: identity, logger, metrics, clock }), config.namespace)
+    : controlEvents;
+  const caches: CacheFactory = guest ? routeByCluster({ control: cluster.informers, workload: guest.cluster.informers }) : cluster.informers;
+  if (guest) logger.info('management-cluster mode', { namespace: config.namespace, guestKubeconfig: config.guestKubeconfig, hcp: config.hcpName ?? '(the one in the namespace)' });
+  const container = buildContainer({
+    config,
+    platform,
+    store: cluster.store,
+    ...(guest ? { guestStore: guest.cluster.store } : {}),
+    ...(config.hcpName ? { hcpName: config.hcpName } : {}),
+    events,
+    logger,
+    metrics,
+    clock,
+  });
   const board = container.get<StatusBoard>(StatusBoardId);
   let finish: (code: number) => void = () => {};
   const finished = new Promise<number>((resolve) => (finish = resolve));
@@ -108,6 +156,7 @@ export async function runOperator(config: OperatorConfig, env: Record<string, st
       logger.info('stopping', { reason: why });
       await live.runtime?.stop({ timeoutMs: 20_000 }).catch((e: unknown) => logger.error('stopping the runtime', { error: describeError(e) }));
       await events.close().catch(() => {});
+      guest?.kubeconfig.stop();
       if (code !== ExitCodes.lostLease) await elector?.stop().catch(() => {});
       await Promise.all(servers.map((s) => new Promise((r) => s.close(() => r(undefined)))));
       finish(code);
@@ -117,9 +166,12 @@ export async function runOperator(config: OperatorConfig, env: Record<string, st
   };
   const reconcilers = [
     ...container.get<Reconciler[]>(ReconcilersId),
-    platformWatch(platform, (next) => void stop(ExitCodes.platformChanged, `platform changed from ${platform} to ${next}: restarting to load its provider`)),
+    // The platform of a hosted cluster is configuration (PLATFORM), not the management cluster's Infrastructure.
+    ...(config.managementCluster
+      ? []
+      : [platformWatch(platform, (next) => void stop(ExitCodes.platformChanged, `platform changed from ${platform} to ${next}: restarting to load its provider`))]),
   ];
-  const runtime = new ControllerRuntime({ reconcilers, caches: cluster.informers, metrics, logger, clock, concurrency: { 'certificatesigningrequest.node-identity': 8 } });
+  const runtime = new ControllerRuntime({ reconcilers, caches, metrics, logger, clock, concurrency: { 'certificatesigningrequest.node-identity': 8 } });
   live.runtime = runtime;
   board.onChange(() => runtime.enqueue('clusteroperator.status', STATUS_KEY));
 

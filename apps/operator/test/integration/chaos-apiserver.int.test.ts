@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deleteObject, getObject, startOpenShiftAwsCluster, waitFor, type ClusterHandle, type SeededWorld } from '@karpenter-operator/testkit';
-import { installManifests, startOperator, type OperatorProcess } from '../support/operator-process.js';
+import { clusterOperator } from '../support/k8s.js';
+import { installManifests, OPERATOR_NS, startOperator, type OperatorProcess } from '../support/operator-process.js';
 import { applyKarpenterAndCredentials, isConverged, launchKarpenterInstance, submitClientCsr, waitCsrApproved } from '../support/scenario.js';
 
 /**
@@ -48,7 +49,13 @@ describe('chaos: kube-apiserver down for 10 s', () => {
       return p !== undefined && p.metadata.uid !== uid;
     }, { timeoutMs: 30_000, intervalMs: 300 });
     const revertedMs = Date.now() - upAt;
-    await waitFor('converged after recovery', () => isConverged(cluster), { timeoutMs: 30_000, intervalMs: 300 });
+    await waitFor('converged after recovery', () => isConverged(cluster), { timeoutMs: 30_000, intervalMs: 300 }).catch(async (e: Error) => {
+      // Say what was not converged: the ClusterOperator's conditions and the operand's rollout.
+      const co = (await clusterOperator(cluster))?.status as { conditions?: unknown[] } | undefined;
+      const dep = await getObject(cluster.kubeConfig(), 'apps/v1', 'Deployment', 'karpenter', OPERATOR_NS);
+      const rollout = { generation: dep?.metadata['generation'], status: dep?.status };
+      throw new Error(`${e.message}\nClusterOperator: ${JSON.stringify(co?.conditions)}\noperand: ${JSON.stringify(rollout)}\noperator log:\n${op.logs().split('\n').slice(-30).join('\n')}`);
+    });
     expect(op.exited()).toBe(false);
     expect(approvedMs).toBeLessThan(30_000);
     console.log(`chaos-apiserver: ${JSON.stringify({ outageMs: upAt - stoppedAt, csrApprovedAfterRecoveryMs: approvedMs, driftRevertedAfterRecoveryMs: revertedMs, operatorExited: op.exited() })}`);

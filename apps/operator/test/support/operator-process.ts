@@ -48,25 +48,35 @@ export interface StartOptions {
   name?: string;
   leaderElect?: boolean;
   env?: Record<string, string>;
+  /** Namespace and ServiceAccount the process runs as (default openshift-karpenter/karpenter-operator). */
+  namespace?: string;
+  serviceAccount?: string;
+  /** More flags, e.g. `--guest-kubeconfig=...`. */
+  args?: string[];
+  /** Bundle entry point: the operator (`main`, default) or the HyperShift sidecar adapter (`adapter`). */
+  entry?: 'main' | 'adapter';
 }
 
 /** Starts the bundled operator as `openshift-karpenter/karpenter-operator`, never as admin. */
 export async function startOperator(cluster: ClusterClient, opts: StartOptions = {}): Promise<OperatorProcess> {
   ensureBuilt();
   const dir = mkdtempSync(join(tmpdir(), 'ko-operator-'));
-  const kubeconfig = await cluster.writeKubeConfigFor(OPERATOR_NS, OPERATOR_SA, join(dir, 'kubeconfig'), { expirationSeconds: 7200 });
+  const namespace = opts.namespace ?? OPERATOR_NS;
+  const kubeconfig = await cluster.writeKubeConfigFor(namespace, opts.serviceAccount ?? OPERATOR_SA, join(dir, 'kubeconfig'), { expirationSeconds: 7200 });
   const creds = join(dir, 'credentials');
   writeFileSync(creds, '[default]\naws_access_key_id = AKIDEXAMPLEOPERATOR\naws_secret_access_key = c2VjcmV0LW9wZXJhdG9yLWtleQ\n');
   const healthPort = await freePort();
   const metricsPort = await freePort();
+  const entry = opts.entry === 'adapter' ? join(REPO, 'apps/operator/dist/adapter.js') : MAIN;
   const args = [
-    MAIN,
+    entry,
     'run',
-    `--namespace=${OPERATOR_NS}`,
+    `--namespace=${namespace}`,
     `--kubeconfig=${kubeconfig}`,
     `--health-probe-bind-address=127.0.0.1:${healthPort}`,
     `--metrics-bind-address=127.0.0.1:${metricsPort}`,
-    ...(opts.leaderElect === false ? [] : ['--leader-elect']),
+    ...(opts.leaderElect === false || opts.entry === 'adapter' ? [] : ['--leader-elect']),
+    ...(opts.args ?? []),
   ];
   let out = '';
   const proc = spawn(NODE, args, {

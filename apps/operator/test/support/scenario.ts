@@ -44,9 +44,13 @@ export interface LaunchedNode {
   terminate(): Promise<void>;
 }
 
-/** An instance as Karpenter would launch it, and its NodeClaim with the providerID. */
-export async function launchKarpenterInstance(cluster: ClusterClient, world: SeededWorld, nodeClaim: string): Promise<LaunchedNode> {
+/**
+ * An instance as Karpenter would launch it, and its NodeClaim with the providerID. The NodeClaim goes to
+ * `opts.nodeClaimCluster` when given (a HyperShift guest), else to the cluster whose emulator runs the instance.
+ */
+export async function launchKarpenterInstance(cluster: ClusterClient, world: SeededWorld, nodeClaim: string, opts: { nodeClaimCluster?: ClusterClient } = {}): Promise<LaunchedNode> {
   const ec2 = new EC2Client(cluster.ec2Config());
+  const claims = opts.nodeClaimCluster ?? cluster;
   const zone = world.facts.zones[0]!;
   const run = await ec2.send(
     new RunInstancesCommand({
@@ -60,13 +64,13 @@ export async function launchKarpenterInstance(cluster: ClusterClient, world: See
   );
   const inst = run.Instances![0]!;
   const instanceId = inst.InstanceId!;
-  await applyObject(cluster.kubeConfig(), {
+  await applyObject(claims.kubeConfig(), {
     apiVersion: 'karpenter.sh/v1',
     kind: 'NodeClaim',
     metadata: { name: nodeClaim, labels: { 'karpenter.sh/nodepool': 'general' } },
     spec: { nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' }, requirements: [{ key: 'kubernetes.io/arch', operator: 'In', values: ['amd64'] }] },
   });
-  const r = await adminRequest(cluster, 'PATCH', `/apis/karpenter.sh/v1/nodeclaims/${nodeClaim}/status`, { status: { providerID: `aws:///${zone}/${instanceId}` } }, 'application/merge-patch+json');
+  const r = await adminRequest(claims, 'PATCH', `/apis/karpenter.sh/v1/nodeclaims/${nodeClaim}/status`, { status: { providerID: `aws:///${zone}/${instanceId}` } }, 'application/merge-patch+json');
   if (r.status !== 200) throw new Error(`setting the NodeClaim providerID: HTTP ${r.status}`);
   return {
     instanceId,

@@ -1,0 +1,72 @@
+import { OperandNames, Types, operandDnsRules, type KubeObject, type PolicyRule } from '@karpenter-operator/core';
+import { operandGrantRules, operatorClusterRules, OperatorRbacNames, type DocumentedRule } from './operator-rbac.js';
+
+/**
+ * What HyperShift must grant the operator and the sidecar adapter in management-cluster mode. Not part of
+ * `install/` (the CVO never applies it): HyperShift's control-plane operator creates these objects when it
+ * deploys the operator into an HCP namespace. The integration test applies exactly these, so a rule the
+ * operator needs and this file lacks fails there as a 403.
+ */
+const ro = ['get', 'list', 'watch'];
+const hcpGroup = 'hypershift.openshift.io';
+
+/** The identity the operator (and adapter) use in the guest: the guest kubeconfig HyperShift mounts authenticates as this. */
+export const GUEST_OPERATOR_SUBJECT = { kind: 'ServiceAccount', name: 'karpenter-operator', namespace: 'kube-system' } as const;
+
+/** Role `karpenter-operator` in the HCP namespace of the management cluster. */
+export function managementRules(): DocumentedRule[] {
+  return [
+    { why: 'Configuration (spec.autoNode), facts, the AutoNode condition and the finalizers.', apiGroups: [hcpGroup], resources: ['hostedcontrolplanes'], verbs: [...ro, 'patch'] },
+    { why: 'The AutoNode condition and status.autoNode.', apiGroups: [hcpGroup], resources: ['hostedcontrolplanes/status'], verbs: ['patch'] },
+    { why: 'The operand Deployment is owned by the HCP (blockOwnerDeletion).', apiGroups: [hcpGroup], resources: ['hostedcontrolplanes/finalizers'], verbs: ['update'] },
+    { why: 'Leader election of the operator.', apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: [...ro, 'create', 'update', 'patch'] },
+    { why: 'The operand Deployment and the ServiceAccount it runs as.', apiGroups: ['apps'], resources: ['deployments'], verbs: [...ro, 'create', 'patch', 'delete'] },
+    { why: 'The operand ServiceAccount.', apiGroups: [''], resources: ['serviceaccounts'], verbs: [...ro, 'create', 'patch', 'delete'] },
+    { why: 'Namespaced operand RBAC, when the provider renders any for the operand namespace.', apiGroups: ['rbac.authorization.k8s.io'], resources: ['roles', 'rolebindings'], verbs: [...ro, 'create', 'patch', 'delete'] },
+    { why: 'The credentials Secret (gating, rotation) and the ignition Secrets (labelled) of the HCP namespace.', apiGroups: [''], resources: ['secrets'], verbs: ro },
+    { why: 'Events on the HCP and the operand Deployment.', apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
+  ];
+}
+
+/** Cluster rules of the standalone operator that mean nothing in a hosted guest (no Karpenter CR, ClusterOperator, Infrastructure, MCO). */
+const STANDALONE_ONLY = new Set(['karpenters', 'karpenters/status', 'karpenters/finalizers', 'clusteroperators', 'clusteroperators/status', 'infrastructures', 'clusterversions', 'machineconfigpools']);
+
+/** ClusterRole `karpenter-operator` in the guest: the standalone cluster rules that apply there, and what it grants the operand. */
+export function guestClusterRules(): PolicyRule[] {
+  const own = operatorClusterRules.filter((r) => !(r.resources ?? []).some((res) => STANDALONE_ONLY.has(res))).map(({ why: _why, ...rule }) => structuredClone(rule));
+  return [...own, ...operandGrantRules()];
+}
+
+/** Role in the guest's kube-system: the operand's identity there (ServiceAccount) and its DNS Role. */
+export function guestKubeSystemRules(): PolicyRule[] {
+  return [
+    { apiGroups: [''], resources: ['serviceaccounts'], verbs: [...ro, 'create', 'patch', 'delete'] },
+    { apiGroups: ['rbac.authorization.k8s.io'], resources: ['roles', 'rolebindings'], verbs: [...ro, 'create', 'patch', 'delete'] },
+    ...operandDnsRules.map((r) => structuredClone(r)),
+  ];
+}
+
+const stripWhy = (rules: DocumentedRule[]): PolicyRule[] => rules.map(({ why: _why, ...rule }) => structuredClone(rule));
+
+/** The management-cluster objects for an HCP namespace; `subject` is the ServiceAccount the operator pod runs as there. */
+export function hostedManagementRbac(namespace: string, serviceAccount: string = OperatorRbacNames.role): KubeObject[] {
+  const subject = { kind: 'ServiceAccount', name: serviceAccount, namespace };
+  return [
+    { ...Types.ServiceAccount, metadata: { name: serviceAccount, namespace } },
+    { ...Types.Role, metadata: { name: OperatorRbacNames.role, namespace }, rules: stripWhy(managementRules()) },
+    { ...Types.RoleBinding, metadata: { name: OperatorRbacNames.role, namespace }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: OperatorRbacNames.role }, subjects: [subject] },
+  ];
+}
+
+/** The guest-cluster objects for the operator's guest identity. */
+export function hostedGuestRbac(): KubeObject[] {
+  const subject = { ...GUEST_OPERATOR_SUBJECT };
+  const ns = OperandNames.dnsNamespace;
+  return [
+    { ...Types.ServiceAccount, metadata: { name: subject.name, namespace: subject.namespace } },
+    { ...Types.ClusterRole, metadata: { name: OperatorRbacNames.clusterRole }, rules: guestClusterRules() },
+    { ...Types.ClusterRoleBinding, metadata: { name: OperatorRbacNames.clusterRole }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: OperatorRbacNames.clusterRole }, subjects: [subject] },
+    { ...Types.Role, metadata: { name: OperatorRbacNames.role, namespace: ns }, rules: guestKubeSystemRules() },
+    { ...Types.RoleBinding, metadata: { name: OperatorRbacNames.role, namespace: ns }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: OperatorRbacNames.role }, subjects: [subject] },
+  ];
+}

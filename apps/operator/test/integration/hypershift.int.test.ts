@@ -1,0 +1,259 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  applyObject,
+  applyStatus,
+  deleteObject,
+  getObject,
+  kubeRequest,
+  listObjects,
+  nodeBootstrapperObjects,
+  startCluster,
+  waitFor,
+  type ClusterHandle,
+  type KubeObj,
+} from '@karpenter-operator/testkit';
+import { seededWorld, testCluster } from '@karpenter-operator/testkit/vitest';
+import { anIgnitionSecret } from '@karpenter-operator/topology-hypershift/testing';
+import { GUEST_OPERATOR_SUBJECT, hostedGuestRbac, hostedManagementRbac } from '../../src/manifests/hypershift-rbac.js';
+import { conditionOf } from '../support/k8s.js';
+import { credentialsFileText, startOperator, type OperatorProcess } from '../support/operator-process.js';
+import { crdEstablished, csrApproved, launchKarpenterInstance, RUNTIME_CRDS, submitClientCsr, waitCsrApproved, type LaunchedNode } from '../support/scenario.js';
+
+/**
+ * HyperShift management-cluster mode with two real API servers: the shared cluster is the management
+ * cluster (HostedControlPlane CRD, the EC2 emulator), a second cluster of the same harness is the guest.
+ * The operator and the sidecar adapter run as ServiceAccount `clusters-demo/karpenter-operator` on the
+ * management side and as `kube-system/karpenter-operator` in the guest, under the RBAC of
+ * src/manifests/hypershift-rbac.ts, nothing more.
+ */
+const NS = 'clusters-demo';
+const HCP = 'demo';
+const SA = 'karpenter-operator';
+const HCP_TYPE = { apiVersion: 'hypershift.openshift.io/v1beta1', kind: 'HostedControlPlane' } as const;
+const HCP_PATH = `/apis/hypershift.openshift.io/v1beta1/namespaces/${NS}/hostedcontrolplanes/${HCP}`;
+const ADAPTER_FINALIZER = 'hypershift.openshift.io/karpenter-finalizer';
+const OPERATOR_FINALIZER = 'karpenter.autoscaling.openshift.io/teardown';
+const MGMT_USER = `system:serviceaccount:${NS}:${SA}`;
+const GUEST_USER = `system:serviceaccount:${GUEST_OPERATOR_SUBJECT.namespace}:${GUEST_OPERATOR_SUBJECT.name}`;
+
+const mgmt = testCluster();
+const world = seededWorld();
+let guest: ClusterHandle;
+let dir: string;
+let op: OperatorProcess;
+let adapter: OperatorProcess;
+const started = new Date();
+const autoNode = { provisionerConfig: { name: 'Karpenter', karpenter: { platform: 'AWS', aws: { roleARN: 'arn:aws:iam::123456789012:role/demo-karpenter' } } } };
+
+/** A HostedControlPlane the real CRD admits (its required fields filled with plausible values), AutoNode on. */
+function hostedControlPlane(): KubeObj {
+  const arn = (r: string) => `arn:aws:iam::123456789012:role/demo-${r}`;
+  return {
+    ...HCP_TYPE,
+    metadata: { name: HCP, namespace: NS, annotations: { 'hypershift.openshift.io/aws-karpenter-default-instance-profile': world.facts.instanceProfile } },
+    spec: {
+      infraID: world.facts.infraId,
+      releaseImage: 'quay.io/openshift-release-dev/ocp-release:4.22.0-x86_64',
+      issuerURL: 'https://oidc.demo.example.com',
+      pullSecret: { name: 'pull-secret' },
+      sshKey: { name: 'ssh-key' },
+      dns: { baseDomain: 'demo.example.com' },
+      etcd: { managementType: 'Unmanaged', unmanaged: { endpoint: 'https://etcd-client:2379', tls: { clientSecret: { name: 'etcd-client-tls' } } } },
+      services: ['APIServer', 'OAuthServer', 'Konnectivity', 'Ignition'].map((service) => ({ service, servicePublishingStrategy: { type: 'Route' } })),
+      platform: {
+        type: 'AWS',
+        aws: {
+          region: world.facts.region,
+          resourceTags: [{ key: 'red-hat-managed', value: 'true' }],
+          rolesRef: Object.fromEntries(
+            ['controlPlaneOperatorARN', 'imageRegistryARN', 'ingressARN', 'kubeCloudControllerARN', 'networkARN', 'nodePoolManagementARN', 'storageARN'].map((k) => [k, arn(k)]),
+          ),
+        },
+      },
+      autoNode,
+    },
+    status: { ready: true, initialized: true },
+  };
+}
+
+const hcp = () => getObject(mgmt.kubeConfig(), HCP_TYPE.apiVersion, HCP_TYPE.kind, HCP, NS);
+const operand = () => getObject(mgmt.kubeConfig(), 'apps/v1', 'Deployment', 'karpenter', NS);
+const finalizers = async () => ((await hcp())?.metadata.finalizers as string[] | undefined) ?? [];
+const autoNodeCondition = async () => conditionOf(await hcp(), 'AutoNodeEnabled');
+const patchHcp = (body: Record<string, unknown>) => kubeRequest(mgmt.kubeConfig(), 'PATCH', HCP_PATH, { body, contentType: 'application/merge-patch+json' });
+
+describe('HyperShift: management cluster + guest cluster', () => {
+  beforeAll(async () => {
+    guest = await startCluster({ ec2: false });
+    dir = mkdtempSync(join(tmpdir(), 'ko-hcp-'));
+    const g = guest.kubeConfig();
+    await applyObject(g, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'openshift-machine-config-operator' } });
+    for (const o of [...nodeBootstrapperObjects(), ...hostedGuestRbac()]) await applyObject(g, o as KubeObj);
+    const m = mgmt.kubeConfig();
+    await applyObject(m, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
+    for (const o of hostedManagementRbac(NS, SA)) await applyObject(m, o as KubeObj);
+    // HyperShift creates this PriorityClass; the operand's pods are refused without it.
+    await applyObject(m, { apiVersion: 'scheduling.k8s.io/v1', kind: 'PriorityClass', metadata: { name: 'hypershift-control-plane' }, value: 100000000 } as KubeObj);
+    const guestKubeconfig = await guest.writeKubeConfigFor(GUEST_OPERATOR_SUBJECT.namespace, GUEST_OPERATOR_SUBJECT.name, join(dir, 'guest.kubeconfig'), { expirationSeconds: 7200 });
+    const created = await applyObject(m, hostedControlPlane());
+    await applyStatus(m, { ...created, status: { ready: true, initialized: true } });
+    await applyObject(m, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'karpenter-cloud-credentials', namespace: NS }, stringData: { credentials: credentialsFileText() } } as KubeObj);
+    // What HyperShift's ignition generator would write for NodeClass `default`.
+    await applyObject(m, anIgnitionSecret({ ami: world.facts.amis.x86_64 }) as KubeObj);
+
+    const common = { namespace: NS, serviceAccount: SA, leaderElect: false };
+    op = await startOperator(mgmt, {
+      ...common,
+      name: 'hcp-operator',
+      args: [`--guest-kubeconfig=${guestKubeconfig}`],
+      env: {
+        MANAGEMENT_CLUSTER: 'true',
+        CLUSTER_NAME: HCP,
+        CLUSTER_ENDPOINT: 'https://api.demo.example.com:6443',
+        PLATFORM: 'AWS',
+        REGION: world.facts.region,
+        HCP_NAME: HCP,
+      },
+    });
+    adapter = await startOperator(mgmt, {
+      ...common,
+      name: 'hcp-adapter',
+      entry: 'adapter',
+      args: [`--guest-kubeconfig=${guestKubeconfig}`, `--hcp-name=${HCP}`, '--guest-unreachable-timeout=5s'],
+    });
+  }, 240_000);
+
+  afterAll(async () => {
+    await op?.stop();
+    await adapter?.stop();
+    // The HCP must not outlive this file on the shared cluster.
+    await patchHcp({ metadata: { finalizers: null } }).catch(() => undefined);
+    await deleteObject(mgmt.kubeConfig(), HCP_TYPE.apiVersion, HCP_TYPE.kind, HCP, NS).catch(() => false);
+    await deleteObject(mgmt.kubeConfig(), 'v1', 'Namespace', NS).catch(() => false);
+    await guest?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  }, 120_000);
+
+  it('AutoNode on: operand in the HCP namespace with the HCP env, CRDs and EC2NodeClass default in the guest, AutoNodeEnabled once rolled out', async () => {
+    await waitFor('the operand Deployment in the HCP namespace', async () => (await operand()) !== undefined, { timeoutMs: 60_000, abort: () => (op.exited() ? op.logs().slice(-3000) : undefined) });
+    const dep = (await operand())!;
+    const container = (dep.spec as { template: { spec: { containers: Array<{ env: Array<{ name: string; value?: string }> }> } } }).template.spec.containers[0]!;
+    const env = Object.fromEntries(container.env.map((e) => [e.name, e.value]));
+    expect(env).toMatchObject({ DISABLE_LEADER_ELECTION: 'true', DISABLE_WEBHOOK: 'true', FEATURE_GATES: 'Drift=true', CLUSTER_NAME: world.facts.infraId, AWS_REGION: world.facts.region });
+    expect(env['KUBECONFIG']).toBeTruthy();
+    expect((dep.spec as { replicas: number }).replicas).toBe(1);
+
+    await waitFor('the runtime CRDs Established in the guest', async () => (await Promise.all(RUNTIME_CRDS.map((n) => crdEstablished(guest, n)))).every(Boolean), { timeoutMs: 60_000 });
+    for (const n of RUNTIME_CRDS) expect(await getObject(mgmt.kubeConfig(), 'apiextensions.k8s.io/v1', 'CustomResourceDefinition', n)).toBeUndefined();
+
+    const nodeClass = await waitFor(
+      'EC2NodeClass default in the guest, from the ignition Secret',
+      async () => (await getObject(guest.kubeConfig(), 'karpenter.k8s.aws/v1', 'EC2NodeClass', 'default')) ?? false,
+      { timeoutMs: 60_000 },
+    );
+    const spec = nodeClass.spec as { userData?: string; amiSelectorTerms?: unknown[]; amiFamily?: string };
+    expect(spec.amiSelectorTerms).toEqual([{ id: world.facts.amis.x86_64 }]);
+    expect(spec.userData).toContain('ignition');
+
+    await waitFor('AutoNodeEnabled True once the operand rolled out', async () => (await autoNodeCondition())?.status === 'True', { timeoutMs: 90_000, intervalMs: 500 });
+    expect(await finalizers()).toEqual(expect.arrayContaining([ADAPTER_FINALIZER, OPERATOR_FINALIZER]));
+    // No ClusterOperator in this topology, and nothing of the guest's lands in the management cluster.
+    expect(mgmt.auditEvents({ user: MGMT_USER, since: started }).filter((e) => /clusteroperators|customresourcedefinitions|certificatesigningrequests/.test(e.requestURI))).toEqual([]);
+  });
+
+  it('status.autoNode follows NodeClaims and Nodes in the guest', async () => {
+    const g = guest.kubeConfig();
+    for (const [name, cpu] of [['hcp-claim-a', '4'], ['hcp-claim-b', '2']] as const) {
+      await applyObject(g, {
+        apiVersion: 'karpenter.sh/v1',
+        kind: 'NodeClaim',
+        metadata: { name, labels: { 'karpenter.sh/nodepool': 'general' } },
+        spec: { nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' }, requirements: [{ key: 'kubernetes.io/arch', operator: 'In', values: ['amd64'] }] },
+      } as KubeObj);
+      await kubeRequest(g, 'PATCH', `/apis/karpenter.sh/v1/nodeclaims/${name}/status`, { body: { status: { nodeName: `node-${name}`, capacity: { cpu } } }, contentType: 'application/merge-patch+json' });
+    }
+    // Only claim a has a Node so far.
+    await applyObject(g, { apiVersion: 'v1', kind: 'Node', metadata: { name: 'node-hcp-claim-a', labels: { 'karpenter.sh/nodepool': 'general' } } } as KubeObj);
+    const counts = async () => ((await hcp())!.status as { autoNode?: Record<string, unknown> }).autoNode;
+    await waitFor('status.autoNode = 1 node, 2 claims, 4 vCPUs', async () => JSON.stringify(await counts()) === JSON.stringify({ nodeCount: 1, nodeClaimCount: 2, vcpus: 4 }), { timeoutMs: 30_000 });
+    await applyObject(g, { apiVersion: 'v1', kind: 'Node', metadata: { name: 'node-hcp-claim-b', labels: { 'karpenter.sh/nodepool': 'general' } } } as KubeObj);
+    await waitFor('status.autoNode = 2 nodes, 2 claims, 6 vCPUs', async () => JSON.stringify(await counts()) === JSON.stringify({ nodeCount: 2, nodeClaimCount: 2, vcpus: 6 }), { timeoutMs: 30_000 });
+    for (const n of ['node-hcp-claim-a', 'node-hcp-claim-b']) await deleteObject(g, 'v1', 'Node', n);
+    for (const n of ['hcp-claim-a', 'hcp-claim-b']) await deleteObject(g, 'karpenter.sh/v1', 'NodeClaim', n);
+    await waitFor('status.autoNode back to zero', async () => JSON.stringify(await counts()) === JSON.stringify({ nodeCount: 0, nodeClaimCount: 0, vcpus: 0 }), { timeoutMs: 30_000 });
+  });
+
+  it('a guest client CSR of a NodeClaim with an emulator instance is approved; a forged one stays pending', async () => {
+    let node: LaunchedNode | undefined;
+    try {
+      node = await launchKarpenterInstance(mgmt, world, 'hcp-csr-1', { nodeClaimCluster: guest });
+      const good = await submitClientCsr(guest, node.dns);
+      const forged = await submitClientCsr(guest, 'ip-10-0-250-250.ec2.internal');
+      await waitCsrApproved(guest, good, 30_000);
+      await new Promise((r) => setTimeout(r, 2_000));
+      expect(await csrApproved(guest, forged)).toBe(false);
+    } finally {
+      await node?.terminate();
+      await deleteObject(guest.kubeConfig(), 'karpenter.sh/v1', 'NodeClaim', 'hcp-csr-1').catch(() => false);
+    }
+  });
+
+  it('turning AutoNode off tears down in order: NodePools, NodeClaims, the operand, then both finalizers', async () => {
+    const g = guest.kubeConfig();
+    await applyObject(g, {
+      apiVersion: 'karpenter.sh/v1',
+      kind: 'NodePool',
+      metadata: { name: 'general' },
+      spec: { template: { spec: { nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' }, requirements: [{ key: 'kubernetes.io/arch', operator: 'In', values: ['amd64'] }] } } },
+    } as KubeObj);
+    expect((await patchHcp({ spec: { autoNode: null } })).status).toBe(200);
+    await waitFor('both finalizers released', async () => {
+      const f = await finalizers();
+      return !f.includes(ADAPTER_FINALIZER) && !f.includes(OPERATOR_FINALIZER);
+    }, { timeoutMs: 90_000, intervalMs: 500 });
+    expect(await listObjects(g, 'karpenter.sh/v1', 'NodePool')).toEqual([]);
+    expect(await listObjects(g, 'karpenter.sh/v1', 'NodeClaim')).toEqual([]);
+    expect(await operand()).toBeUndefined();
+    await waitFor('AutoNodeEnabled False/AutoNodeNotConfigured', async () => (await autoNodeCondition())?.reason === 'AutoNodeNotConfigured', { timeoutMs: 30_000 });
+    // The CRDs stay in the guest, as standalone.
+    for (const n of RUNTIME_CRDS) expect(await crdEstablished(guest, n)).toBe(true);
+  });
+
+  it('deleting the HCP while the guest API is down releases the finalizers with a Warning event', async () => {
+    expect((await patchHcp({ spec: { autoNode } })).status).toBe(200);
+    await waitFor('AutoNode back on: operand and both finalizers', async () => {
+      const f = await finalizers();
+      return f.includes(ADAPTER_FINALIZER) && f.includes(OPERATOR_FINALIZER) && (await operand()) !== undefined;
+    }, { timeoutMs: 60_000, intervalMs: 500 });
+    // A NodeClaim Karpenter would still be terminating when the guest went away.
+    await applyObject(guest.kubeConfig(), {
+      apiVersion: 'karpenter.sh/v1',
+      kind: 'NodeClaim',
+      metadata: { name: 'hcp-stuck', finalizers: ['karpenter.sh/termination'] },
+      spec: { nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' }, requirements: [{ key: 'kubernetes.io/arch', operator: 'In', values: ['amd64'] }] },
+    } as KubeObj);
+    await new Promise((r) => setTimeout(r, 1_000));
+    await guest.stopApiServer();
+    try {
+      await deleteObject(mgmt.kubeConfig(), HCP_TYPE.apiVersion, HCP_TYPE.kind, HCP, NS);
+      await waitFor('the HCP to be gone', async () => (await hcp()) === undefined, { timeoutMs: 90_000, intervalMs: 500, abort: () => (adapter.exited() ? adapter.logs().slice(-3000) : undefined) });
+      const events = await listObjects(mgmt.kubeConfig(), 'events.k8s.io/v1', 'Event', NS);
+      const warning = events.find((e) => (e as { reason?: string }).reason === 'GuestUnreachable');
+      expect(warning, JSON.stringify(events.map((e) => (e as { reason?: string }).reason))).toBeDefined();
+      expect((warning as { type?: string }).type).toBe('Warning');
+      expect((warning as { note?: string }).note).toMatch(/may be orphaned/);
+      expect(op.exited()).toBe(false);
+      expect(adapter.exited()).toBe(false);
+    } finally {
+      await guest.startApiServer();
+    }
+  });
+
+  it('neither process got a 403 on either cluster', () => {
+    expect(mgmt.auditEvents({ user: MGMT_USER, codes: [403], since: started }).map((e) => `${e.verb} ${e.requestURI}`)).toEqual([]);
+    expect(guest.auditEvents({ user: GUEST_USER, codes: [403] }).map((e) => `${e.verb} ${e.requestURI}`)).toEqual([]);
+  });
+});
