@@ -18,6 +18,8 @@ export interface OperatorConfig {
   region?: string;
   /** Management-cluster mode: the HostedControlPlane's name (HCP_NAME); default the one HCP in the namespace. */
   hcpName?: string;
+  /** Management-cluster mode: the Secret in the HCP namespace the operand mounts as its guest kubeconfig (GUEST_KUBECONFIG_SECRET). */
+  guestKubeconfigSecret?: string;
   operandImageAws?: string;
   operatorImage?: string;
   awsSharedCredentialsFile?: string;
@@ -128,6 +130,7 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
   opt('platform', platform);
   opt('region', env.REGION);
   opt('hcpName', env.HCP_NAME);
+  opt('guestKubeconfigSecret', env.GUEST_KUBECONFIG_SECRET);
   opt('operandImageAws', env.KARPENTER_IMAGE_AWS);
   opt('operatorImage', env.OPERATOR_IMAGE);
   opt('awsSharedCredentialsFile', env.AWS_SHARED_CREDENTIALS_FILE);

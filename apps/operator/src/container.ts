@@ -115,6 +115,7 @@ export function buildContainer(inputs: ContainerInputs): Container {
     ...(config.operatorImage ? { operatorImage: config.operatorImage } : {}),
     ...(config.clusterName ? { clusterNameOverride: config.clusterName } : {}),
     ...(config.clusterEndpoint ? { clusterEndpointOverride: config.clusterEndpoint } : {}),
+    ...(config.guestKubeconfigSecret ? { guestKubeconfigSecret: config.guestKubeconfigSecret } : {}),
   };
   c.bind(SettingsId).toConstantValue(settings);
   c.bind(ClockId).toConstantValue(inputs.clock);

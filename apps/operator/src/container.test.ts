@@ -1,0 +1,56 @@
+import { describe, expect, it } from 'vitest';
+import { silentLogger, TopologyId, type Reconciler, type Topology } from '@karpenter-operator/core';
+import { FakeClock, MemoryClusterStore, RecordingEvents, RecordingMetrics } from '@karpenter-operator/core/testing';
+import { parseConfig } from './config.js';
+import { buildContainer, ReconcilersId } from './container.js';
+
+const env = { RELEASE_VERSION: '4.22.0', KARPENTER_IMAGE_AWS: 'quay.io/k:1' };
+const hostedEnv = { ...env, MANAGEMENT_CLUSTER: 'true', CLUSTER_NAME: 'demo', CLUSTER_ENDPOINT: 'https://api.demo:6443', PLATFORM: 'AWS', REGION: 'us-east-1', HCP_NAME: 'demo' };
+
+function build(argv: string[], e: Record<string, string>, withGuest: boolean) {
+  const parsed = parseConfig(argv, e, { crdDir: '/crds' });
+  if (!parsed.ok) throw new Error(parsed.errors.join('; '));
+  const control = new MemoryClusterStore();
+  const guest = new MemoryClusterStore();
+  const c = buildContainer({
+    config: parsed.config,
+    platform: 'AWS',
+    store: control,
+    ...(withGuest ? { guestStore: guest } : {}),
+    ...(parsed.config.hcpName ? { hcpName: parsed.config.hcpName } : {}),
+    events: new RecordingEvents(),
+    logger: silentLogger,
+    metrics: new RecordingMetrics(),
+    clock: new FakeClock(),
+  });
+  return { c, control, guest };
+}
+
+describe('buildContainer', () => {
+  it('standalone: one store, every use-case including the node-lifecycle three', () => {
+    const { c, control } = build(['--namespace=openshift-karpenter'], env, false);
+    const topology = c.get<Topology>(TopologyId);
+    expect(topology.name).toBe('standalone');
+    expect(topology.controlStore).toBe(control);
+    expect(topology.workloadStore).toBe(control);
+    const names = c.get<Reconciler[]>(ReconcilersId).map((r) => r.name);
+    expect(names).toEqual(expect.arrayContaining(['ec2nodeclass.default', 'machineconfigpool.node-config', 'certificatesigningrequest.node-identity']));
+  });
+
+  it('management-cluster mode: the HyperShift topology over both stores; no MachineConfigPools and no default NodeClass (the adapter writes it)', () => {
+    const { c, control, guest } = build(['--namespace=clusters-demo', '--guest-kubeconfig=/g/kubeconfig'], hostedEnv, true);
+    const topology = c.get<Topology>(TopologyId);
+    expect(topology.name).toBe('hypershift');
+    expect(topology.controlStore).toBe(control);
+    expect(topology.workloadStore).toBe(guest);
+    expect(topology.statusObject).toMatchObject({ kind: 'HostedControlPlane', namespace: 'clusters-demo', name: 'demo' });
+    const names = c.get<Reconciler[]>(ReconcilersId).map((r) => r.name);
+    expect(names).toContain('certificatesigningrequest.node-identity');
+    expect(names).not.toContain('ec2nodeclass.default');
+    expect(names).not.toContain('machineconfigpool.node-config');
+  });
+
+  it('management-cluster mode without the guest store is a start-up error, not a half-wired operator', () => {
+    expect(() => build(['--namespace=clusters-demo', '--guest-kubeconfig=/g/kubeconfig'], hostedEnv, false)).toThrow(/guest cluster store/);
+  });
+});
