@@ -1,19 +1,42 @@
 // Bundles each image's entry point into one ESM file with production dependencies inlined, and copies the
-// runtime CRDs (produced from the pinned Go modules by tools/cluster/fetch-crds.sh) beside it.
+// runtime CRDs (produced from the pinned Go modules by tools/cluster/fetch-crds.sh) beside the operator's.
+//   build.mjs [OUTDIR] [--entry main|adapter]...
+// OUTDIR is apps/operator/dist by default (the image test builds into a tree of its own); without --entry every
+// entry is built. Only `main` needs the CRDs, so `--entry adapter` builds without generated/crds.
 import { build } from 'esbuild';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
-// `build.mjs [OUTDIR]`: apps/operator/dist by default; the image test builds into a tree of its own.
-const out = process.argv[2] ? resolve(process.argv[2]) : join(root, 'apps/operator/dist');
 const crdSrc = join(root, 'generated/crds/karpenter');
 
-const entries = [
-  { in: 'apps/operator/src/main.ts', out: 'main' },
-  { in: 'packages/topology-hypershift/src/adapter-main.ts', out: 'adapter' },
-].filter((e) => existsSync(join(root, e.in)));
+const allEntries = [
+  { in: 'apps/operator/src/main.ts', out: 'main', crds: true }, // images/operator.Containerfile
+  { in: 'apps/operator/src/adapter-main.ts', out: 'adapter', crds: false }, // images/hypershift-adapter.Containerfile
+];
+
+const fail = (msg) => {
+  console.error(`build: ${msg}`);
+  process.exit(1);
+};
+let args;
+try {
+  args = parseArgs({ allowPositionals: true, options: { entry: { type: 'string', multiple: true } } });
+} catch (e) {
+  fail(e.message);
+}
+if (args.positionals.length > 1) fail(`one OUTDIR at most, got ${args.positionals.join(' ')}`);
+const out = args.positionals[0] ? resolve(args.positionals[0]) : join(root, 'apps/operator/dist');
+const wanted = args.values.entry ?? allEntries.map((e) => e.out);
+const unknown = wanted.filter((n) => !allEntries.some((e) => e.out === n));
+if (unknown.length) fail(`unknown --entry ${unknown.join(', ')} (known: ${allEntries.map((e) => e.out).join(', ')})`);
+const entries = allEntries.filter((e) => wanted.includes(e.out));
+// Check every input before touching OUTDIR, so a failed build leaves the previous one in place.
+for (const e of entries) if (!existsSync(join(root, e.in))) fail(`entry point ${e.in} (${e.out}.js) does not exist`);
+const withCrds = entries.some((e) => e.crds);
+if (withCrds && !existsSync(crdSrc)) fail(`${crdSrc} is missing; run \`npm run setup\` (tools/cluster/fetch-crds.sh) to produce the runtime CRDs`);
 
 rmSync(out, { recursive: true, force: true });
 mkdirSync(out, { recursive: true });
@@ -33,7 +56,7 @@ await build({
   banner: { js: "import { createRequire as __ko_cr } from 'node:module'; const require = __ko_cr(import.meta.url);" },
 });
 writeFileSync(join(out, 'package.json'), JSON.stringify({ type: 'module' }) + '\n');
-if (existsSync(crdSrc)) {
+if (withCrds) {
   // generated/crds names files by CRD (`nodepools.karpenter.sh.yaml`); the provider reads them under the
   // names karpenter-provider-aws ships them with (`karpenter.sh_nodepools.yaml`).
   mkdirSync(join(out, 'crds'));
@@ -41,8 +64,5 @@ if (existsSync(crdSrc)) {
     const [plural, ...group] = f.replace(/\.yaml$/, '').split('.');
     copyFileSync(join(crdSrc, f), join(out, 'crds', `${group.join('.')}_${plural}.yaml`));
   }
-} else {
-  console.error(`build: ${crdSrc} is missing; run \`npm run setup\` (tools/cluster/fetch-crds.sh) to produce the runtime CRDs`);
-  process.exit(1);
 }
-console.log(`build: ${entries.map((e) => `${e.out}.js`).join(', ')} and crds/ in ${out}`);
+console.log(`build: ${entries.map((e) => `${e.out}.js`).join(', ')}${withCrds ? ' and crds/' : ''} in ${out}`);

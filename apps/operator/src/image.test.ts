@@ -30,63 +30,133 @@ function stages(file: string): Stage[] {
   return out;
 }
 
-describe('operator image', () => {
+interface ImageSpec {
+  containerfile: string;
+  entry: string;
+  opt: string;
+  manifests: boolean;
+}
+interface RuntimeTree {
+  images: Record<string, ImageSpec>;
+  buildRuntimeTree: (image: string) => string;
+}
+const runtimeTree = join(repo, 'tools/image/runtime-tree.mjs');
+const { images } = (await import(runtimeTree)) as RuntimeTree;
+
+/** What the runtime stage of each image must and must not have beyond the bundle. */
+const cases = [
+  { name: 'operator', stageNames: ['crds', 'build', 'final'], operatorOnly: true, otherBundle: 'adapter.js' },
+  { name: 'hypershift-adapter', stageNames: ['build', 'final'], operatorOnly: false, otherBundle: 'main.js' },
+];
+
+describe.each(cases)('$name image', ({ name, stageNames, operatorOnly, otherBundle }) => {
+  const spec = images[name]!;
+  const file = join(repo, spec.containerfile);
   let tree: string;
   beforeAll(async () => {
-    const { buildRuntimeTree } = (await import(join(repo, 'tools/image/runtime-tree.mjs'))) as { buildRuntimeTree: () => string };
-    tree = buildRuntimeTree();
+    const { buildRuntimeTree } = (await import(runtimeTree)) as RuntimeTree;
+    tree = buildRuntimeTree(name);
   }, 120_000);
   afterAll(() => rmSync(tree, { recursive: true, force: true }));
 
-  const file = join(repo, 'images/operator.Containerfile');
-
-  it('is multi-stage on Red Hat UBI with Node.js 24, non-root, with the CVO label and /manifests', () => {
+  it('is multi-stage on Red Hat UBI with Node.js 24 and runs as a non-root user', () => {
     const s = stages(file);
-    expect(s.map((x) => x.name ?? 'final')).toEqual(['crds', 'build', 'final']);
-    expect(s[1]!.from).toMatch(/^registry\.access\.redhat\.com\/ubi9\/nodejs-24:/);
-    const final = s[2]!;
+    expect(s.map((x) => x.name ?? 'final')).toEqual(stageNames);
+    const build = s.find((x) => x.name === 'build')!;
+    expect(build.from).toMatch(/^registry\.access\.redhat\.com\/ubi9\/nodejs-24:/);
+    expect(build.lines).toContain('WORKDIR /src');
+    expect(build.lines.some((l) => /^RUN npm ci .*&& .*node apps\/operator\/scripts\/build\.mjs --entry (\S+)$/.exec(l)?.[1] === spec.entry)).toBe(true);
+    const final = s.at(-1)!;
     expect(final.from).toMatch(/^registry\.access\.redhat\.com\/ubi9\/nodejs-24-minimal:/);
-    expect(final.lines).toContain('COPY install/ /manifests/');
-    expect(final.lines.some((l) => /^LABEL .*io\.openshift\.release\.operator=true/.test(l))).toBe(true);
     const user = final.lines.filter((l) => l.startsWith('USER ')).at(-1);
     expect(user).toMatch(/^USER [1-9][0-9]*$/);
   });
 
-  it('copies only paths that exist, and its entry point is the bundled main.js', () => {
+  it(`has /manifests and the CVO label ${operatorOnly ? 'as the payload operator' : 'not: only the payload operator image does'}`, () => {
     const s = stages(file);
-    for (const st of s.slice(0, 2)) {
-      for (const l of st.lines.filter((x) => x.startsWith('COPY ') && !x.includes('--from='))) {
+    const final = s.at(-1)!;
+    expect(final.lines.includes('COPY install/ /manifests/')).toBe(operatorOnly);
+    expect(s.some((st) => st.lines.some((l) => l.includes('/manifests')))).toBe(operatorOnly);
+    expect(final.lines.some((l) => /^LABEL .*io\.openshift\.release\.operator=true/.test(l))).toBe(operatorOnly);
+    expect(s.some((st) => st.lines.some((l) => l.includes('io.openshift.release.operator')))).toBe(operatorOnly);
+    expect(existsSync(join(tree, 'manifests'))).toBe(operatorOnly);
+    if (operatorOnly) expect(existsSync(join(tree, 'manifests/0000_50_karpenter-operator_03_deployment.yaml'))).toBe(true);
+  });
+
+  it(`copies only paths that exist, and its entry point is the bundled ${spec.entry}.js`, () => {
+    const s = stages(file);
+    for (const [i, st] of s.entries()) {
+      for (const l of st.lines.filter((x) => x.startsWith('COPY '))) {
+        const from = /--from=(\S+)/.exec(l)?.[1];
+        if (from) {
+          expect(s.slice(0, i).map((x) => x.name), `${l}: stage ${from} comes earlier`).toContain(from);
+          continue;
+        }
         const parts = l.split(/\s+/).filter((p) => !p.startsWith('--'));
-        for (const src of parts.slice(1, -1)) expect(existsSync(join(repo, src)), `${src} (stage ${st.name}) exists`).toBe(true);
+        for (const src of parts.slice(1, -1)) expect(existsSync(join(repo, src)), `${src} (stage ${st.name ?? 'final'}) exists`).toBe(true);
       }
     }
-    const final = s[2]!;
-    const copy = final.lines.find((l) => l.includes('--from=build'))!;
-    expect(copy).toMatch(/\/src\/apps\/operator\/dist\/ \/opt\/karpenter-operator\//);
+    const final = s.at(-1)!;
+    const copies = final.lines.filter((l) => l.includes('--from='));
+    expect(copies).toEqual([`COPY --from=build /src/apps/operator/dist/ ${spec.opt}/`]);
     const entry = final.lines.find((l) => l.startsWith('ENTRYPOINT'))!;
     const argv = JSON.parse(entry.slice('ENTRYPOINT'.length)) as string[];
-    expect(argv).toEqual(['node', '/opt/karpenter-operator/main.js']);
-    expect(existsSync(join(tree, 'opt/karpenter-operator/main.js'))).toBe(true);
-    expect(existsSync(join(tree, 'opt/karpenter-operator/crds/karpenter.k8s.aws_ec2nodeclasses.yaml'))).toBe(true);
-    expect(existsSync(join(tree, 'manifests/0000_50_karpenter-operator_03_deployment.yaml'))).toBe(true);
+    expect(argv).toEqual(['node', `${spec.opt}/${spec.entry}.js`]);
+    const opt = join(tree, spec.opt);
+    expect(existsSync(join(opt, `${spec.entry}.js`))).toBe(true);
+    // Only this image's bundle, and the CRDs only where the operator reads them.
+    expect(existsSync(join(opt, otherBundle))).toBe(false);
+    expect(existsSync(join(opt, 'crds/karpenter.k8s.aws_ec2nodeclasses.yaml'))).toBe(operatorOnly);
   });
 
-  it('the runtime tree starts without node_modules: --help, and render on fixtures', () => {
-    const main = join(tree, 'opt/karpenter-operator/main.js');
-    const help = spawnSync(node, [main, '--help'], { cwd: tree, encoding: 'utf8' });
-    expect(help.status).toBe(0);
-    expect(help.stdout).toContain('karpenter-operator render --from DIR');
+  if (name === 'operator') {
+    it('the runtime tree starts without node_modules: --help, and render on fixtures', () => {
+      const main = join(tree, spec.opt, 'main.js');
+      const help = spawnSync(node, [main, '--help'], { cwd: tree, encoding: 'utf8' });
+      expect(help.status).toBe(0);
+      expect(help.stdout).toContain('karpenter-operator render --from DIR');
 
-    const fixtures = mkdtempSync(join(tmpdir(), 'ko-fixtures-'));
-    writeFileSync(join(fixtures, 'cluster.yaml'), openShiftAwsObjects('-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n').map((o) => stringify(o)).join('---\n'));
-    const r = spawnSync(node, [main, 'render', '--from', fixtures, '--kind', 'EC2NodeClass', '--output', 'json'], { cwd: tree, encoding: 'utf8' });
-    rmSync(fixtures, { recursive: true, force: true });
-    expect(r.status, r.stderr).toBe(0);
-    const nc = JSON.parse(r.stdout) as { kind: string; spec: { amiFamily: string } };
-    expect([nc.kind, nc.spec.amiFamily]).toEqual(['EC2NodeClass', 'Custom']);
+      const fixtures = mkdtempSync(join(tmpdir(), 'ko-fixtures-'));
+      writeFileSync(join(fixtures, 'cluster.yaml'), openShiftAwsObjects('-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n').map((o) => stringify(o)).join('---\n'));
+      const r = spawnSync(node, [main, 'render', '--from', fixtures, '--kind', 'EC2NodeClass', '--output', 'json'], { cwd: tree, encoding: 'utf8' });
+      rmSync(fixtures, { recursive: true, force: true });
+      expect(r.status, r.stderr).toBe(0);
+      const nc = JSON.parse(r.stdout) as { kind: string; spec: { amiFamily: string } };
+      expect([nc.kind, nc.spec.amiFamily]).toEqual(['EC2NodeClass', 'Custom']);
 
-    const bad = spawnSync(node, [main, 'render', '--from', '/nonexistent-dir'], { cwd: tree, encoding: 'utf8' });
-    expect(bad.status).toBe(1);
-    expect(bad.stderr).toMatch(/render: reading \/nonexistent-dir/);
-  });
+      const bad = spawnSync(node, [main, 'render', '--from', '/nonexistent-dir'], { cwd: tree, encoding: 'utf8' });
+      expect(bad.status).toBe(1);
+      expect(bad.stderr).toMatch(/render: reading \/nonexistent-dir/);
+    });
+  } else {
+    const start = (args: string[]) =>
+      spawnSync(node, [join(tree, spec.opt, 'adapter.js'), ...args], { cwd: tree, encoding: 'utf8', env: { PATH: process.env.PATH }, timeout: 30_000 });
+
+    it('the runtime tree starts without node_modules: --help prints the usage', () => {
+      const help = start(['--help']);
+      expect(help.status, help.stderr).toBe(0);
+      expect(help.stdout).toMatch(/^Usage: karpenter-operator-hypershift-adapter \[run\] --namespace NS --guest-kubeconfig FILE/);
+      expect(help.stdout).toContain('--health-probe-bind-address');
+    });
+
+    it.each([
+      { name: 'no flags', args: [], missing: ['--namespace', '--guest-kubeconfig'] },
+      { name: 'no --guest-kubeconfig', args: ['run', '--namespace', 'clusters-a'], missing: ['--guest-kubeconfig'] },
+      { name: 'no --namespace', args: ['--guest-kubeconfig', '/nonexistent'], missing: ['--namespace'] },
+    ])('without required flags it exits non-zero with one line naming them: $name', ({ args, missing }) => {
+      const r = start(args);
+      expect(r.status).toBe(1);
+      expect(r.stdout).toBe('');
+      const lines = r.stderr.trimEnd().split('\n');
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(/^hypershift-adapter: cannot start: /);
+      for (const flag of ['--namespace', '--guest-kubeconfig']) expect(lines[0]!.includes(`${flag} is required`), `${flag} named`).toBe(missing.includes(flag));
+    });
+
+    it('an invalid bind address is one line naming the flag, before anything is started', () => {
+      const r = start(['--namespace', 'a', '--guest-kubeconfig', '/nonexistent', '--metrics-bind-address', '8080']);
+      expect(r.status).toBe(1);
+      expect(r.stderr.trimEnd()).toBe('hypershift-adapter: cannot start: --metrics-bind-address must be [host]:port, got "8080"');
+    });
+  }
 });

@@ -1,0 +1,112 @@
+// The HyperShift sidecar adapter (images/hypershift-adapter.Containerfile): the HCP-specific controllers of
+// packages/topology-hypershift/src/adapter. It talks to the operator only through Kubernetes objects.
+import type { Server } from 'node:http';
+import { parseArgs } from 'node:util';
+import { describeError, systemClock, type Reconciler } from '@karpenter-operator/core';
+import { AutoNodeStatusReconciler, HcpDefaultNodeClassReconciler, HcpFinalizerReconciler } from '@karpenter-operator/topology-hypershift';
+import { startHttpServer } from './http/server.js';
+import { createKubeCluster, KubeEventRecorder, loadKubeConfig } from './kube/index.js';
+import { createLogger } from './observability/logger.js';
+import { PromMetrics } from './observability/metrics.js';
+import { ControllerRuntime, routeByCluster } from './runtime/index.js';
+
+const USAGE = `Usage: karpenter-operator-hypershift-adapter [run] --namespace NS --guest-kubeconfig FILE [--kubeconfig FILE] [--hcp-name NAME]
+       [--metrics-bind-address [host]:port (:8080)] [--health-probe-bind-address [host]:port (:8081)]
+The HyperShift sidecar adapter: HCP status.autoNode, the HCP finalizer when the guest is gone, EC2NodeClass default
+from ignition Secrets (with --hcp-name).`;
+
+/** `[host]:port`, as the operator's flags take it. */
+function bindAddress(flag: string, value: string, errors: string[]): { host: string; port: number } {
+  const m = /^(.*):(\d{1,5})$/.exec(value);
+  if (!m || Number(m[2]) > 65535) errors.push(`${flag} must be [host]:port, got ${JSON.stringify(value)}`);
+  return { host: m?.[1] || '0.0.0.0', port: Number(m?.[2] ?? 0) };
+}
+
+async function main(argv: string[]): Promise<number> {
+  const args = argv[0] === 'run' ? argv.slice(1) : argv;
+  if (args.includes('--help') || args.includes('-h')) {
+    process.stdout.write(USAGE + '\n');
+    return 0;
+  }
+  const { values } = parseArgs({
+    args,
+    options: {
+      namespace: { type: 'string' },
+      kubeconfig: { type: 'string' },
+      'guest-kubeconfig': { type: 'string' },
+      'hcp-name': { type: 'string' },
+      'metrics-bind-address': { type: 'string', default: ':8080' },
+      'health-probe-bind-address': { type: 'string', default: ':8081' },
+    },
+  });
+  const errors: string[] = [];
+  const { namespace, 'guest-kubeconfig': guestPath, 'hcp-name': hcpName } = values;
+  if (!namespace) errors.push('--namespace is required');
+  if (!guestPath) errors.push('--guest-kubeconfig is required');
+  const metricsAddr = bindAddress('--metrics-bind-address', values['metrics-bind-address'], errors);
+  const healthAddr = bindAddress('--health-probe-bind-address', values['health-probe-bind-address'], errors);
+  if (!namespace || !guestPath || errors.length) {
+    process.stderr.write(`hypershift-adapter: cannot start: ${errors.join('; ')}\n`);
+    return 1;
+  }
+
+  const logger = createLogger('info').child({ container: 'hypershift-adapter' });
+  const metrics = new PromMetrics();
+  const clock = systemClock;
+  const mgmt = createKubeCluster(loadKubeConfig({ ...(values.kubeconfig ? { kubeconfig: values.kubeconfig } : {}), env: process.env }).config, { metrics, logger, clock });
+  const guest = createKubeCluster(loadKubeConfig({ kubeconfig: guestPath, env: {} }).config, { metrics, logger, clock });
+  const events = new KubeEventRecorder({ transport: mgmt.transport, reportingInstance: 'hypershift-adapter', logger, metrics, clock });
+  const base = { management: mgmt.store, guest: guest.store, namespace, ...(hcpName ? { hcpName } : {}) };
+  const reconcilers: Reconciler[] = [new AutoNodeStatusReconciler(base), new HcpFinalizerReconciler({ ...base, clock, events })];
+  if (hcpName) reconcilers.push(new HcpDefaultNodeClassReconciler({ ...base, hcpName, events }));
+  const runtime = new ControllerRuntime({ reconcilers, caches: routeByCluster({ control: mgmt.informers, workload: guest.informers }), metrics, logger, clock });
+
+  const servers: Server[] = [
+    await startHttpServer(healthAddr.host, healthAddr.port, {
+      healthy: () => true,
+      ready: () => (runtime.hasSynced() ? { ok: true, detail: 'ok' } : { ok: false, detail: 'caches not synced' }),
+    }),
+    await startHttpServer(metricsAddr.host, metricsAddr.port, { healthy: () => true, ready: () => ({ ok: true, detail: 'ok' }), metrics: () => metrics.text() }),
+  ];
+  logger.info('starting the hypershift adapter', {
+    namespace,
+    hcpName: hcpName ?? '(every HCP of the namespace)',
+    controllers: reconcilers.map((r) => r.name),
+    healthProbeBindAddress: `${healthAddr.host}:${healthAddr.port}`,
+    metricsBindAddress: `${metricsAddr.host}:${metricsAddr.port}`,
+  });
+
+  const aborted = new AbortController();
+  let finish: (code: number) => void = () => {};
+  const finished = new Promise<number>((resolve) => (finish = resolve));
+  let stopping: Promise<void> | undefined;
+  const stop = (why: string) =>
+    (stopping ??= (async () => {
+      logger.info('stopping', { reason: why });
+      aborted.abort();
+      await runtime.stop({ timeoutMs: 20_000 }).catch((e: unknown) => logger.error('stopping the runtime', { error: describeError(e) }));
+      await events.close().catch(() => {});
+      await Promise.all(servers.map((s) => new Promise((r) => s.close(() => r(undefined)))));
+      finish(0);
+    })());
+  for (const sig of ['SIGTERM', 'SIGINT'] as const) process.once(sig, () => void stop(sig));
+
+  runtime.startInformers();
+  try {
+    await runtime.waitForSync(aborted.signal);
+  } catch (e) {
+    if (aborted.signal.aborted) return finished;
+    throw e;
+  }
+  await runtime.startWorkers();
+  logger.info('caches synced; controllers running');
+  return finished;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (e: unknown) => {
+    process.stderr.write(`hypershift-adapter: ${describeError(e)}\n`);
+    process.exit(1);
+  },
+);
