@@ -5,13 +5,14 @@ import { parseArgs } from 'node:util';
 import { describeError, systemClock, type Reconciler } from '@karpenter-operator/core';
 import { AutoNodeStatusReconciler, HcpDefaultNodeClassReconciler, HcpFinalizerReconciler } from '@karpenter-operator/topology-hypershift';
 import { startHttpServer } from './http/server.js';
-import { createKubeCluster, KubeEventRecorder, loadKubeConfig } from './kube/index.js';
+import { createKubeCluster, KubeEventRecorder, loadKubeConfig, WatchedKubeConfig } from './kube/index.js';
 import { createLogger } from './observability/logger.js';
 import { PromMetrics } from './observability/metrics.js';
 import { ControllerRuntime, routeByCluster } from './runtime/index.js';
 
 const USAGE = `Usage: karpenter-operator-hypershift-adapter [run] --namespace NS --guest-kubeconfig FILE [--kubeconfig FILE] [--hcp-name NAME]
        [--metrics-bind-address [host]:port (:8080)] [--health-probe-bind-address [host]:port (:8081)]
+       [--guest-unreachable-timeout DURATION (5m): how long the guest API may be unreachable during HCP deletion before the finalizers go]
 The HyperShift sidecar adapter: HCP status.autoNode, the HCP finalizer when the guest is gone, EC2NodeClass default
 from ignition Secrets (with --hcp-name).`;
 
@@ -20,6 +21,16 @@ function bindAddress(flag: string, value: string, errors: string[]): { host: str
   const m = /^(.*):(\d{1,5})$/.exec(value);
   if (!m || Number(m[2]) > 65535) errors.push(`${flag} must be [host]:port, got ${JSON.stringify(value)}`);
   return { host: m?.[1] || '0.0.0.0', port: Number(m?.[2] ?? 0) };
+}
+
+/** `90s`, `5m`, `1h` → milliseconds. */
+function duration(flag: string, value: string, errors: string[]): number {
+  const m = /^(\d+)(ms|s|m|h)$/.exec(value);
+  if (!m) {
+    errors.push(`${flag} must be a duration such as 30s or 5m, got ${JSON.stringify(value)}`);
+    return 0;
+  }
+  return Number(m[1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[m[2] as 'ms' | 's' | 'm' | 'h'];
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -37,6 +48,7 @@ async function main(argv: string[]): Promise<number> {
       'hcp-name': { type: 'string' },
       'metrics-bind-address': { type: 'string', default: ':8080' },
       'health-probe-bind-address': { type: 'string', default: ':8081' },
+      'guest-unreachable-timeout': { type: 'string', default: '5m' },
     },
   });
   const errors: string[] = [];
@@ -45,6 +57,7 @@ async function main(argv: string[]): Promise<number> {
   if (!guestPath) errors.push('--guest-kubeconfig is required');
   const metricsAddr = bindAddress('--metrics-bind-address', values['metrics-bind-address'], errors);
   const healthAddr = bindAddress('--health-probe-bind-address', values['health-probe-bind-address'], errors);
+  const unreachableAfterMs = duration('--guest-unreachable-timeout', values['guest-unreachable-timeout'], errors);
   if (!namespace || !guestPath || errors.length) {
     process.stderr.write(`hypershift-adapter: cannot start: ${errors.join('; ')}\n`);
     return 1;
@@ -54,10 +67,17 @@ async function main(argv: string[]): Promise<number> {
   const metrics = new PromMetrics();
   const clock = systemClock;
   const mgmt = createKubeCluster(loadKubeConfig({ ...(values.kubeconfig ? { kubeconfig: values.kubeconfig } : {}), env: process.env }).config, { metrics, logger, clock });
-  const guest = createKubeCluster(loadKubeConfig({ kubeconfig: guestPath, env: {} }).config, { metrics, logger, clock });
+  // The guest kubeconfig is a mounted Secret that HyperShift rotates: re-read it, never restart for it.
+  const guestKubeconfig = new WatchedKubeConfig(guestPath, { logger });
+  await guestKubeconfig.start();
+  const guest = createKubeCluster(() => guestKubeconfig.current(), { metrics, logger, clock });
+  // A live request: cached lists keep answering with the last state after the guest is gone.
+  const probeGuest = async (): Promise<void> => {
+    await guest.transport.request({ verb: 'get', kind: 'Version', method: 'GET', path: '/version' });
+  };
   const events = new KubeEventRecorder({ transport: mgmt.transport, reportingInstance: 'hypershift-adapter', logger, metrics, clock });
   const base = { management: mgmt.store, guest: guest.store, namespace, ...(hcpName ? { hcpName } : {}) };
-  const reconcilers: Reconciler[] = [new AutoNodeStatusReconciler(base), new HcpFinalizerReconciler({ ...base, clock, events })];
+  const reconcilers: Reconciler[] = [new AutoNodeStatusReconciler(base), new HcpFinalizerReconciler({ ...base, clock, events, unreachableAfterMs, probeGuest })];
   if (hcpName) reconcilers.push(new HcpDefaultNodeClassReconciler({ ...base, hcpName, events }));
   const runtime = new ControllerRuntime({ reconcilers, caches: routeByCluster({ control: mgmt.informers, workload: guest.informers }), metrics, logger, clock });
 
@@ -86,6 +106,7 @@ async function main(argv: string[]): Promise<number> {
       aborted.abort();
       await runtime.stop({ timeoutMs: 20_000 }).catch((e: unknown) => logger.error('stopping the runtime', { error: describeError(e) }));
       await events.close().catch(() => {});
+      guestKubeconfig.stop();
       await Promise.all(servers.map((s) => new Promise((r) => s.close(() => r(undefined)))));
       finish(0);
     })());
