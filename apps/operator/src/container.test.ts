@@ -50,6 +50,13 @@ describe('buildContainer', () => {
     expect(names).not.toContain('machineconfigpool.node-config');
   });
 
+  it('management-cluster mode: every watch on the management cluster is in the HCP namespace (HyperShift grants a Role there, nothing cluster-wide)', () => {
+    const { c } = build(['--namespace=clusters-demo', '--guest-kubeconfig=/g/kubeconfig'], hostedEnv, true);
+    const control = c.get<Reconciler[]>(ReconcilersId).flatMap((r) => r.watches.filter((w) => w.cluster === 'control').map((w) => ({ reconciler: r.name, kind: w.type.kind, namespace: w.namespace })));
+    expect(control.length).toBeGreaterThan(0);
+    expect(control.filter((w) => w.namespace !== 'clusters-demo')).toEqual([]);
+  });
+
   it('management-cluster mode without the guest store is a start-up error, not a half-wired operator', () => {
     expect(() => build(['--namespace=clusters-demo', '--guest-kubeconfig=/g/kubeconfig'], hostedEnv, false)).toThrow(/guest cluster store/);
   });

@@ -119,7 +119,10 @@ export async function startOperator(cluster: ClusterClient, opts: StartOptions =
     'the operator to report ready',
     async () => (await fetch(`http://127.0.0.1:${healthPort}/readyz`).catch(() => undefined))?.status === 200,
     { timeoutMs: 60_000, abort: () => (exited ? `operator exited:\n${out.slice(-4000)}` : undefined) },
-  );
+  ).catch((e: Error) => {
+    proc.kill('SIGKILL');
+    throw new Error(`${e.message}\n${opts.entry ?? 'main'} log:\n${out.slice(-4000)}`);
+  });
   return handle;
 }
 

@@ -1,6 +1,6 @@
 import { describeError, isInvalidInputError, isUnsupportedPlatformError } from '../../errors.js';
 import type { KarpenterRequest, OperatorSettings } from '../../model/cluster.js';
-import type { KubeObject } from '../../model/kube.js';
+import type { KubeObject, ObjectRef } from '../../model/kube.js';
 import { Types } from '../../model/kube.js';
 import { Names } from '../../model/names.js';
 import { foldStatus, Reasons, type OperandState, type StatusInputs } from '../../policy/status-fold.js';
@@ -64,7 +64,7 @@ export class StatusReconciler implements Reconciler {
       { type: Types.Deployment, cluster: 'control', namespace: ns, fieldSelector: `metadata.name=${Names.operandDeployment}` },
       { type: Types.Secret, cluster: 'control', namespace: ns, fieldSelector: `metadata.name=${Names.credentialsSecret}` },
       { type: Types.CustomResourceDefinition, labels: { [Names.managedLabel]: 'true' } },
-      { type: deps.topology.statusObject, cluster: 'control', fieldSelector: `metadata.name=${deps.topology.statusObject.name}` },
+      statusObjectWatch(deps.topology.statusObject),
     ];
   }
 
@@ -130,4 +130,10 @@ export class StatusReconciler implements Reconciler {
     await topology.reportStatus(report, request);
     return {};
   }
+}
+
+/** The status object's watch, in its namespace when it has one (a HostedControlPlane; the ClusterOperator has none). */
+function statusObjectWatch(ref: ObjectRef): Watch {
+  const { apiVersion, kind, name, namespace } = ref;
+  return { type: { apiVersion, kind }, cluster: 'control', fieldSelector: `metadata.name=${name}`, ...(namespace ? { namespace } : {}) };
 }
