@@ -5,7 +5,7 @@ import { parseArgs } from 'node:util';
 import { describeError, systemClock, type Reconciler } from '@karpenter-operator/core';
 import { AutoNodeStatusReconciler, HcpDefaultNodeClassReconciler, HcpFinalizerReconciler } from '@karpenter-operator/topology-hypershift';
 import { startHttpServer } from './http/server.js';
-import { createKubeCluster, KubeEventRecorder, loadKubeConfig, WatchedKubeConfig } from './kube/index.js';
+import { createKubeCluster, KubeEventRecorder, loadKubeConfig, toCoreError, WatchedKubeConfig } from './kube/index.js';
 import { createLogger } from './observability/logger.js';
 import { PromMetrics } from './observability/metrics.js';
 import { ControllerRuntime, routeByCluster } from './runtime/index.js';
@@ -73,7 +73,9 @@ async function main(argv: string[]): Promise<number> {
   const guest = createKubeCluster(() => guestKubeconfig.current(), { metrics, logger, clock });
   // A live request: cached lists keep answering with the last state after the guest is gone.
   const probeGuest = async (): Promise<void> => {
-    await guest.transport.request({ verb: 'get', kind: 'Version', method: 'GET', path: '/version' });
+    await guest.transport.request({ verb: 'get', kind: 'Version', method: 'GET', path: '/version' }).catch((e: unknown) => {
+      throw toCoreError(e, 'probing the guest API');
+    });
   };
   const events = new KubeEventRecorder({ transport: mgmt.transport, reportingInstance: 'hypershift-adapter', logger, metrics, clock });
   const base = { management: mgmt.store, guest: guest.store, namespace, ...(hcpName ? { hcpName } : {}) };

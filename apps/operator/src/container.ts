@@ -113,7 +113,9 @@ export function buildContainer(inputs: ContainerInputs): Container {
     operandImage: config.operandImageAws ?? '',
     crdDir: config.crdDir,
     ...(config.operatorImage ? { operatorImage: config.operatorImage } : {}),
-    ...(config.clusterName ? { clusterNameOverride: config.clusterName } : {}),
+    // In management-cluster mode CLUSTER_NAME names the HCP; Karpenter's cluster name is the infra ID
+    // (the cluster tag on every instance), which the topology reads from the HCP.
+    ...(config.clusterName && !config.managementCluster ? { clusterNameOverride: config.clusterName } : {}),
     ...(config.clusterEndpoint ? { clusterEndpointOverride: config.clusterEndpoint } : {}),
     ...(config.guestKubeconfigSecret ? { guestKubeconfigSecret: config.guestKubeconfigSecret } : {}),
   };
