@@ -306,4 +306,33 @@ describe('InformerFactory', () => {
     expect(c).not.toBe(a);
     expect(f.informersOf(Types.Node)).toEqual([a, c]);
   });
+
+  it('after an outage, the first watch that gets through cuts the other informers\' backoff short', async () => {
+    vi.useFakeTimers();
+    try {
+      const transport = new FakeTransport();
+      transport.on({ verb: 'list' }, listOf('10', []));
+      const f = new InformerFactory({ transport, resources: new ResourceResolver(transport), random: () => 0, staleAfterMs: 600_000, watchTimeoutSeconds: () => 300 });
+      const refused = Object.assign(new TypeError('fetch failed'), { cause: { code: 'ECONNREFUSED' } });
+      const a = f.informerFor({ type: Types.Deployment, namespace: 'ns' });
+      transport.watchFailures.push(refused, refused, refused, refused);
+      a.start();
+      await a.waitForSync();
+      await vi.advanceTimersByTimeAsync(7_000); // failed at 0, 1, 3 and 7 s: now waiting 8 s, until 15 s
+      expect(a.restarts).toBe(4);
+      const b = f.informerFor({ type: Types.Deployment, namespace: 'other' });
+      transport.watchFailures.push(refused);
+      b.start();
+      await b.waitForSync();
+      await vi.advanceTimersByTimeAsync(0);
+      expect(b.restarts).toBe(1);
+      expect(transport.watches).toHaveLength(0);
+      await vi.advanceTimersByTimeAsync(1_000); // b gets through at 8 s ...
+      expect(transport.watches.map((w) => w.path)).toEqual(['/apis/apps/v1/namespaces/other/deployments', '/apis/apps/v1/namespaces/ns/deployments']);
+      expect(a.restarts).toBe(4); // ... and a follows at once instead of at 15 s
+      await f.stop();
+    } finally {
+      vi.useRealTimers();
+    }
+  });
 });

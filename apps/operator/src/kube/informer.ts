@@ -44,6 +44,11 @@ export interface InformerOptions {
   pageSize?: number;
   /** Field projection applied to every object before it is cached (after `metadata.managedFields` is dropped). */
   transform?: (obj: KubeObject) => KubeObject;
+  /**
+   * Called when this informer gets through to the API server again after failures (a list or a watch
+   * connection succeeded). The factory uses it to cut the other informers' backoff short.
+   */
+  onReachable?: () => void;
 }
 
 /** The watch ended because the resource version is too old (HTTP 410 / ERROR event with code 410): relist. */
@@ -145,6 +150,9 @@ export class Informer implements SharedInformer {
   private running: Promise<void> | undefined;
   private readonly abort = new AbortController();
   private stopCurrentWatch: (() => void) | undefined;
+  private backoffWake: AbortController | undefined;
+  private failing = false;
+  private readonly onReachable: (() => void) | undefined;
   /** Restarts so far, for tests and diagnostics. */
   restarts = 0;
 
@@ -160,6 +168,7 @@ export class Informer implements SharedInformer {
     this.staleAfterMs = options.staleAfterMs ?? 3 * 60_000;
     this.watchTimeoutSeconds = options.watchTimeoutSeconds ?? (() => Math.floor(300 * (1 + this.random())));
     this.pageSize = options.pageSize ?? 500;
+    this.onReachable = options.onReachable;
     const extra = options.transform;
     this.transform = extra ? (o) => extra(defaultTransform(o)) : defaultTransform;
     this.logger = (options.logger ?? silentLogger).child({
@@ -168,6 +177,22 @@ export class Informer implements SharedInformer {
       ...(this.watch.labels ? { labelSelector: labelSelectorString(this.watch.labels) } : {}),
       ...(this.watch.fieldSelector ? { fieldSelector: this.watch.fieldSelector } : {}),
     });
+  }
+
+  /**
+   * Ends a backoff wait now: another informer of the same API server just got through, so this one's next
+   * attempt will likely succeed too (after an outage every watch otherwise waits out its own, by then long,
+   * backoff). A no-op while the informer is not waiting.
+   */
+  retryNow(): void {
+    this.backoffWake?.abort();
+  }
+
+  /** The API server answered: tell the factory once per recovery. */
+  private reached(): void {
+    if (!this.failing) return;
+    this.failing = false;
+    this.onReachable?.();
   }
 
   addHandler(handler: InformerHandler): () => void {
@@ -283,7 +308,10 @@ export class Informer implements SharedInformer {
       try {
         const info = await this.resources.resolve(this.watch.type);
         const path = resourcePath(this.watch.type, info, { namespace: this.watch.namespace });
-        if (!this.resourceVersion) await this.relist(path);
+        if (!this.resourceVersion) {
+          await this.relist(path);
+          this.reached();
+        }
         if (signal.aborted) break;
         const startedAt = this.clock.now();
         events = await this.watchOnce(path);
@@ -320,7 +348,11 @@ export class Informer implements SharedInformer {
         const fields = { attempt: failures, retryInMs: delay, error: describeError(e) };
         if (reason === 'stale' || failures < 5) this.logger.warn('watch failed; restarting', fields);
         else this.logger.error('watch keeps failing; restarting', fields);
-        await sleep(this.timers, delay, signal);
+        this.failing = reason === 'error';
+        const wake = new AbortController();
+        this.backoffWake = wake;
+        await sleep(this.timers, delay, AbortSignal.any([signal, wake.signal]));
+        this.backoffWake = undefined;
       }
     }
   }
@@ -464,6 +496,7 @@ export class Informer implements SharedInformer {
         (h) => {
           handle = h;
           if (settled) h.abort();
+          else this.reached();
         },
         (e) => onDone(e ?? new Error('watch failed')),
       );
@@ -486,7 +519,12 @@ export class InformerFactory implements CacheFactory {
     const key = watchKey(watch);
     let informer = this.informers.get(key);
     if (!informer) {
-      informer = new Informer({ ...this.options, watch });
+      const self = key;
+      // One API server: when one watch gets through after an outage, the others retry at once.
+      const onReachable = () => {
+        for (const [k, other] of this.informers) if (k !== self) other.retryNow();
+      };
+      informer = new Informer({ ...this.options, watch, onReachable });
       this.informers.set(key, informer);
     }
     return informer;
