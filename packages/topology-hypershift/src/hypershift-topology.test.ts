@@ -106,6 +106,13 @@ describe('HyperShiftTopology', () => {
       want: { deleting: true, deletionRequestedAtMs: Date.UTC(2026, 0, 1, 0, 5) },
     },
     {
+      name: 'image overrides from the HCP annotations',
+      hcp: aHostedControlPlane({
+        metadata: { annotations: { 'hypershift.openshift.io/karpenter-provider-aws-image': 'quay.io/hs/karpenter@sha256:1', 'hypershift.openshift.io/karpenter-operator-image': 'quay.io/hs/op:2' } },
+      }),
+      want: { images: { operand: 'quay.io/hs/karpenter@sha256:1', operator: 'quay.io/hs/op:2' } },
+    },
+    {
       name: 'AutoNode turned off, teardown finalizer still there',
       hcp: aHostedControlPlane({ spec: { autoNode: null }, metadata: { finalizers: [Names.karpenterFinalizer] } }),
       want: { deleting: true },

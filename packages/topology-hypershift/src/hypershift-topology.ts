@@ -168,6 +168,8 @@ export class HyperShiftTopology implements Topology {
       finalizers: hcp.finalizers,
     };
     if (hcp.deletionRequestedAtMs !== undefined) request.deletionRequestedAtMs = hcp.deletionRequestedAtMs;
+    const { karpenterProviderAws: operand, karpenterOperator: operator } = hcp.images;
+    if (operand || operator) request.images = { ...(operand ? { operand } : {}), ...(operator ? { operator } : {}) };
     return request;
   }
 

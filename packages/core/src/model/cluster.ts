@@ -32,6 +32,11 @@ export interface KarpenterRequest {
   /** When deletion was requested (ms since epoch), while `deleting`. */
   deletionRequestedAtMs?: number;
   finalizers: string[];
+  /**
+   * Image overrides carried by the request itself, winning over the operator's settings (HyperShift: the
+   * HCP annotations `hypershift.openshift.io/karpenter-provider-aws-image` and `.../karpenter-operator-image`).
+   */
+  images?: { operand?: string; operator?: string };
 }
 
 /** Typed settings, read once at start-up by the composition root. */

@@ -65,6 +65,18 @@ const controller = (objs: KubeObject[]): Obj => podSpec(objs)['containers'][0];
 const envOf = (c: Obj): Record<string, unknown> =>
   Object.fromEntries((c['env'] as Obj[]).map((e) => [e['name'], e['value'] ?? e['valueFrom']]));
 
+describe('renderOperand: images', () => {
+  it.each([
+    { name: 'settings only', images: undefined, operand: 'registry.example.com/karpenter@sha256:abc', operator: 'registry.example.com/op:1' },
+    { name: 'request overrides both', images: { operand: 'quay.io/o/k:2', operator: 'quay.io/o/op:2' }, operand: 'quay.io/o/k:2', operator: 'quay.io/o/op:2' },
+    { name: 'request overrides the operand only', images: { operand: 'quay.io/o/k:3' }, operand: 'quay.io/o/k:3', operator: 'registry.example.com/op:1' },
+  ])('$name', ({ images, operand, operator }) => {
+    const objs = renderOperand(input({ settings: settings({ operatorImage: 'registry.example.com/op:1' }), request: request(images ? { images } : {}) }));
+    expect(controller(objs)['image']).toBe(operand);
+    expect(podSpec(objs)['initContainers'][0]['image']).toBe(operator);
+  });
+});
+
 describe('renderOperand: objects', () => {
   it('renders the operand objects in apply order, Deployment last', () => {
     const ids = renderOperand(input()).map((o) => `${o.kind} ${o.metadata.namespace ?? ''}/${o.metadata.name}`);

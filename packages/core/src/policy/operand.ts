@@ -364,7 +364,7 @@ function renderDeployment(input: OperandInput, layout: OperandLayout): KubeObjec
 
   const controller: Record<string, unknown> = {
     name: OperandNames.container,
-    image: settings.operandImage,
+    image: request.images?.operand ?? settings.operandImage,
     imagePullPolicy: 'IfNotPresent',
     args: [`--log-level=${request.logLevel}`],
     env: env.map((e) => structuredClone(e)),
@@ -389,12 +389,13 @@ function renderDeployment(input: OperandInput, layout: OperandLayout): KubeObjec
     securityContext: restrictedPodSecurityContext(),
     containers: [controller],
   };
-  if (settings.operatorImage) {
+  const operatorImage = request.images?.operator ?? settings.operatorImage;
+  if (operatorImage) {
     // Karpenter exits at start-up on missing or refused credentials; this init container waits with a
     // clear message instead of a crash loop of the controller.
     const check: Record<string, unknown> = {
       name: OperandNames.initContainer,
-      image: settings.operatorImage,
+      image: operatorImage,
       imagePullPolicy: 'IfNotPresent',
       args: ['check-credentials'],
       env: [...clusterEnv, ...cloud.env].map((e) => structuredClone(e)),
