@@ -170,7 +170,6 @@ describe('HyperShift: management cluster + guest cluster', () => {
     expect((dep.spec as { replicas: number }).replicas).toBe(1);
 
     await waitFor('the runtime CRDs Established in the guest', async () => (await Promise.all(RUNTIME_CRDS.map((n) => crdEstablished(guest, n)))).every(Boolean), { timeoutMs: 60_000 });
-    for (const n of RUNTIME_CRDS) expect(await getObject(mgmt.kubeConfig(), 'apiextensions.k8s.io/v1', 'CustomResourceDefinition', n)).toBeUndefined();
 
     const nodeClass = await waitFor(
       'EC2NodeClass default in the guest, from the ignition Secret',
@@ -183,7 +182,8 @@ describe('HyperShift: management cluster + guest cluster', () => {
 
     await waitFor('AutoNodeEnabled True once the operand rolled out', async () => (await autoNodeCondition())?.status === 'True', { timeoutMs: 90_000, intervalMs: 500 });
     expect(await finalizers()).toEqual(expect.arrayContaining([ADAPTER_FINALIZER, OPERATOR_FINALIZER]));
-    // No ClusterOperator in this topology, and nothing of the guest's lands in the management cluster.
+    // No ClusterOperator in this topology, and nothing of the guest's lands in the management cluster (the
+    // shared management cluster may hold Karpenter CRDs from the standalone files: the audit log tells who wrote).
     expect(mgmt.auditEvents({ user: MGMT_USER, since: started }).filter((e) => /clusteroperators|customresourcedefinitions|certificatesigningrequests/.test(e.requestURI))).toEqual([]);
   });
 
