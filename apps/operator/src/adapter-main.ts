@@ -3,7 +3,7 @@
 import type { Server } from 'node:http';
 import { parseArgs } from 'node:util';
 import { describeError, systemClock, type Reconciler } from '@karpenter-operator/core';
-import { AutoNodeStatusReconciler, HcpDefaultNodeClassReconciler, HcpFinalizerReconciler } from '@karpenter-operator/topology-hypershift';
+import { AutoNodeStatusReconciler, HcpCredentialsReconciler, HcpDefaultNodeClassReconciler, HcpFinalizerReconciler } from '@karpenter-operator/topology-hypershift';
 import { startHttpServer } from './http/server.js';
 import { createKubeCluster, KubeEventRecorder, loadKubeConfig, toCoreError, WatchedKubeConfig } from './kube/index.js';
 import { createLogger } from './observability/logger.js';
@@ -13,8 +13,8 @@ import { ControllerRuntime, routeByCluster } from './runtime/index.js';
 const USAGE = `Usage: karpenter-operator-hypershift-adapter [run] --namespace NS --guest-kubeconfig FILE [--kubeconfig FILE] [--hcp-name NAME]
        [--metrics-bind-address [host]:port (:8080)] [--health-probe-bind-address [host]:port (:8081)]
        [--guest-unreachable-timeout DURATION (5m): how long the guest API may be unreachable during HCP deletion before the finalizers go]
-The HyperShift sidecar adapter: HCP status.autoNode, the HCP finalizer when the guest is gone, EC2NodeClass default
-from ignition Secrets (with --hcp-name).`;
+The HyperShift sidecar adapter: HCP status.autoNode, the HCP finalizer when the guest is gone, and (with --hcp-name)
+EC2NodeClass default from ignition Secrets and the operand's web-identity credentials Secret from spec.autoNode.`;
 
 /** `[host]:port`, as the operator's flags take it. */
 function bindAddress(flag: string, value: string, errors: string[]): { host: string; port: number } {
@@ -80,7 +80,7 @@ async function main(argv: string[]): Promise<number> {
   const events = new KubeEventRecorder({ transport: mgmt.transport, reportingInstance: 'hypershift-adapter', logger, metrics, clock });
   const base = { management: mgmt.store, guest: guest.store, namespace, ...(hcpName ? { hcpName } : {}) };
   const reconcilers: Reconciler[] = [new AutoNodeStatusReconciler(base), new HcpFinalizerReconciler({ ...base, clock, events, unreachableAfterMs, probeGuest })];
-  if (hcpName) reconcilers.push(new HcpDefaultNodeClassReconciler({ ...base, hcpName, events }));
+  if (hcpName) reconcilers.push(new HcpDefaultNodeClassReconciler({ ...base, hcpName, events }), new HcpCredentialsReconciler({ management: mgmt.store, namespace, hcpName, events }));
   const runtime = new ControllerRuntime({ reconcilers, caches: routeByCluster({ control: mgmt.informers, workload: guest.informers }), metrics, logger, clock });
 
   const servers: Server[] = [

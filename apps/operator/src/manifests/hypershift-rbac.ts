@@ -1,4 +1,4 @@
-import { OperandNames, Types, operandDnsRules, type KubeObject, type PolicyRule } from '@karpenter-operator/core';
+import { Names, OperandNames, Types, operandDnsRules, type KubeObject, type PolicyRule } from '@karpenter-operator/core';
 import { operandGrantRules, operatorClusterRules, OperatorRbacNames, type DocumentedRule } from './operator-rbac.js';
 
 /**
@@ -24,6 +24,11 @@ export function managementRules(): DocumentedRule[] {
     { why: 'The operand ServiceAccount.', apiGroups: [''], resources: ['serviceaccounts'], verbs: [...ro, 'create', 'patch', 'delete'] },
     { why: 'Namespaced operand RBAC, when the provider renders any for the operand namespace.', apiGroups: ['rbac.authorization.k8s.io'], resources: ['roles', 'rolebindings'], verbs: [...ro, 'create', 'patch', 'delete'] },
     { why: 'The credentials Secret (gating, rotation) and the ignition Secrets (labelled) of the HCP namespace.', apiGroups: [''], resources: ['secrets'], verbs: ro },
+    { why: 'The adapter writes the operand credentials Secret (web identity from spec.autoNode) by server-side apply.', apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
+    {
+      why: 'The adapter keeps that Secret in shape and removes it once AutoNode is off; no other Secret.',
+      apiGroups: [''], resources: ['secrets'], verbs: ['patch', 'delete'], resourceNames: [Names.credentialsSecret],
+    },
     { why: 'Events on the HCP and the operand Deployment.', apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
   ];
 }

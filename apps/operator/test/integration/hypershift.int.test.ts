@@ -19,7 +19,7 @@ import { seededWorld, testCluster } from '@karpenter-operator/testkit/vitest';
 import { anIgnitionSecret } from '@karpenter-operator/topology-hypershift/testing';
 import { GUEST_OPERATOR_SUBJECT, hostedGuestRbac, hostedManagementRbac } from '../../src/manifests/hypershift-rbac.js';
 import { conditionOf } from '../support/k8s.js';
-import { credentialsFileText, startOperator, type OperatorProcess } from '../support/operator-process.js';
+import { startOperator, type OperatorProcess } from '../support/operator-process.js';
 import { crdEstablished, csrApproved, launchKarpenterInstance, RUNTIME_CRDS, submitClientCsr, waitCsrApproved, type LaunchedNode } from '../support/scenario.js';
 
 /**
@@ -123,7 +123,6 @@ describe('HyperShift: management cluster + guest cluster', () => {
     const guestKubeconfig = await guest.writeKubeConfigFor(GUEST_OPERATOR_SUBJECT.namespace, GUEST_OPERATOR_SUBJECT.name, join(dir, 'guest.kubeconfig'), { expirationSeconds: 7200 });
     const created = await applyObject(m, hostedControlPlane());
     await applyStatus(m, { ...created, status: { ready: true, initialized: true } });
-    await applyObject(m, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'karpenter-cloud-credentials', namespace: NS }, stringData: { credentials: credentialsFileText() } } as KubeObj);
     // What HyperShift's ignition generator would write for NodeClass `default`.
     await applyObject(m, anIgnitionSecret({ ami: world.facts.amis.x86_64 }) as KubeObj);
 
@@ -161,6 +160,11 @@ describe('HyperShift: management cluster + guest cluster', () => {
   }, 120_000);
 
   it('AutoNode on: operand in the HCP namespace with the HCP env, CRDs and EC2NodeClass default in the guest, AutoNodeEnabled once rolled out', async () => {
+    // The adapter turns spec.autoNode's role into the credentials Secret the operator waits for.
+    const secret = await waitFor('the web-identity credentials Secret from spec.autoNode', async () => (await getObject(mgmt.kubeConfig(), 'v1', 'Secret', 'karpenter-cloud-credentials', NS)) ?? false, { timeoutMs: 30_000 });
+    const profile = Buffer.from((secret['data'] as Record<string, string>)['credentials']!, 'base64').toString('utf8');
+    expect(profile).toContain(`role_arn = ${autoNode.provisionerConfig.karpenter.aws.roleARN}`);
+    expect(profile).toContain('web_identity_token_file = ');
     await waitFor('the operand Deployment in the HCP namespace', async () => (await operand()) !== undefined, { timeoutMs: 60_000, abort: () => (op.exited() ? op.logs().slice(-3000) : undefined) });
     const dep = (await operand())!;
     const container = (dep.spec as { template: { spec: { containers: Array<{ env: Array<{ name: string; value?: string }> }> } } }).template.spec.containers[0]!;
@@ -244,6 +248,7 @@ describe('HyperShift: management cluster + guest cluster', () => {
     expect(await listObjects(g, 'karpenter.sh/v1', 'NodeClaim')).toEqual([]);
     expect(await operand()).toBeUndefined();
     await waitFor('AutoNodeEnabled False/AutoNodeNotConfigured', async () => (await autoNodeCondition())?.reason === 'AutoNodeNotConfigured', { timeoutMs: 30_000 });
+    await waitFor('the credentials Secret removed by the adapter', async () => (await getObject(mgmt.kubeConfig(), 'v1', 'Secret', 'karpenter-cloud-credentials', NS)) === undefined, { timeoutMs: 30_000 });
     // The CRDs stay in the guest, as standalone.
     for (const n of RUNTIME_CRDS) expect(await crdEstablished(guest, n)).toBe(true);
   });
