@@ -101,7 +101,7 @@ export async function runOperator(config: OperatorConfig, env: Record<string, st
   const metrics = new PromMetrics();
   const clock = systemClock;
   const { config: kc, source } = loadKubeConfig({ kubeconfig: config.kubeconfig, env });
-  const cluster = createKubeCluster(kc, { metrics, logger, clock });
+  const cluster = createKubeCluster(kc, { metrics, logger, clock, userAgent: `karpenter-operator/${config.releaseVersion} (${config.podName})` });
   const identity = leaderIdentity(config.podName);
   logger.info('starting karpenter-operator', { version: config.releaseVersion, namespace: config.namespace, kubeconfig: source, identity });
 

@@ -2,7 +2,7 @@ import { RecordingMetrics } from '@karpenter-operator/core/testing';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { decide, LeaderElector, leaderIdentity, microTime, type LeaseObject, type LeaseSpec } from './leader-election.js';
 import { FakeTransport, apiError } from './testing/fake-transport.js';
-import type { KubeRequest } from './transport.js';
+import type { KubeRequest, WriteGate } from './transport.js';
 
 const T0 = Date.UTC(2026, 0, 1);
 const me = 'operator-a_1';
@@ -101,13 +101,13 @@ describe('LeaderElector', () => {
     vi.useRealTimers();
   });
 
-  const elector = (transport: FakeTransport, identity: string, events: string[], metrics = new RecordingMetrics()) =>
+  const elector = (transport: FakeTransport, identity: string, events: string[], metrics = new RecordingMetrics(), random = () => 0) =>
     new LeaderElector({
       transport,
       namespace: 'openshift-karpenter',
       identity,
       clock: { now: () => Date.now() },
-      random: () => 0,
+      random,
       metrics,
       onStartedLeading: () => events.push(`${identity} started`),
       onStoppedLeading: () => events.push(`${identity} stopped`),
@@ -221,6 +221,108 @@ describe('LeaderElector', () => {
     transport.on({ method: 'PUT' }, () => new Promise(() => {}));
     await vi.advanceTimersByTimeAsync(12_000);
     expect(events).toEqual(['a started', 'a stopped']);
+  });
+
+  it('a standby tries again when the Lease it waits for expires, not up to a jittered retry period later', async () => {
+    const transport = new FakeTransport();
+    const server = new LeaseServer(transport);
+    const reads: number[] = [];
+    transport.on({ method: 'GET' }, () => {
+      reads.push(Date.now());
+      if (!server.lease) throw apiError(404, 'not found');
+      return server.lease;
+    });
+    const events: string[] = [];
+    // Longest jitter: the standby reads every 4.4 s, so without the wake-up at expiry it would take over
+    // 4 × 4.4 = 17.6 s after it first saw the last renewal.
+    const a = elector(transport, 'a', events, new RecordingMetrics(), () => 1);
+    const b = elector(transport, 'b', events, new RecordingMetrics(), () => 1);
+    a.start();
+    await vi.advanceTimersByTimeAsync(0);
+    b.start();
+    await vi.advanceTimersByTimeAsync(30_000);
+    (a as unknown as { abort: AbortController }).abort.abort();
+    const lastRenewal = Date.parse(server.lease!.spec!.renewTime!);
+    await vi.advanceTimersByTimeAsync(25_000);
+    expect(b.isLeader()).toBe(true);
+    const firstSeen = reads.find((t) => t >= lastRenewal)!;
+    const takeover = Date.parse(server.lease!.spec!.acquireTime!);
+    expect(takeover - firstSeen).toBe(15_000);
+    expect(takeover - lastRenewal).toBeLessThanOrEqual(15_000 + 2_000 * 2.2);
+    await b.stop();
+  });
+
+  describe('write fence', () => {
+    const leases = '/apis/coordination.k8s.io/v1/namespaces/openshift-karpenter/leases';
+    const put = (path: string): KubeRequest => ({ verb: 'update', kind: '-', method: 'PUT', path });
+    const write = put('/apis/apps/v1/namespaces/openshift-karpenter/deployments/karpenter');
+    const fenced = (transport: FakeTransport) => {
+      const box: { gate?: WriteGate } = {};
+      Object.assign(transport, { fence: (g: WriteGate) => (box.gate = g) });
+      return box;
+    };
+
+    it('start() installs it on the transport; it refuses writes until this replica leads, but never the Lease', async () => {
+      const transport = new FakeTransport();
+      const server = new LeaseServer(transport);
+      server.lease = lease({ holderIdentity: 'other', renewTime: microTime(T0), leaseDurationSeconds: 15 });
+      const box = fenced(transport);
+      const a = elector(transport, 'a', []);
+      a.start();
+      await vi.advanceTimersByTimeAsync(0);
+      expect(a.isLeader()).toBe(false);
+      expect(box.gate!(write)).toBe('this replica does not lead');
+      expect(box.gate!(put(`${leases}/karpenter-operator.openshift.io`))).toBeUndefined();
+      expect(box.gate!(put(leases))).toBeUndefined();
+      expect(box.gate!(put(`${leases}/someone-elses`))).toBe('this replica does not lead');
+      await vi.advanceTimersByTimeAsync(20_000);
+      expect(a.isLeader()).toBe(true);
+      expect(box.gate!(write)).toBeUndefined();
+      await a.stop();
+      expect(box.gate!(write)).toBe('this replica does not lead');
+    });
+
+    it('closes once the last renewal is a renew deadline old, before the renew loop notices (a frozen process)', async () => {
+      const transport = new FakeTransport();
+      new LeaseServer(transport);
+      const box = fenced(transport);
+      const events: string[] = [];
+      const a = elector(transport, 'a', events);
+      a.start();
+      await vi.advanceTimersByTimeAsync(30_000);
+      expect(box.gate!(write)).toBeUndefined();
+      // SIGSTOP for 20 s: the clock moves on, no timer has fired yet. On SIGCONT whatever fell due before the
+      // renew timer (a requeue, an Event write) runs while the elector still thinks it leads.
+      vi.setSystemTime(Date.now() + 20_000);
+      expect(a.isLeader()).toBe(true);
+      expect(box.gate!(write)).toMatch(/^the leader lease was last renewed 2\d{4} ms ago \(renew deadline 10000 ms\); another replica may lead$/);
+      expect(box.gate!(put(`${leases}/karpenter-operator.openshift.io`))).toBeUndefined();
+      await vi.advanceTimersByTimeAsync(2_000);
+      expect(events).toEqual(['a started', 'a stopped']);
+      expect(box.gate!(write)).toBe('this replica does not lead');
+    });
+
+    it('stays open while renewals succeed, and closes at the renew deadline when they fail', async () => {
+      const transport = new FakeTransport();
+      const server = new LeaseServer(transport);
+      const box = fenced(transport);
+      const a = elector(transport, 'a', []);
+      a.start();
+      await vi.advanceTimersByTimeAsync(0);
+      const open: boolean[] = [];
+      for (let i = 0; i < 30; i++) {
+        await vi.advanceTimersByTimeAsync(1_000);
+        open.push(box.gate!(write) === undefined);
+      }
+      expect(open.every(Boolean)).toBe(true);
+      server.down = true;
+      const lastRenewal = Date.parse(server.lease!.spec!.renewTime!);
+      await vi.advanceTimersByTimeAsync(lastRenewal + 9_999 - Date.now());
+      expect(box.gate!(write)).toBeUndefined();
+      // The renew loop gives up at the same instant here; either way the write is refused.
+      await vi.advanceTimersByTimeAsync(1);
+      expect(box.gate!(write)).toBeDefined();
+    });
   });
 
   it('refuses inconsistent timing', () => {

@@ -17,7 +17,7 @@ import { RuntimeMetrics } from '../runtime/metric-names.js';
 import { sleep, systemTimers, type Timers } from '../runtime/timers.js';
 import { toCoreError } from './errors.js';
 import { knownResources, resourcePath } from './resources.js';
-import type { KubeTransport } from './transport.js';
+import type { KubeRequest, KubeTransport } from './transport.js';
 
 export interface LeaseSpec {
   holderIdentity?: string;
@@ -133,6 +133,17 @@ export interface LeaderElectorOptions {
  * then create or replace with the read resourceVersion (409 = another replica won the race); the leader
  * renews every retry period and stops leading when it cannot renew within the renew deadline; a graceful
  * stop releases the Lease (empty holder, 1 s duration) so a standby takes over at once.
+ *
+ * Two additions to client-go:
+ * - Writes are fenced: `start()` installs a gate on the transport that lets a write (other than this Lease)
+ *   through only while this replica leads on a Lease it renewed less than the renew deadline ago. The renew
+ *   loop alone notices a lost Lease only when its timer fires; a process frozen past the lease duration
+ *   (SIGSTOP, a stalled VM) first runs whatever fell due before that timer (requeues, Event writes; watch
+ *   events too when the freeze caught it outside epoll_wait), and its workers would write while another
+ *   replica leads. Seen in the integration test before the fence: an Event created after the takeover.
+ * - A standby tries again right when the holder's Lease expires rather than up to one jittered retry
+ *   period later: failover within lease duration + one observation lag (≤ one jittered retry period) after
+ *   the last renewal, instead of up to two lags.
  */
 export class LeaderElector {
   private readonly transport: KubeTransport;
@@ -153,6 +164,11 @@ export class LeaderElector {
   private observed: { key: string; at: number } | undefined;
   private lastLeader: string | undefined;
   private running: Promise<void> | undefined;
+  /** Start of the last successful create, acquire or renew: the Lease is ours for a lease duration from here. */
+  private renewedAt = 0;
+  /** When the holder's Lease expires, as last seen while waiting for it. */
+  private expiresAt: number | undefined;
+  private fenced = false;
 
   constructor(options: LeaderElectorOptions) {
     this.transport = options.transport;
@@ -177,9 +193,36 @@ export class LeaderElector {
     return this.leading;
   }
 
-  /** Starts campaigning in the background; resolves `done()` when leadership is lost or `stop()` is called. */
+  /**
+   * Starts campaigning in the background; resolves `done()` when leadership is lost or `stop()` is called.
+   * From here on the transport sends writes only while `writeRefusal` allows them.
+   */
   start(): void {
+    this.transport.fence?.((req) => this.writeRefusal(req));
     this.running ??= this.run();
+  }
+
+  /**
+   * Why a write may not be sent now, or `undefined` when it may: this replica leads, and its last renewal
+   * started less than the renew deadline ago. A standby takes over no sooner than a lease duration after
+   * that start, which leaves the rest (5 s by default) for a write in flight. The Lease's own requests
+   * always pass.
+   */
+  writeRefusal(req: Pick<KubeRequest, 'path'>): string | undefined {
+    if (req.path === this.path || req.path === `${this.path}/${this.name}`) return undefined;
+    let why: string | undefined;
+    if (!this.leading) why = 'this replica does not lead';
+    else {
+      const since = this.clock.now() - this.renewedAt;
+      if (since >= this.timing.renewDeadlineMs) {
+        why = `the leader lease was last renewed ${since} ms ago (renew deadline ${this.timing.renewDeadlineMs} ms); another replica may lead`;
+      }
+    }
+    if (why && this.leading && !this.fenced) {
+      this.fenced = true;
+      this.logger.error('refusing writes: the leader lease may have passed to another replica', { reason: why });
+    }
+    return why;
   }
 
   done(): Promise<void> {
@@ -216,8 +259,10 @@ export class LeaderElector {
     const { retryPeriodMs, renewDeadlineMs } = this.timing;
     while (!signal.aborted) {
       if (await this.attempt(retryPeriodMs * 2)) break;
-      // client-go's JitterUntil with factor 1.2.
-      await sleep(this.timers, retryPeriodMs * (1 + 1.2 * this.random()), signal);
+      // client-go's JitterUntil with factor 1.2; but no later than when the holder's Lease expires.
+      const jittered = retryPeriodMs * (1 + 1.2 * this.random());
+      const untilExpiry = this.expiresAt === undefined ? jittered : this.expiresAt - this.clock.now();
+      await sleep(this.timers, Math.max(0, Math.min(jittered, untilExpiry)), signal);
     }
     if (signal.aborted) return;
     this.setLeading(true);
@@ -265,6 +310,7 @@ export class LeaderElector {
 
   private async tryAcquireOrRenew(): Promise<boolean> {
     const now = this.clock.now();
+    this.expiresAt = undefined;
     try {
       // The leader renews from its own last write; everyone else reads first.
       let lease = this.leading ? this.last : undefined;
@@ -272,6 +318,7 @@ export class LeaderElector {
       const observedAt = this.observe(lease, now);
       const decision = decide(lease, now, this.identity, { leaseDurationMs: this.timing.leaseDurationMs, observedAt });
       if (decision.action === 'wait') {
+        this.expiresAt = decision.expiresAt;
         if (decision.holder !== this.lastLeader) {
           this.lastLeader = decision.holder;
           this.logger.info('another replica leads', { leader: decision.holder });
@@ -290,6 +337,7 @@ export class LeaderElector {
           ? await this.request<LeaseObject>('create', 'POST', this.path, body)
           : await this.request<LeaseObject>('update', 'PUT', `${this.path}/${this.name}`, body);
       if (decision.action !== 'renew') this.logger.info('acquired the leader lease', { previous: lease?.spec?.holderIdentity || undefined });
+      this.renewedAt = now;
       this.lastLeader = this.identity;
       return true;
     } catch (e) {

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { ApiException, KubeConfig } from '@kubernetes/client-node';
 import { RecordingMetrics } from '@karpenter-operator/core/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ClientNodeTransport, createKubeTransport } from './transport.js';
+import { ClientNodeTransport, createKubeTransport, isWriteFencedError, type KubeRequest } from './transport.js';
 
 interface Seen {
   method: string;
@@ -111,5 +111,55 @@ describe('ClientNodeTransport (real HTTP)', () => {
       t.watch({ kind: 'Node', path: '/api/v1/nodes', query: {}, onEvent: () => {}, onDone: resolve }).catch(resolve);
     });
     expect((err as { statusCode?: number }).statusCode).toBe(403);
+  });
+
+  it('names itself with the User-Agent it is given, on requests and on watches', async () => {
+    const userAgent = 'karpenter-operator/4.22.0 (karpenter-operator-7d9f-x2v)';
+    seen.length = 0;
+    const t = createKubeTransport(kc, { metrics: new RecordingMetrics(), userAgent });
+    handler = (_req, res) => json(res, 200, { metadata: { name: 'x' } });
+    await t.request({ verb: 'get', kind: 'Node', method: 'GET', path: '/api/v1/nodes/x' });
+    await t.request({ verb: 'create', kind: 'Event', method: 'POST', path: '/apis/events.k8s.io/v1/namespaces/ns/events', body: {} });
+    handler = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end();
+    };
+    await new Promise<unknown>((resolve) => {
+      void t.watch({ kind: 'Node', path: '/api/v1/nodes', query: {}, onEvent: () => {}, onDone: resolve }).catch(resolve);
+    });
+    expect(seen.map((r) => [r.method, r.headers['user-agent'], r.headers.authorization])).toEqual([
+      ['GET', userAgent, 'Bearer secret-token'],
+      ['POST', userAgent, 'Bearer secret-token'],
+      ['GET', userAgent, 'Bearer secret-token'],
+    ]);
+    // Without one, the fetch library's own (so the option is what sets it).
+    seen.length = 0;
+    handler = (_req, res) => json(res, 200, {});
+    await new ClientNodeTransport(kc).request({ verb: 'get', kind: 'Node', method: 'GET', path: '/api/v1/nodes/x' });
+    expect(seen[0]!.headers['user-agent']).not.toMatch(/karpenter-operator/);
+  });
+
+  it('a fence refuses writes before they are sent (WriteFencedError), never reads; the metrics wrapper forwards it', async () => {
+    handler = (_req, res) => json(res, 200, {});
+    const metrics = new RecordingMetrics();
+    const t = createKubeTransport(kc, { metrics });
+    const asked: string[] = [];
+    let open = false;
+    t.fence!((req: KubeRequest) => {
+      asked.push(`${req.method} ${req.path}`);
+      return open ? undefined : 'this replica does not lead';
+    });
+    seen.length = 0;
+    const patch = { verb: 'apply', kind: 'Deployment', method: 'PATCH', path: '/apis/apps/v1/namespaces/ns/deployments/x', body: {} } as const;
+    const err = await t.request(patch).catch((e: unknown) => e);
+    expect(isWriteFencedError(err)).toBe(true);
+    expect((err as Error).message).toBe('not sent: PATCH /apis/apps/v1/namespaces/ns/deployments/x: this replica does not lead');
+    await t.request({ verb: 'get', kind: 'Deployment', method: 'GET', path: '/apis/apps/v1/namespaces/ns/deployments/x' });
+    expect(seen.map((r) => r.method)).toEqual(['GET']);
+    open = true;
+    await t.request(patch);
+    expect(seen.map((r) => r.method)).toEqual(['GET', 'PATCH']);
+    expect(asked).toEqual(['PATCH /apis/apps/v1/namespaces/ns/deployments/x', 'PATCH /apis/apps/v1/namespaces/ns/deployments/x']);
+    expect(metrics.counters.get('karpenter_operator_api_request_errors_total{code=0,kind=Deployment,verb=apply}')).toBe(1);
   });
 });

@@ -40,6 +40,18 @@ export interface WatchHandle {
   abort(): void;
 }
 
+/** Decides whether a write may be sent now: `undefined` to send it, otherwise the reason it may not. */
+export type WriteGate = (req: KubeRequest) => string | undefined;
+
+/** A write refused by the transport's `WriteGate`; it never reached the API server. */
+export class WriteFencedError extends Error {
+  override readonly name = 'WriteFencedError';
+}
+
+export function isWriteFencedError(e: unknown): e is WriteFencedError {
+  return e instanceof WriteFencedError;
+}
+
 /**
  * The HTTP seam of the Kubernetes adapters: plain JSON in and out, errors as client-node `ApiException`
  * (`.code`, raw `.body`). Stubbed in unit tests; `ClientNodeTransport` is the real one.
@@ -47,6 +59,13 @@ export interface WatchHandle {
 export interface KubeTransport {
   request<T = unknown>(req: KubeRequest): Promise<T>;
   watch(req: KubeWatchRequest): Promise<WatchHandle>;
+  /**
+   * Installs `gate`, checked right before every write (any method but GET) is sent; a refused write fails
+   * with `WriteFencedError`. Leader election fences the transport it holds its Lease on, so that a replica
+   * whose Lease may have passed to another cannot write, even before its renew loop notices (e.g. after
+   * the process was frozen). Optional: stubs need not implement it.
+   */
+  fence?(gate: WriteGate): void;
 }
 
 export interface ClientNodeTransportOptions {
@@ -58,6 +77,26 @@ export interface ClientNodeTransportOptions {
    * its own staleness watchdog instead. Default 10 minutes.
    */
   watchInactivityTimeoutMs?: number;
+  /**
+   * `User-Agent` of every request and watch. The operator sends `karpenter-operator/<release version>
+   * (<pod name>)`, client-go's `<binary>/<version> (...)` with the replica in place of os/arch: replicas
+   * share a ServiceAccount, so this is what tells them apart in the API server's audit log. Default: the
+   * fetch library's own.
+   */
+  userAgent?: string;
+}
+
+/**
+ * The kubeconfig as client-node's `Watch` sees it, with `User-Agent` added to the headers it builds: `Watch`
+ * takes its headers from `applySecurityAuthentication` and offers no other way to set one.
+ */
+function withUserAgent(kc: KubeConfig, userAgent: string): KubeConfig {
+  const view = Object.create(kc) as KubeConfig;
+  view.applySecurityAuthentication = async (ctx: RequestContext) => {
+    await kc.applySecurityAuthentication(ctx);
+    ctx.setHeaderParam('User-Agent', userAgent);
+  };
+  return view;
 }
 
 /**
@@ -72,11 +111,18 @@ export class ClientNodeTransport implements KubeTransport {
   private readonly config: () => KubeConfig;
   private readonly requestTimeoutMs: number;
   private readonly watchInactivityTimeoutMs: number;
+  private readonly userAgent: string | undefined;
+  private gate: WriteGate | undefined;
 
   constructor(config: KubeConfig | (() => KubeConfig), options: ClientNodeTransportOptions = {}) {
     this.config = typeof config === 'function' ? config : () => config;
     this.requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
     this.watchInactivityTimeoutMs = options.watchInactivityTimeoutMs ?? 10 * 60_000;
+    this.userAgent = options.userAgent;
+  }
+
+  fence(gate: WriteGate): void {
+    this.gate = gate;
   }
 
   async request<T = unknown>(req: KubeRequest): Promise<T> {
@@ -84,7 +130,8 @@ export class ClientNodeTransport implements KubeTransport {
   }
 
   async watch(req: KubeWatchRequest): Promise<WatchHandle> {
-    const w = new ClientWatch(this.config());
+    const kc = this.config();
+    const w = new ClientWatch(this.userAgent ? withUserAgent(kc, this.userAgent) : kc);
     // See `watchInactivityTimeoutMs`: a private field of client-node's Watch, set if it exists.
     const internals = w as unknown as { requestTimeoutMs?: number };
     if (typeof internals.requestTimeoutMs === 'number') internals.requestTimeoutMs = this.watchInactivityTimeoutMs;
@@ -110,7 +157,11 @@ export class ClientNodeTransport implements KubeTransport {
       ctx.setBody(JSON.stringify(req.body));
     }
     await kc.applySecurityAuthentication(ctx);
+    if (this.userAgent) ctx.setHeaderParam('User-Agent', this.userAgent);
     ctx.setSignal(AbortSignal.timeout(this.requestTimeoutMs));
+    // Checked after the last await, as the request is handed to fetch: no time passes in between.
+    const refused = req.method === 'GET' ? undefined : this.gate?.(req);
+    if (refused !== undefined) throw new WriteFencedError(`not sent: ${req.method} ${req.path}: ${refused}`);
     const resp = await this.http.send(ctx).toPromise();
     const text = await resp.body.text();
     if (resp.httpStatusCode < 200 || resp.httpStatusCode > 299) {
@@ -137,6 +188,7 @@ export function withRequestMetrics(inner: KubeTransport, metrics: Metrics): Kube
     metrics.inc(RuntimeMetrics.apiErrors.name, { verb, kind, code: typeof status === 'number' ? String(status) : '0' });
   };
   return {
+    ...(inner.fence ? { fence: (gate: WriteGate) => inner.fence!(gate) } : {}),
     async request<T = unknown>(req: KubeRequest): Promise<T> {
       metrics.inc(RuntimeMetrics.apiRequests.name, { verb: req.verb, kind: req.kind });
       try {
