@@ -69,8 +69,8 @@ describe('two operator replicas with leader election', () => {
     await waitFor('the standby to lead', async () => leading(standby), { timeoutMs: 25_000, intervalMs: 100 });
     const failoverMs = Date.now() - killedAt;
     // Like client-go, a standby counts the lease from when it *observed* the last renewal (no trust in
-    // clocks across hosts): worst case lease 15 s + one retry period (2 s, +20 % jitter) late observation
-    // + one more retry period to notice expiry.
+    // clocks across hosts), and it retries right at expiry: worst case lease 15 s + one jittered retry
+    // period (up to 2.2 × 2 s) of late observation after the last renewal, which precedes the kill.
     expect(failoverMs).toBeLessThan(15_000 + 2 * 2_400 + 1_000);
     console.error(`leader-election: failover took ${failoverMs} ms`);
 
