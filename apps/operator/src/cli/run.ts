@@ -93,7 +93,8 @@ async function guestCluster(config: OperatorConfig, deps: { metrics: PromMetrics
   const kubeconfig = new WatchedKubeConfig(config.guestKubeconfig!, { logger: deps.logger });
   await kubeconfig.start();
   kubeconfig.onChange(() => deps.logger.info('guest kubeconfig changed; new requests and watches use it', { path: config.guestKubeconfig }));
-  return { cluster: createKubeCluster(() => kubeconfig.current(), { metrics: deps.metrics, logger: deps.logger, clock: systemClock }), kubeconfig };
+  const userAgent = `karpenter-operator/${config.releaseVersion} (${config.podName})`;
+  return { cluster: createKubeCluster(() => kubeconfig.current(), { metrics: deps.metrics, logger: deps.logger, clock: systemClock, userAgent }), kubeconfig };
 }
 
 export async function runOperator(config: OperatorConfig, env: Record<string, string | undefined>): Promise<number> {
