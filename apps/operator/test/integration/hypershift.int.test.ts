@@ -231,6 +231,28 @@ describe('HyperShift: management cluster + guest cluster', () => {
     }
   });
 
+  it('a rotated guest kubeconfig is picked up without a restart, after the old identity is gone', async () => {
+    const g = guest.kubeConfig();
+    const rotated = { kind: 'ServiceAccount', name: 'karpenter-operator-rotated', namespace: GUEST_OPERATOR_SUBJECT.namespace };
+    await applyObject(g, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: rotated.name, namespace: rotated.namespace } } as KubeObj);
+    for (const b of hostedGuestRbac().filter((o) => o.kind.endsWith('Binding'))) {
+      await applyObject(g, { ...(b as KubeObj), subjects: [{ ...GUEST_OPERATOR_SUBJECT }, rotated] } as KubeObj);
+    }
+    // As the mounted Secret would change: same path, a token of another identity; then the old one is deleted,
+    // which invalidates every token issued to it.
+    await guest.writeKubeConfigFor(rotated.namespace, rotated.name, join(dir, 'guest.kubeconfig'), { expirationSeconds: 7200 });
+    await deleteObject(g, 'v1', 'ServiceAccount', GUEST_OPERATOR_SUBJECT.name, GUEST_OPERATOR_SUBJECT.namespace);
+    const since = new Date();
+    // The kubeconfig file is re-read every 10 s; then the operand's ClusterRole, deleted in the guest, comes back.
+    await new Promise((r) => setTimeout(r, 11_000));
+    await deleteObject(g, 'rbac.authorization.k8s.io/v1', 'ClusterRole', 'karpenter-core');
+    await waitFor('the operand ClusterRole re-created in the guest', async () => (await getObject(g, 'rbac.authorization.k8s.io/v1', 'ClusterRole', 'karpenter-core')) !== undefined, { timeoutMs: 30_000 });
+    const rotatedUser = `system:serviceaccount:${rotated.namespace}:${rotated.name}`;
+    expect(guest.auditEvents({ user: rotatedUser, since, verbs: ['create', 'patch'], resource: 'clusterroles' }).length).toBeGreaterThan(0);
+    expect(op.exited()).toBe(false);
+    expect(adapter.exited()).toBe(false);
+  }, 90_000);
+
   it('turning AutoNode off tears down in order: NodePools, NodeClaims, the operand, then both finalizers', async () => {
     const g = guest.kubeConfig();
     await applyObject(g, {
