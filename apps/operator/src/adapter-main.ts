@@ -3,7 +3,14 @@
 import type { Server } from 'node:http';
 import { parseArgs } from 'node:util';
 import { describeError, systemClock, type Reconciler } from '@karpenter-operator/core';
-import { AutoNodeStatusReconciler, HcpCredentialsReconciler, HcpDefaultNodeClassReconciler, HcpFinalizerReconciler } from '@karpenter-operator/topology-hypershift';
+import {
+  AutoNodeStatusReconciler,
+  HcpCredentialsReconciler,
+  HcpDefaultNodeClassReconciler,
+  HcpFinalizerReconciler,
+  NODECLASS_POLICY_CONTROLLER,
+  NodeClassPolicyReconciler,
+} from '@karpenter-operator/topology-hypershift';
 import { startHttpServer } from './http/server.js';
 import { createKubeCluster, KubeEventRecorder, loadKubeConfig, toCoreError, WatchedKubeConfig } from './kube/index.js';
 import { createLogger } from './observability/logger.js';
@@ -14,7 +21,8 @@ const USAGE = `Usage: karpenter-operator-hypershift-adapter [run] --namespace NS
        [--metrics-bind-address [host]:port (:8080)] [--health-probe-bind-address [host]:port (:8081)]
        [--guest-unreachable-timeout DURATION (5m): how long the guest API may be unreachable during HCP deletion before the finalizers go]
 The HyperShift sidecar adapter: HCP status.autoNode, the HCP finalizer when the guest is gone, and (with --hcp-name)
-EC2NodeClass default from ignition Secrets and the operand's web-identity credentials Secret from spec.autoNode.`;
+EC2NodeClass default from ignition Secrets (guarded in the guest by a ValidatingAdmissionPolicy) and the operand's
+web-identity credentials Secret from spec.autoNode.`;
 
 /** `[host]:port`, as the operator's flags take it. */
 function bindAddress(flag: string, value: string, errors: string[]): { host: string; port: number } {
@@ -80,8 +88,39 @@ async function main(argv: string[]): Promise<number> {
   const events = new KubeEventRecorder({ transport: mgmt.transport, reportingInstance: 'hypershift-adapter', logger, metrics, clock });
   const base = { management: mgmt.store, guest: guest.store, namespace, ...(hcpName ? { hcpName } : {}) };
   const reconcilers: Reconciler[] = [new AutoNodeStatusReconciler(base), new HcpFinalizerReconciler({ ...base, clock, events, unreachableAfterMs, probeGuest })];
-  if (hcpName) reconcilers.push(new HcpDefaultNodeClassReconciler({ ...base, hcpName, events }), new HcpCredentialsReconciler({ management: mgmt.store, namespace, hcpName, events }));
+  // Who the adapter is in the guest, as the API server sees it: the one identity allowed to change the managed
+  // NodeClass. Learnt lazily, forgotten when the kubeconfig changes (it may name another identity).
+  let identity: Promise<string[] | undefined> | undefined;
+  const guestIdentity = (): Promise<string[] | undefined> =>
+    (identity ??= guest.transport
+      .request<{ status?: { userInfo?: { username?: string } } }>({
+        verb: 'create',
+        kind: 'SelfSubjectReview',
+        method: 'POST',
+        path: '/apis/authentication.k8s.io/v1/selfsubjectreviews',
+        body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
+      })
+      .then((r) => {
+        const user = r.status?.userInfo?.username;
+        return user ? [user] : undefined;
+      })
+      .catch((e: unknown) => {
+        identity = undefined;
+        logger.warn('cannot tell who this adapter is in the guest yet', { error: describeError(toCoreError(e, 'SelfSubjectReview')) });
+        return undefined;
+      }));
+  if (hcpName) {
+    reconcilers.push(
+      new HcpDefaultNodeClassReconciler({ ...base, hcpName, events }),
+      new HcpCredentialsReconciler({ management: mgmt.store, namespace, hcpName, events }),
+      new NodeClassPolicyReconciler({ management: mgmt.store, guest: guest.store, namespace, hcpName, exempt: guestIdentity }),
+    );
+  }
   const runtime = new ControllerRuntime({ reconcilers, caches: routeByCluster({ control: mgmt.informers, workload: guest.informers }), metrics, logger, clock });
+  guestKubeconfig.onChange(() => {
+    identity = undefined;
+    if (hcpName) runtime.enqueue(NODECLASS_POLICY_CONTROLLER, hcpName);
+  });
 
   const servers: Server[] = [
     await startHttpServer(healthAddr.host, healthAddr.port, {

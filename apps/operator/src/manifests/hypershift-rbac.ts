@@ -1,4 +1,5 @@
 import { Names, OperandNames, Types, operandDnsRules, type KubeObject, type PolicyRule } from '@karpenter-operator/core';
+import { NODECLASS_POLICY_NAME } from '@karpenter-operator/topology-hypershift';
 import { operandGrantRules, operatorClusterRules, OperatorRbacNames, type DocumentedRule } from './operator-rbac.js';
 
 /**
@@ -39,7 +40,15 @@ const STANDALONE_ONLY = new Set(['karpenters', 'karpenters/status', 'karpenters/
 /** ClusterRole `karpenter-operator` in the guest: the standalone cluster rules that apply there, and what it grants the operand. */
 export function guestClusterRules(): PolicyRule[] {
   const own = operatorClusterRules.filter((r) => !(r.resources ?? []).some((res) => STANDALONE_ONLY.has(res))).map(({ why: _why, ...rule }) => structuredClone(rule));
-  return [...own, ...operandGrantRules()];
+  const policy: PolicyRule[] = [
+    // The adapter's guard of EC2NodeClass default; created by server-side apply, only that name changed or deleted.
+    { apiGroups: ['admissionregistration.k8s.io'], resources: ['validatingadmissionpolicies', 'validatingadmissionpolicybindings'], verbs: [...ro, 'create'] },
+    {
+      apiGroups: ['admissionregistration.k8s.io'], resources: ['validatingadmissionpolicies', 'validatingadmissionpolicybindings'], verbs: ['patch', 'delete'],
+      resourceNames: [NODECLASS_POLICY_NAME],
+    },
+  ];
+  return [...own, ...policy, ...operandGrantRules()];
 }
 
 /** Role in the guest's kube-system: the operand's identity there (ServiceAccount) and its DNS Role. */

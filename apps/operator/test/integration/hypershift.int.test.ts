@@ -191,6 +191,25 @@ describe('HyperShift: management cluster + guest cluster', () => {
     expect(mgmt.auditEvents({ user: MGMT_USER, since: started }).filter((e) => /clusteroperators|customresourcedefinitions|certificatesigningrequests/.test(e.requestURI))).toEqual([]);
   });
 
+  it('direct edits of the managed EC2NodeClass spec are refused in the guest (ValidatingAdmissionPolicy); the adapter still changes it', async () => {
+    const g = guest.kubeConfig();
+    const NC_PATH = '/apis/karpenter.k8s.aws/v1/ec2nodeclasses/default';
+    const edit = () => kubeRequest<{ message?: string }>(g, 'PATCH', NC_PATH, { body: { spec: { detailedMonitoring: true } }, contentType: 'application/merge-patch+json' });
+    const refused = await waitFor('an admin spec edit to be refused', async () => {
+      const r = await edit();
+      return r.status >= 400 ? r : false;
+    }, { timeoutMs: 30_000, intervalMs: 500 });
+    expect(refused.status).toBe(403);
+    expect(refused.body.message).toMatch(/managed for this hosted cluster/);
+    // Metadata stays the user's (and Karpenter's).
+    const label = await kubeRequest(g, 'PATCH', NC_PATH, { body: { metadata: { labels: { team: 'a' } } }, contentType: 'application/merge-patch+json' });
+    expect(label.status).toBe(200);
+    // The adapter is exempt: new ignition content still reaches the NodeClass.
+    const userData = '{"ignition":{"version":"3.4.0","config":{"merge":[{"source":"https://ignition.demo:443/ignition?v=2"}]}}}';
+    await applyObject(mgmt.kubeConfig(), anIgnitionSecret({ ami: world.facts.amis.x86_64, userData }) as KubeObj);
+    await waitFor('the adapter to apply the new userData', async () => ((await getObject(g, 'karpenter.k8s.aws/v1', 'EC2NodeClass', 'default'))?.spec as { userData?: string } | undefined)?.userData === userData, { timeoutMs: 30_000 });
+  });
+
   it('status.autoNode follows NodeClaims and Nodes in the guest', async () => {
     const g = guest.kubeConfig();
     for (const [name, cpu] of [['hcp-claim-a', '4'], ['hcp-claim-b', '2']] as const) {

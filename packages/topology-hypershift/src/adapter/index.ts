@@ -10,3 +10,12 @@ export {
   webIdentityProfile,
   type HcpCredentialsDeps,
 } from './credentials.js';
+export {
+  NodeClassPolicyReconciler,
+  NODECLASS_POLICY_CONTROLLER,
+  NODECLASS_POLICY_NAME,
+  renderNodeClassPolicy,
+  ValidatingAdmissionPolicyType,
+  ValidatingAdmissionPolicyBindingType,
+  type NodeClassPolicyDeps,
+} from './nodeclass-policy.js';

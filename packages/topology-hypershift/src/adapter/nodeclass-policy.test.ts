@@ -1,0 +1,72 @@
+import { Types, type KubeObject } from '@karpenter-operator/core';
+import { MemoryClusterStore } from '@karpenter-operator/core/testing';
+import { describe, expect, it } from 'vitest';
+import { aHostedControlPlane, HCP_NAME, HCP_NAMESPACE } from '../testing/builders.js';
+import { NODECLASS_POLICY_NAME, NodeClassPolicyReconciler, renderNodeClassPolicy, ValidatingAdmissionPolicyBindingType, ValidatingAdmissionPolicyType } from './nodeclass-policy.js';
+
+const ME = 'system:serviceaccount:kube-system:karpenter-operator';
+type Obj = KubeObject & { spec: { validations: Array<{ expression: string }>; matchConditions: Array<{ expression: string }>; matchConstraints: { resourceRules: Array<{ operations: string[]; resources: string[] }> } } };
+
+function setup(hcp: KubeObject | undefined, exempt: () => Promise<readonly string[] | undefined> = async () => [ME]) {
+  const management = new MemoryClusterStore(hcp ? [hcp] : []);
+  const guest = new MemoryClusterStore();
+  const r = new NodeClassPolicyReconciler({ management, guest, namespace: HCP_NAMESPACE, hcpName: HCP_NAME, exempt });
+  return { management, guest, r };
+}
+const policy = (guest: MemoryClusterStore) => guest.get({ ...ValidatingAdmissionPolicyType, name: NODECLASS_POLICY_NAME });
+const binding = (guest: MemoryClusterStore) => guest.get({ ...ValidatingAdmissionPolicyBindingType, name: NODECLASS_POLICY_NAME });
+
+describe('renderNodeClassPolicy', () => {
+  it('guards spec updates of EC2NodeClass default, lets the exempt identities (sorted, once each) through, denies through its binding', () => {
+    const [p, b] = renderNodeClassPolicy([ME, 'system:serviceaccount:kube-system:b', ME]) as [Obj, KubeObject];
+    expect(p.spec.matchConstraints.resourceRules).toEqual([{ apiGroups: ['karpenter.k8s.aws'], apiVersions: ['*'], operations: ['UPDATE'], resources: ['ec2nodeclasses'] }]);
+    expect(p.spec.matchConditions[0]!.expression).toBe("object.metadata.name == 'default'");
+    expect(p.spec.validations[0]!.expression).toBe(`object.spec == oldObject.spec || request.userInfo.username in ['system:serviceaccount:kube-system:b', '${ME}']`);
+    expect(b.spec).toEqual({ policyName: NODECLASS_POLICY_NAME, validationActions: ['Deny'] });
+  });
+
+  it('escapes quotes in a username (CEL string literal)', () => {
+    const [p] = renderNodeClassPolicy(["o'brien"]) as [Obj];
+    expect(p.spec.validations[0]!.expression).toContain("['o\\'brien']");
+  });
+});
+
+describe('NodeClassPolicyReconciler', () => {
+  it('applies the policy and binding while AutoNode is on; a second reconcile writes nothing', async () => {
+    const { guest, r } = setup(aHostedControlPlane());
+    await r.reconcile();
+    expect(await policy(guest)).toBeDefined();
+    expect(await binding(guest)).toBeDefined();
+    guest.clearWrites();
+    await r.reconcile();
+    expect(guest.writes).toEqual([]);
+  });
+
+  it('a new identity (rotated kubeconfig) rewrites the exemption', async () => {
+    let who = [ME];
+    const { guest, r } = setup(aHostedControlPlane(), async () => who);
+    await r.reconcile();
+    who = ['system:serviceaccount:kube-system:rotated'];
+    await r.reconcile();
+    expect(JSON.stringify((await policy(guest))?.['spec'])).toContain('kube-system:rotated');
+  });
+
+  it('waits (requeue, no write) until the identity is known', async () => {
+    const { guest, r } = setup(aHostedControlPlane(), async () => undefined);
+    expect(await r.reconcile()).toEqual({ requeueAfterMs: 5_000 });
+    expect(guest.writes).toEqual([]);
+  });
+
+  it('removes both when AutoNode is turned off; nothing when there is no HCP', async () => {
+    const { guest, management, r } = setup(aHostedControlPlane());
+    await r.reconcile();
+    management.seed(aHostedControlPlane({ spec: { autoNode: null } }));
+    await r.reconcile();
+    expect(await policy(guest)).toBeUndefined();
+    expect(await binding(guest)).toBeUndefined();
+    const none = setup(undefined);
+    await none.r.reconcile();
+    expect(none.guest.writes).toEqual([]);
+    expect(Types.EC2NodeClass.kind).toBe('EC2NodeClass');
+  });
+});

@@ -1,0 +1,107 @@
+import { Names, type ClusterStore, type KubeObject, type Reconciler, type Result, type TypeRef, type Watch } from '@karpenter-operator/core';
+import { decodeHostedControlPlane, HostedControlPlaneType } from '../hcp.js';
+import { ADAPTER_FIELD_MANAGER } from './default-nodeclass.js';
+
+export const NODECLASS_POLICY_CONTROLLER = 'validatingadmissionpolicy.managed-nodeclass';
+export const NODECLASS_POLICY_NAME = 'karpenter-operator-managed-nodeclass';
+
+export const ValidatingAdmissionPolicyType = { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicy' } as const satisfies TypeRef;
+export const ValidatingAdmissionPolicyBindingType = { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicyBinding' } as const satisfies TypeRef;
+
+/** A CEL string literal. Usernames are Kubernetes names and `system:` prefixes; escape anyway. */
+const celString = (s: string): string => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+
+/**
+ * The guest's ValidatingAdmissionPolicy and binding that refuse changes to the spec of EC2NodeClass
+ * `default` (which the adapter renders from the HCP and the ignition Secrets) by anyone but `exempt`: a
+ * direct edit would be reverted at the next reconcile anyway, so it is refused with a message saying where
+ * the setting comes from. Metadata and status stay writable (Karpenter's finalizers and conditions). Pure.
+ */
+export function renderNodeClassPolicy(exempt: readonly string[]): KubeObject[] {
+  const users = [...new Set(exempt)].sort();
+  return [
+    {
+      ...ValidatingAdmissionPolicyType,
+      metadata: { name: NODECLASS_POLICY_NAME },
+      spec: {
+        failurePolicy: 'Fail',
+        matchConstraints: {
+          resourceRules: [{ apiGroups: ['karpenter.k8s.aws'], apiVersions: ['*'], operations: ['UPDATE'], resources: ['ec2nodeclasses'] }],
+        },
+        matchConditions: [{ name: 'operator-managed', expression: `object.metadata.name == ${celString(Names.defaultNodeClass)}` }],
+        validations: [
+          {
+            expression: `object.spec == oldObject.spec || request.userInfo.username in [${users.map(celString).join(', ')}]`,
+            message: `EC2NodeClass ${Names.defaultNodeClass} is managed for this hosted cluster: its spec comes from the HostedCluster (AutoNode, resource tags, instance profile) and its ignition configuration; change those instead`,
+            reason: 'Forbidden',
+          },
+        ],
+      },
+    },
+    {
+      ...ValidatingAdmissionPolicyBindingType,
+      metadata: { name: NODECLASS_POLICY_NAME },
+      spec: { policyName: NODECLASS_POLICY_NAME, validationActions: ['Deny'] },
+    },
+  ];
+}
+
+export interface NodeClassPolicyDeps {
+  management: ClusterStore;
+  guest: ClusterStore;
+  namespace: string;
+  hcpName: string;
+  /**
+   * The usernames allowed to change the managed spec: the identity this adapter (and the operator beside it)
+   * uses in the guest, as the API server sees it (SelfSubjectReview). Undefined while it cannot be learnt.
+   */
+  exempt: () => Promise<readonly string[] | undefined>;
+}
+
+/**
+ * `validatingadmissionpolicy.managed-nodeclass`: keeps the policy above in the guest while AutoNode is on;
+ * re-run when the exempt identity changes (a rotated guest kubeconfig may authenticate as another user).
+ */
+export class NodeClassPolicyReconciler implements Reconciler {
+  readonly name = NODECLASS_POLICY_CONTROLLER;
+  readonly watches: Watch[];
+
+  constructor(private readonly deps: NodeClassPolicyDeps) {
+    const byName = `metadata.name=${NODECLASS_POLICY_NAME}`;
+    this.watches = [
+      { type: HostedControlPlaneType, cluster: 'control', namespace: deps.namespace, fieldSelector: `metadata.name=${deps.hcpName}` },
+      { type: ValidatingAdmissionPolicyType, fieldSelector: byName },
+      { type: ValidatingAdmissionPolicyBindingType, fieldSelector: byName },
+    ];
+  }
+
+  keysFor(): string[] {
+    return [this.deps.hcpName];
+  }
+
+  async resyncKeys(): Promise<string[]> {
+    return [this.deps.hcpName];
+  }
+
+  async reconcile(): Promise<Result> {
+    const { management, guest, namespace, hcpName } = this.deps;
+    const obj = await management.get<KubeObject>({ ...HostedControlPlaneType, namespace, name: hcpName });
+    if (!obj) return {};
+    let enabled: boolean;
+    try {
+      const hcp = decodeHostedControlPlane(obj);
+      enabled = hcp.autoNode !== undefined && !hcp.deleting;
+    } catch {
+      return {}; // the operator reports the field
+    }
+    if (!enabled) {
+      // Teardown deletes NodeClasses' users first; the policy only guards updates, so it may go at once.
+      for (const type of [ValidatingAdmissionPolicyBindingType, ValidatingAdmissionPolicyType]) await guest.delete({ ...type, name: NODECLASS_POLICY_NAME });
+      return {};
+    }
+    const exempt = await this.deps.exempt();
+    if (!exempt?.length) return { requeueAfterMs: 5_000 };
+    for (const o of renderNodeClassPolicy(exempt)) await guest.apply(o, { fieldManager: ADAPTER_FIELD_MANAGER });
+    return {};
+  }
+}
