@@ -110,7 +110,7 @@ describe('discovery: decode + map of random providerSpecs', () => {
         const errors = [...validateSchema(schema, out.object), ...ec2NodeClassCelChecks(out.object.spec as Record<string, unknown>)];
         expect(errors).toEqual([]);
       }),
-      { numRuns: 3000, seed: 20260101 },
+      { numRuns: 10_000, seed: 20260101 },
     );
     // Both branches must actually be exercised, or the property says little.
     expect(rendered).toBeGreaterThan(100);
