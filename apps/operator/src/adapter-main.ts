@@ -12,7 +12,7 @@ import {
   NodeClassPolicyReconciler,
 } from '@karpenter-operator/topology-hypershift';
 import { startHttpServer } from './http/server.js';
-import { createKubeCluster, KubeEventRecorder, loadKubeConfig, toCoreError, WatchedKubeConfig } from './kube/index.js';
+import { createKubeCluster, isConnectionFailure, KubeEventRecorder, loadKubeConfig, toCoreError, WatchedKubeConfig } from './kube/index.js';
 import { createLogger } from './observability/logger.js';
 import { PromMetrics } from './observability/metrics.js';
 import { ControllerRuntime, routeByCluster } from './runtime/index.js';
@@ -82,7 +82,10 @@ async function main(argv: string[]): Promise<number> {
   // A live request: cached lists keep answering with the last state after the guest is gone.
   const probeGuest = async (): Promise<void> => {
     await guest.transport.request({ verb: 'get', kind: 'Version', method: 'GET', path: '/version' }).catch((e: unknown) => {
-      throw toCoreError(e, 'probing the guest API');
+      // Only "cannot connect" counts towards releasing the finalizers: a slow, overloaded or misconfigured
+      // guest still holds instances, so its errors are plain failures (retried, never a release).
+      if (isConnectionFailure(e)) throw toCoreError(e, 'probing the guest API');
+      throw new Error(`probing the guest API: ${describeError(toCoreError(e, 'probing the guest API'))}`, { cause: e });
     });
   };
   const events = new KubeEventRecorder({ transport: mgmt.transport, reportingInstance: 'hypershift-adapter', logger, metrics, clock });
@@ -102,6 +105,7 @@ async function main(argv: string[]): Promise<number> {
       })
       .then((r) => {
         const user = r.status?.userInfo?.username;
+        if (!user) identity = undefined; // ask again next time
         return user ? [user] : undefined;
       })
       .catch((e: unknown) => {

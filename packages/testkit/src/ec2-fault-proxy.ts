@@ -112,7 +112,11 @@ export async function startEc2FaultProxy(upstream: string, options: Ec2FaultProx
         upRes.on('end', () => (entry.endedAt = now()));
       },
     );
-    up.on('error', (e) => answer(res, entry, 502, ec2ErrorXml('ProxyUpstreamError', e.message)));
+    up.on('error', (e) => {
+      // Once the upstream's headers went out, an error can only cut the response short.
+      if (res.headersSent) res.destroy();
+      else answer(res, entry, 502, ec2ErrorXml('ProxyUpstreamError', e.message));
+    });
     res.on('close', () => {
       if (!res.writableFinished) up.destroy();
     });

@@ -199,6 +199,10 @@ export async function runOperator(config: OperatorConfig, env: Record<string, st
         void stop(ExitCodes.lostLease, 'lost lease');
       },
     });
+    // The guest's writes (CSR approvals, teardown, Events) are fenced by the same Lease: its path never
+    // matches the Lease's, so they pass only while this replica leads on a fresh renewal.
+    const lease = elector;
+    guest?.cluster.transport.fence?.((req) => lease.writeRefusal(req));
     elector.start();
   } else {
     await runtime.startWorkers();

@@ -8,7 +8,7 @@ import {
 } from '@karpenter-operator/core';
 import { ApiException } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { serverMessage, toCoreError } from './errors.js';
+import { isConnectionFailure, serverMessage, toCoreError } from './errors.js';
 import { apiError } from './testing/fake-transport.js';
 
 const action = 'applying Deployment openshift-karpenter/karpenter';
@@ -58,5 +58,21 @@ describe('toCoreError', () => {
 describe('serverMessage', () => {
   it('truncates huge raw bodies', () => {
     expect(serverMessage(new ApiException(500, 'x', 'y'.repeat(5_000), {}))).toHaveLength(1_000);
+  });
+});
+
+describe('isConnectionFailure', () => {
+  const fetchFailed = (code: string) => Object.assign(new TypeError('fetch failed'), { cause: Object.assign(new Error(code), { code }) });
+  it.each([
+    { name: 'refused', e: fetchFailed('ECONNREFUSED'), want: true },
+    { name: 'no route', e: fetchFailed('EHOSTUNREACH'), want: true },
+    { name: 'no such host', e: fetchFailed('ENOTFOUND'), want: true },
+    { name: 'connect timeout', e: fetchFailed('UND_ERR_CONNECT_TIMEOUT'), want: true },
+    { name: 'reset mid-request (the server was there)', e: fetchFailed('ECONNRESET'), want: false },
+    { name: 'TLS failure', e: fetchFailed('UNABLE_TO_VERIFY_LEAF_SIGNATURE'), want: false },
+    { name: '503', e: Object.assign(new Error('HTTP 503'), { code: 503 }), want: false },
+    { name: 'request timeout', e: Object.assign(new Error('timed out'), { name: 'TimeoutError' }), want: false },
+  ])('$name', ({ e, want }) => {
+    expect(isConnectionFailure(e)).toBe(want);
   });
 });

@@ -24,6 +24,18 @@ const transientCodes = new Set([
   'UND_ERR_CLOSED',
 ]);
 
+/** Codes that mean the server could not be reached at all (as opposed to slow, overloaded or misconfigured). */
+const connectionCodes = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT']);
+
+/**
+ * True when `e` says the API server could not be connected to: refused, no route, no such host, connect
+ * timeout. Not for 5xx, 429, a request timeout or a TLS failure: the server is there, just unwell.
+ */
+export function isConnectionFailure(e: unknown): boolean {
+  const code = networkCode(e);
+  return code !== undefined && connectionCodes.has(code);
+}
+
 /** The HTTP status of an `ApiException` (`code`) or a client-node watch error (`statusCode`), if any. */
 export function httpStatusOf(e: unknown): number | undefined {
   if (typeof e !== 'object' || e === null) return undefined;

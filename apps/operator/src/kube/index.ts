@@ -1,6 +1,6 @@
 export { ClientNodeTransport, createKubeTransport, isWriteFencedError, withRequestMetrics, WriteFencedError } from './transport.js';
 export type { ClientNodeTransportOptions, KubeRequest, KubeTransport, KubeWatchRequest, QueryParams, WatchHandle, WriteGate } from './transport.js';
-export { httpStatusOf, serverMessage, toCoreError } from './errors.js';
+export { httpStatusOf, isConnectionFailure, serverMessage, toCoreError } from './errors.js';
 export { groupVersionPath, knownResources, ResourceResolver, resourcePath, type PathOptions, type ResourceInfo } from './resources.js';
 export {
   defaultTransform,

@@ -191,7 +191,7 @@ describe('HyperShift: management cluster + guest cluster', () => {
     expect(mgmt.auditEvents({ user: MGMT_USER, since: started }).filter((e) => /clusteroperators|customresourcedefinitions|certificatesigningrequests/.test(e.requestURI))).toEqual([]);
   });
 
-  it('direct edits of the managed EC2NodeClass spec are refused in the guest (ValidatingAdmissionPolicy); the adapter still changes it', async () => {
+  it('direct spec edits and deletion of the managed EC2NodeClass are refused in the guest (ValidatingAdmissionPolicy); the adapter still changes it', async () => {
     const g = guest.kubeConfig();
     const NC_PATH = '/apis/karpenter.k8s.aws/v1/ec2nodeclasses/default';
     const edit = () => kubeRequest<{ message?: string }>(g, 'PATCH', NC_PATH, { body: { spec: { detailedMonitoring: true } }, contentType: 'application/merge-patch+json' });
@@ -201,6 +201,8 @@ describe('HyperShift: management cluster + guest cluster', () => {
     }, { timeoutMs: 30_000, intervalMs: 500 });
     expect(refused.status).toBe(403);
     expect(refused.body.message).toMatch(/managed for this hosted cluster/);
+    const del = await kubeRequest<{ message?: string }>(g, 'DELETE', NC_PATH);
+    expect(del.status).toBe(403);
     // Metadata stays the user's (and Karpenter's).
     const label = await kubeRequest(g, 'PATCH', NC_PATH, { body: { metadata: { labels: { team: 'a' } } }, contentType: 'application/merge-patch+json' });
     expect(label.status).toBe(200);

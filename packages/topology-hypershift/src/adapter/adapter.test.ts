@@ -67,6 +67,15 @@ function unreachable(): ClusterStore {
   return Object.assign(Object.create(base) as ClusterStore, { list: fail, get: fail });
 }
 
+/** The finalizer lists written, each checked to carry the resourceVersion it was read from (a precondition). */
+function finalizerWrites(store: MemoryClusterStore): unknown[] {
+  return store.writes.map((w) => {
+    const meta = (w.body as { metadata: { finalizers: unknown; resourceVersion?: unknown } }).metadata;
+    expect(typeof meta.resourceVersion, 'a finalizer write without its resourceVersion precondition').toBe('string');
+    return meta.finalizers;
+  });
+}
+
 describe('HcpFinalizerReconciler', () => {
   const deletedAt = '2026-01-01T00:00:00Z';
 
@@ -74,7 +83,7 @@ describe('HcpFinalizerReconciler', () => {
     const management = new MemoryClusterStore([hcp()]);
     const r = new HcpFinalizerReconciler({ management, guest: new MemoryClusterStore(), namespace: NS, clock: new FakeClock(), events: new RecordingEvents() });
     await r.reconcile('demo');
-    expect(management.writes.map((w) => w.body)).toEqual([{ metadata: { finalizers: [HCP_KARPENTER_FINALIZER] } }]);
+    expect(finalizerWrites(management)).toEqual([[HCP_KARPENTER_FINALIZER]]);
     management.clearWrites();
     await r.reconcile('demo');
     expect(management.writes).toEqual([]);
@@ -96,7 +105,7 @@ describe('HcpFinalizerReconciler', () => {
     expect(management.writes).toEqual([]);
     guest.remove({ ...Types.NodeClaim, name: 'c1' });
     await r.reconcile('demo');
-    expect(management.writes.map((w) => w.body)).toEqual([{ metadata: { finalizers: ['other'] } }]);
+    expect(finalizerWrites(management)).toEqual([['other']]);
     expect(events.events.map((e) => [e.type, e.reason])).toEqual([['Normal', 'FinalizerReleased']]);
     management.clearWrites();
     await r.reconcile('demo');
@@ -114,7 +123,7 @@ describe('HcpFinalizerReconciler', () => {
     expect(management.writes).toEqual([]);
     clock.advance(1_000);
     await r.reconcile('demo');
-    expect(management.writes.map((w) => w.body)).toEqual([{ metadata: { finalizers: [] } }]);
+    expect(finalizerWrites(management)).toEqual([[]]);
     expect(events.events).toHaveLength(1);
     expect(events.events[0]).toMatchObject({ type: 'Warning', reason: 'GuestUnreachable' });
     expect(events.events[0]!.message).toMatch(/may be orphaned/);
@@ -135,7 +144,7 @@ describe('HcpFinalizerReconciler', () => {
     expect(management.writes).toEqual([]);
     clock.advance(5_000);
     await r.reconcile('demo');
-    expect(management.writes.map((w) => w.body)).toEqual([{ metadata: { finalizers: ['other'] } }]);
+    expect(finalizerWrites(management)).toEqual([['other']]);
     expect(events.events.map((e) => [e.type, e.reason])).toEqual([['Warning', 'GuestUnreachable']]);
     expect(events.events[0]!.message).toContain(Names.karpenterFinalizer);
   });
@@ -152,7 +161,7 @@ describe('HcpFinalizerReconciler', () => {
     expect(management.writes).toEqual([]);
     await guest.delete({ ...Types.NodeClaim, name: 'c1' });
     await r.reconcile('demo');
-    expect(management.writes.map((w) => w.body)).toEqual([{ metadata: { finalizers: [] } }]);
+    expect(finalizerWrites(management)).toEqual([[]]);
     expect(events.events.map((e) => e.reason)).toEqual(['FinalizerReleased']);
   });
 });

@@ -78,14 +78,18 @@ export class HcpFinalizerReconciler implements Reconciler {
       return {}; // reported by the operator; the watch wakes us when it is fixed
     }
     const has = hcp.finalizers.includes(HCP_KARPENTER_FINALIZER);
+    // The finalizer list is replaced whole: only over the version it was read from (409 otherwise, retried),
+    // so a finalizer another controller added or removed meanwhile is never undone.
+    const rv = obj.metadata.resourceVersion;
+    const precondition = rv ? { resourceVersion: rv } : {};
     if (!hcp.deleting && hcp.autoNode) {
       this.failingSince.delete(hcp.ref.uid);
-      if (!has) await management.patch(hcp.ref, { metadata: { finalizers: [...hcp.finalizers, HCP_KARPENTER_FINALIZER] } });
+      if (!has) await management.patch(hcp.ref, { metadata: { finalizers: [...hcp.finalizers, HCP_KARPENTER_FINALIZER], ...precondition } });
       return {};
     }
     if (!has) return {};
     const retry = this.deps.retryMs ?? 10_000;
-    const release = (drop: string[]) => management.patch(hcp.ref, { metadata: { finalizers: hcp.finalizers.filter((f) => !drop.includes(f)) } });
+    const release = (drop: string[]) => management.patch(hcp.ref, { metadata: { finalizers: hcp.finalizers.filter((f) => !drop.includes(f)), ...precondition } });
     let left: number;
     try {
       if (hcp.deleting) await this.deps.probeGuest?.();

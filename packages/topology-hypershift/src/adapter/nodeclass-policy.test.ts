@@ -1,4 +1,4 @@
-import { Types, type KubeObject } from '@karpenter-operator/core';
+import type { KubeObject } from '@karpenter-operator/core';
 import { MemoryClusterStore } from '@karpenter-operator/core/testing';
 import { describe, expect, it } from 'vitest';
 import { aHostedControlPlane, HCP_NAME, HCP_NAMESPACE } from '../testing/builders.js';
@@ -19,9 +19,11 @@ const binding = (guest: MemoryClusterStore) => guest.get({ ...ValidatingAdmissio
 describe('renderNodeClassPolicy', () => {
   it('guards spec updates of EC2NodeClass default, lets the exempt identities (sorted, once each) through, denies through its binding', () => {
     const [p, b] = renderNodeClassPolicy([ME, 'system:serviceaccount:kube-system:b', ME]) as [Obj, KubeObject];
-    expect(p.spec.matchConstraints.resourceRules).toEqual([{ apiGroups: ['karpenter.k8s.aws'], apiVersions: ['*'], operations: ['UPDATE'], resources: ['ec2nodeclasses'] }]);
-    expect(p.spec.matchConditions[0]!.expression).toBe("object.metadata.name == 'default'");
-    expect(p.spec.validations[0]!.expression).toBe(`object.spec == oldObject.spec || request.userInfo.username in ['system:serviceaccount:kube-system:b', '${ME}']`);
+    expect(p.spec.matchConstraints.resourceRules).toEqual([{ apiGroups: ['karpenter.k8s.aws'], apiVersions: ['*'], operations: ['UPDATE', 'DELETE'], resources: ['ec2nodeclasses'] }]);
+    expect(p.spec.matchConditions[0]!.expression).toBe("(request.operation == 'DELETE' ? oldObject : object).metadata.name == 'default'");
+    expect(p.spec.validations[0]!.expression).toBe(
+      `(request.operation != 'DELETE' && object.spec == oldObject.spec) || request.userInfo.username in ['system:serviceaccount:kube-system:b', '${ME}']`,
+    );
     expect(b.spec).toEqual({ policyName: NODECLASS_POLICY_NAME, validationActions: ['Deny'] });
   });
 
@@ -48,7 +50,9 @@ describe('NodeClassPolicyReconciler', () => {
     await r.reconcile();
     who = ['system:serviceaccount:kube-system:rotated'];
     await r.reconcile();
-    expect(JSON.stringify((await policy(guest))?.['spec'])).toContain('kube-system:rotated');
+    const spec = JSON.stringify((await policy(guest))?.['spec']);
+    expect(spec).toContain('kube-system:rotated');
+    expect(spec).not.toContain(ME);
   });
 
   it('waits (requeue, no write) until the identity is known', async () => {
@@ -57,16 +61,22 @@ describe('NodeClassPolicyReconciler', () => {
     expect(guest.writes).toEqual([]);
   });
 
-  it('removes both when AutoNode is turned off; nothing when there is no HCP', async () => {
+  it.each([
+    { name: 'AutoNode turned off', hcp: aHostedControlPlane({ spec: { autoNode: null } }) },
+    { name: 'HCP deleting', hcp: aHostedControlPlane({ metadata: { deletionTimestamp: '2026-01-01T00:00:00Z', finalizers: ['x'] } }) },
+  ])('removes both: $name', async ({ hcp }) => {
     const { guest, management, r } = setup(aHostedControlPlane());
     await r.reconcile();
-    management.seed(aHostedControlPlane({ spec: { autoNode: null } }));
+    expect(await policy(guest)).toBeDefined();
+    management.seed(hcp);
     await r.reconcile();
     expect(await policy(guest)).toBeUndefined();
     expect(await binding(guest)).toBeUndefined();
+  });
+
+  it('does nothing without an HCP', async () => {
     const none = setup(undefined);
     await none.r.reconcile();
     expect(none.guest.writes).toEqual([]);
-    expect(Types.EC2NodeClass.kind).toBe('EC2NodeClass');
   });
 });

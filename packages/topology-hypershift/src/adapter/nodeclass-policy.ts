@@ -13,9 +13,10 @@ const celString = (s: string): string => `'${s.replace(/\\/g, '\\\\').replace(/'
 
 /**
  * The guest's ValidatingAdmissionPolicy and binding that refuse changes to the spec of EC2NodeClass
- * `default` (which the adapter renders from the HCP and the ignition Secrets) by anyone but `exempt`: a
- * direct edit would be reverted at the next reconcile anyway, so it is refused with a message saying where
- * the setting comes from. Metadata and status stay writable (Karpenter's finalizers and conditions). Pure.
+ * `default` (which the adapter renders from the HCP and the ignition Secrets), and its deletion, by anyone
+ * but `exempt`: a direct edit would be reverted at the next reconcile anyway, and a deletion makes its
+ * NodePools not ready until it is back, so both are refused with a message saying where the setting comes
+ * from. Metadata and status stay writable (Karpenter's finalizers and conditions). Pure.
  */
 export function renderNodeClassPolicy(exempt: readonly string[]): KubeObject[] {
   const users = [...new Set(exempt)].sort();
@@ -26,12 +27,13 @@ export function renderNodeClassPolicy(exempt: readonly string[]): KubeObject[] {
       spec: {
         failurePolicy: 'Fail',
         matchConstraints: {
-          resourceRules: [{ apiGroups: ['karpenter.k8s.aws'], apiVersions: ['*'], operations: ['UPDATE'], resources: ['ec2nodeclasses'] }],
+          resourceRules: [{ apiGroups: ['karpenter.k8s.aws'], apiVersions: ['*'], operations: ['UPDATE', 'DELETE'], resources: ['ec2nodeclasses'] }],
         },
-        matchConditions: [{ name: 'operator-managed', expression: `object.metadata.name == ${celString(Names.defaultNodeClass)}` }],
+        // On DELETE `object` is null: the name is the old object's.
+        matchConditions: [{ name: 'operator-managed', expression: `(request.operation == 'DELETE' ? oldObject : object).metadata.name == ${celString(Names.defaultNodeClass)}` }],
         validations: [
           {
-            expression: `object.spec == oldObject.spec || request.userInfo.username in [${users.map(celString).join(', ')}]`,
+            expression: `(request.operation != 'DELETE' && object.spec == oldObject.spec) || request.userInfo.username in [${users.map(celString).join(', ')}]`,
             message: `EC2NodeClass ${Names.defaultNodeClass} is managed for this hosted cluster: its spec comes from the HostedCluster (AutoNode, resource tags, instance profile) and its ignition configuration; change those instead`,
             reason: 'Forbidden',
           },
