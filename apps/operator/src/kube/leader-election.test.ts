@@ -273,7 +273,9 @@ describe('LeaderElector', () => {
       expect(a.isLeader()).toBe(false);
       expect(box.gate!(write)).toBe('this replica does not lead');
       expect(box.gate!(put(`${leases}/karpenter-operator.openshift.io`))).toBeUndefined();
-      expect(box.gate!(put(leases))).toBeUndefined();
+      const create = (name: string): KubeRequest => ({ verb: 'create', kind: 'Lease', method: 'POST', path: leases, body: { metadata: { name } } });
+      expect(box.gate!(create('karpenter-operator.openshift.io'))).toBeUndefined();
+      expect(box.gate!(create('another-lease'))).toBe('this replica does not lead');
       expect(box.gate!(put(`${leases}/someone-elses`))).toBe('this replica does not lead');
       await vi.advanceTimersByTimeAsync(20_000);
       expect(a.isLeader()).toBe(true);
@@ -302,7 +304,7 @@ describe('LeaderElector', () => {
       expect(box.gate!(write)).toBe('this replica does not lead');
     });
 
-    it('stays open while renewals succeed, and closes at the renew deadline when they fail', async () => {
+    it('stays open while renewals succeed; a write is refused once renewals have failed for the renew deadline', async () => {
       const transport = new FakeTransport();
       const server = new LeaseServer(transport);
       const box = fenced(transport);

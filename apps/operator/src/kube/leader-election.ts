@@ -208,8 +208,10 @@ export class LeaderElector {
    * that start, which leaves the rest (5 s by default) for a write in flight. The Lease's own requests
    * always pass.
    */
-  writeRefusal(req: Pick<KubeRequest, 'path'>): string | undefined {
-    if (req.path === this.path || req.path === `${this.path}/${this.name}`) return undefined;
+  writeRefusal(req: Pick<KubeRequest, 'path' | 'body'>): string | undefined {
+    // Its own Lease only: by name, or a create in the collection whose body names it.
+    const creatingOurs = req.path === this.path && (req.body as { metadata?: { name?: unknown } } | undefined)?.metadata?.name === this.name;
+    if (creatingOurs || req.path === `${this.path}/${this.name}`) return undefined;
     let why: string | undefined;
     if (!this.leading) why = 'this replica does not lead';
     else {
