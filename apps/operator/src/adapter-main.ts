@@ -11,6 +11,7 @@ import {
   NODECLASS_POLICY_CONTROLLER,
   NodeClassPolicyReconciler,
 } from '@karpenter-operator/topology-hypershift';
+import { parseAddress } from './config.js';
 import { startHttpServer } from './http/server.js';
 import { createKubeCluster, isConnectionFailure, KubeEventRecorder, loadKubeConfig, toCoreError, WatchedKubeConfig } from './kube/index.js';
 import { createLogger } from './observability/logger.js';
@@ -23,13 +24,6 @@ const USAGE = `Usage: karpenter-operator-hypershift-adapter [run] --namespace NS
 The HyperShift sidecar adapter: HCP status.autoNode, the HCP finalizer when the guest is gone, and (with --hcp-name)
 EC2NodeClass default from ignition Secrets (guarded in the guest by a ValidatingAdmissionPolicy) and the operand's
 web-identity credentials Secret from spec.autoNode.`;
-
-/** `[host]:port`, as the operator's flags take it. */
-function bindAddress(flag: string, value: string, errors: string[]): { host: string; port: number } {
-  const m = /^(.*):(\d{1,5})$/.exec(value);
-  if (!m || Number(m[2]) > 65535) errors.push(`${flag} must be [host]:port, got ${JSON.stringify(value)}`);
-  return { host: m?.[1] || '0.0.0.0', port: Number(m?.[2] ?? 0) };
-}
 
 /** `90s`, `5m`, `1h` → milliseconds. */
 function duration(flag: string, value: string, errors: string[]): number {
@@ -63,8 +57,8 @@ async function main(argv: string[]): Promise<number> {
   const { namespace, 'guest-kubeconfig': guestPath, 'hcp-name': hcpName } = values;
   if (!namespace) errors.push('--namespace is required');
   if (!guestPath) errors.push('--guest-kubeconfig is required');
-  const metricsAddr = bindAddress('--metrics-bind-address', values['metrics-bind-address'], errors);
-  const healthAddr = bindAddress('--health-probe-bind-address', values['health-probe-bind-address'], errors);
+  const metricsAddr = parseAddress('--metrics-bind-address', values['metrics-bind-address'], errors);
+  const healthAddr = parseAddress('--health-probe-bind-address', values['health-probe-bind-address'], errors);
   const unreachableAfterMs = duration('--guest-unreachable-timeout', values['guest-unreachable-timeout'], errors);
   if (!namespace || !guestPath || errors.length) {
     process.stderr.write(`hypershift-adapter: cannot start: ${errors.join('; ')}\n`);

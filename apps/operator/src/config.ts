@@ -78,7 +78,8 @@ function parseBool(name: string, v: string | undefined, fallback: boolean, error
   return fallback;
 }
 
-function parseAddress(name: string, v: string, errors: string[]): { host: string; port: number } {
+/** `[host]:port` (empty host = all interfaces); a malformed value is pushed to `errors` naming the flag. */
+export function parseAddress(name: string, v: string, errors: string[]): { host: string; port: number } {
   const m = /^(.*):(\d{1,5})$/.exec(v);
   const port = m ? Number(m[2]) : NaN;
   if (!m || port > 65535) {

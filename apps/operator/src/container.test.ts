@@ -17,7 +17,6 @@ function build(argv: string[], e: Record<string, string>, withGuest: boolean) {
     platform: 'AWS',
     store: control,
     ...(withGuest ? { guestStore: guest } : {}),
-    ...(parsed.config.hcpName ? { hcpName: parsed.config.hcpName } : {}),
     events: new RecordingEvents(),
     logger: silentLogger,
     metrics: new RecordingMetrics(),

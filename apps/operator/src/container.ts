@@ -93,8 +93,6 @@ export interface ContainerInputs {
   store: ClusterStore;
   /** Management-cluster mode: the guest cluster, from `--guest-kubeconfig`. */
   guestStore?: ClusterStore;
-  /** Management-cluster mode: the HCP's name (HCP_NAME); else the one HostedControlPlane in the namespace. */
-  hcpName?: string;
   events: EventRecorder;
   logger: Logger;
   metrics: Metrics;
@@ -134,7 +132,7 @@ export function buildContainer(inputs: ContainerInputs): Container {
     c.load(
       hypershiftTopologyModule({
         namespace: config.namespace,
-        ...(inputs.hcpName ? { hcpName: inputs.hcpName } : {}),
+        ...(config.hcpName ? { hcpName: config.hcpName } : {}),
         // The operand's level (the HCP has no field for it); Karpenter knows no `warn`.
         logLevel: config.logLevel === 'warn' ? 'info' : config.logLevel,
         env: {

@@ -88,13 +88,15 @@ class ClusterRoutedEvents implements EventRecorder {
   }
 }
 
+/** Names this replica on every request (the audit log tells replicas of one ServiceAccount apart by it). */
+const replicaUserAgent = (config: OperatorConfig): string => `karpenter-operator/${config.releaseVersion} (${config.podName})`;
+
 /** The guest cluster of management-cluster mode; its kubeconfig file is re-read when the Secret rotates. */
 async function guestCluster(config: OperatorConfig, deps: { metrics: PromMetrics; logger: Logger }): Promise<{ cluster: KubeCluster; kubeconfig: WatchedKubeConfig }> {
   const kubeconfig = new WatchedKubeConfig(config.guestKubeconfig!, { logger: deps.logger });
   await kubeconfig.start();
   kubeconfig.onChange(() => deps.logger.info('guest kubeconfig changed; new requests and watches use it', { path: config.guestKubeconfig }));
-  const userAgent = `karpenter-operator/${config.releaseVersion} (${config.podName})`;
-  return { cluster: createKubeCluster(() => kubeconfig.current(), { metrics: deps.metrics, logger: deps.logger, clock: systemClock, userAgent }), kubeconfig };
+  return { cluster: createKubeCluster(() => kubeconfig.current(), { metrics: deps.metrics, logger: deps.logger, clock: systemClock, userAgent: replicaUserAgent(config) }), kubeconfig };
 }
 
 export async function runOperator(config: OperatorConfig, env: Record<string, string | undefined>): Promise<number> {
@@ -102,7 +104,7 @@ export async function runOperator(config: OperatorConfig, env: Record<string, st
   const metrics = new PromMetrics();
   const clock = systemClock;
   const { config: kc, source } = loadKubeConfig({ kubeconfig: config.kubeconfig, env });
-  const cluster = createKubeCluster(kc, { metrics, logger, clock, userAgent: `karpenter-operator/${config.releaseVersion} (${config.podName})` });
+  const cluster = createKubeCluster(kc, { metrics, logger, clock, userAgent: replicaUserAgent(config) });
   const identity = leaderIdentity(config.podName);
   logger.info('starting karpenter-operator', { version: config.releaseVersion, namespace: config.namespace, kubeconfig: source, identity });
 
@@ -143,7 +145,6 @@ export async function runOperator(config: OperatorConfig, env: Record<string, st
     platform,
     store: cluster.store,
     ...(guest ? { guestStore: guest.cluster.store } : {}),
-    ...(config.hcpName ? { hcpName: config.hcpName } : {}),
     events,
     logger,
     metrics,
