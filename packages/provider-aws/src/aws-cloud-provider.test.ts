@@ -21,7 +21,11 @@ describe('AwsCloudProvider', () => {
     expect(p.platform).toBe('AWS');
     expect(p.nodeClassType).toEqual({ apiVersion: 'karpenter.k8s.aws/v1', kind: 'EC2NodeClass' });
     expect(() => p.assertSupported()).not.toThrow();
-    expect(p.relatedObjects()).toEqual([{ group: 'karpenter.k8s.aws', resource: 'ec2nodeclasses', name: '' }]);
+    expect(p.relatedObjects()).toEqual([
+      { group: 'karpenter.k8s.aws', resource: 'ec2nodeclasses', name: '' },
+      { group: 'cloudcredential.openshift.io', resource: 'credentialsrequests', name: 'karpenter-cloud-credentials', namespace: 'openshift-cloud-credential-operator' },
+      { group: 'cloudcredential.openshift.io', resource: 'credentialsrequests', name: 'karpenter-node-identity-credentials', namespace: 'openshift-cloud-credential-operator' },
+    ]);
   });
 
   it('reads the four runtime CRDs, one served version each', () => {

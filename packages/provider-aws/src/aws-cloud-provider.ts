@@ -17,7 +17,7 @@ import {
   type TypeRef,
   type VerificationProblem,
 } from '@karpenter-operator/core';
-import { awsCredentialsRequests } from './credentials-requests.js';
+import { awsCredentialsRequests, awsRelatedObjects } from './credentials-requests.js';
 import { renderDefaultNodeClass } from './discovery.js';
 import { Ec2Adapter, instanceIdFromProviderId, type Ec2ClientOptions } from './ec2.js';
 import type { EC2Client } from '@aws-sdk/client-ec2';
@@ -91,8 +91,7 @@ export class AwsCloudProvider implements CloudProvider {
   }
 
   relatedObjects(): RelatedObject[] {
-    // An empty name asks must-gather for every object of the resource.
-    return [{ group: 'karpenter.k8s.aws', resource: 'ec2nodeclasses', name: '' }];
+    return awsRelatedObjects();
   }
 
   renderDefaultNodeClass(input: DiscoveryInput): DefaultNodeClass {

@@ -1,4 +1,4 @@
-import { Names, Types, type KubeObject } from '@karpenter-operator/core';
+import { Names, Types, type KubeObject, type RelatedObject } from '@karpenter-operator/core';
 
 /** What the operand calls, by service (karpenter-provider-aws's controller policy, without EKS/SQS). */
 export const operandAwsActions = {
@@ -77,5 +77,21 @@ export function awsCredentialsRequests(namespace: string): KubeObject[] {
   return [
     credentialsRequest(Names.credentialsSecret, namespace, Names.operandServiceAccount, Object.values(operandAwsActions)),
     credentialsRequest(Names.nodeIdentityCredentialsSecret, namespace, Names.operatorServiceAccount, [nodeIdentityAwsActions, operatorVerificationAwsActions]),
+  ];
+}
+
+/**
+ * The AWS objects must-gather collects (ClusterOperator `relatedObjects`): every EC2NodeClass and the two
+ * CredentialsRequests. Pure.
+ */
+export function awsRelatedObjects(): RelatedObject[] {
+  return [
+    { group: 'karpenter.k8s.aws', resource: 'ec2nodeclasses', name: '' },
+    ...awsCredentialsRequests(Names.operatorNamespace).map((cr) => ({
+      group: 'cloudcredential.openshift.io',
+      resource: 'credentialsrequests',
+      name: cr.metadata.name,
+      namespace: Names.credentialsRequestNamespace,
+    })),
   ];
 }

@@ -21,4 +21,4 @@ export {
   type AwsCredentialsSource,
 } from './ec2.js';
 export { awsOperandRbac } from './rbac.js';
-export { awsCredentialsRequests } from './credentials-requests.js';
+export { awsCredentialsRequests, awsRelatedObjects } from './credentials-requests.js';

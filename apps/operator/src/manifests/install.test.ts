@@ -62,7 +62,7 @@ describe('install/', () => {
       '02_rbac.yaml: ServiceAccount,ClusterRole,ClusterRoleBinding',
       '03_deployment.yaml: Deployment',
       '04_clusteroperator.yaml: ClusterOperator',
-      '05_karpenter-admin.yaml: ClusterRole',
+      '05_karpenter-reader.yaml: ClusterRole',
       'image-references: ImageStream',
     ]);
   });
@@ -165,7 +165,35 @@ describe('install/ objects', () => {
     { name: 'Deployment requests only', get: () => Object.keys(find('Deployment', Names.operatorDeployment, Names.operatorNamespace)['spec'].template.spec.containers[0].resources), want: ['requests'] },
     { name: 'Deployment SCC', get: () => find('Deployment', Names.operatorDeployment, Names.operatorNamespace)['spec'].template.metadata.annotations['openshift.io/required-scc'], want: 'restricted-v2' },
     { name: 'ClusterOperator name', get: () => find('ClusterOperator', Names.clusterOperator)['metadata'].name, want: 'karpenter' },
-    { name: 'admin role aggregates to admin', get: () => find('ClusterRole', 'karpenter-admin')['metadata'].labels, want: { 'rbac.authorization.k8s.io/aggregate-to-admin': 'true' } },
+    { name: 'reader role aggregates to cluster-reader, not admin', get: () => find('ClusterRole', 'karpenter-reader')['metadata'].labels, want: { 'rbac.authorization.k8s.io/aggregate-to-cluster-reader': 'true' } },
+    {
+      name: 'reader role is read-only',
+      get: () => [...new Set((find('ClusterRole', 'karpenter-reader')['rules'] as Array<{ verbs: string[] }>).flatMap((r) => r.verbs))].sort(),
+      want: ['get', 'list', 'watch'],
+    },
+    {
+      name: 'the ClusterOperator manifest lists what must-gather collects before the operator runs',
+      get: () =>
+        (find('ClusterOperator', Names.clusterOperator)['status'].relatedObjects as Array<{ resource: string; name: string }>).map((r) => `${r.resource}/${r.name}`),
+      want: [
+        'namespaces/openshift-karpenter',
+        'deployments/karpenter-operator',
+        'deployments/karpenter',
+        'clusterroles/karpenter-operator',
+        'clusterrolebindings/karpenter-operator',
+        'customresourcedefinitions/karpenters.autoscaling.openshift.io',
+        'karpenters/',
+        'nodepools/',
+        'nodeclaims/',
+        'nodeoverlays/',
+        'certificatesigningrequests/',
+        'machineconfigpools/',
+        'kubeletconfigs/set-karpenter-taint',
+        'ec2nodeclasses/',
+        'credentialsrequests/karpenter-cloud-credentials',
+        'credentialsrequests/karpenter-node-identity-credentials',
+      ],
+    },
     { name: 'image-references names both payload images', get: () => find('ImageStream', 'karpenter-operator')['spec'].tags.map((t: Obj) => t['name']), want: ['karpenter-operator', 'aws-karpenter-provider-aws'] },
   ])('$name', ({ get, want }) => {
     expect(get()).toEqual(want);

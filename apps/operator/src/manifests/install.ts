@@ -6,7 +6,7 @@ import { karpenterCrd } from './karpenter-crd.js';
 import { operatorNamespace } from './namespace.js';
 import { operatorDeployment } from './operator-deployment.js';
 import { operandGrantsRbac, operatorClusterRbac, operatorNamespacedRbac } from './operator-rbac.js';
-import { clusterOperator, imageReferences, karpenterAdminClusterRole } from './release.js';
+import { clusterOperator, imageReferences, karpenterReaderClusterRole } from './release.js';
 
 export interface InstallFile {
   /** File name inside `install/`. */
@@ -34,7 +34,7 @@ export function installFiles(): InstallFile[] {
     { name: `${manifestPrefix}02_rbac-operand-grants.yaml`, documents: operandGrantsRbac() },
     { name: `${manifestPrefix}03_deployment.yaml`, documents: [operatorDeployment()] },
     { name: `${manifestPrefix}04_clusteroperator.yaml`, documents: [clusterOperator()] },
-    { name: `${manifestPrefix}05_karpenter-admin.yaml`, documents: [karpenterAdminClusterRole()] },
+    { name: `${manifestPrefix}05_karpenter-reader.yaml`, documents: [karpenterReaderClusterRole()] },
     { name: 'image-references', documents: [imageReferences()] },
   ];
 }

@@ -45,7 +45,7 @@ const conditionColumn = (type: string) => ({
 export function karpenterCrd(): KubeObject {
   return {
     ...Types.CustomResourceDefinition,
-    metadata: { name: `karpenters.${group}` },
+    metadata: { name: Names.karpenterCrd },
     spec: {
       group,
       names: { kind: Types.Karpenter.kind, listKind: `${Types.Karpenter.kind}List`, plural: 'karpenters', singular: 'karpenter' },

@@ -9,6 +9,7 @@ export const Names = {
   defaultsFieldManager: 'karpenter-operator-defaults',
   clusterOperator: 'karpenter',
   karpenterCr: 'default',
+  karpenterCrd: 'karpenters.autoscaling.openshift.io',
   karpenterFinalizer: 'karpenter.autoscaling.openshift.io/teardown',
   operandDeployment: 'karpenter',
   operandServiceAccount: 'karpenter',

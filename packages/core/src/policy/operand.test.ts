@@ -176,9 +176,11 @@ describe('renderOperand: Deployment', () => {
     { name: 'grace period 10 s', path: (o: KubeObject[]) => podSpec(o)['terminationGracePeriodSeconds'], want: 10 },
     { name: 'runs as the operand ServiceAccount', path: (o: KubeObject[]) => podSpec(o)['serviceAccountName'], want: 'karpenter' },
     { name: 'control-plane nodeSelector', path: (o: KubeObject[]) => podSpec(o)['nodeSelector'], want: { 'node-role.kubernetes.io/control-plane': '' } },
-    { name: 'tolerates master and control-plane NoSchedule', path: (o: KubeObject[]) => podSpec(o)['tolerations'], want: [
+    { name: 'tolerates master and control-plane NoSchedule; fails over from a lost node in 120 s', path: (o: KubeObject[]) => podSpec(o)['tolerations'], want: [
       { key: 'node-role.kubernetes.io/master', operator: 'Exists', effect: 'NoSchedule' },
       { key: 'node-role.kubernetes.io/control-plane', operator: 'Exists', effect: 'NoSchedule' },
+      { key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 120 },
+      { key: 'node.kubernetes.io/unreachable', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 120 },
     ] },
     { name: 'two replicas', path: (o: KubeObject[]) => deployment(o)['spec'].replicas, want: 2 },
     { name: 'preferred anti-affinity by hostname', path: (o: KubeObject[]) => podSpec(o)['affinity'].podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm, want: { topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: { app: 'karpenter' } } } },

@@ -273,6 +273,9 @@ export const controlPlanePlacement = {
   tolerations: [
     { key: 'node-role.kubernetes.io/master', operator: 'Exists', effect: 'NoSchedule' },
     { key: 'node-role.kubernetes.io/control-plane', operator: 'Exists', effect: 'NoSchedule' },
+    // Fail over from a lost control-plane node in 2 minutes, not the 5 the API server defaults to.
+    { key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 120 },
+    { key: 'node.kubernetes.io/unreachable', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 120 },
   ],
   podAnnotations: {
     'target.workload.openshift.io/management': '{"effect": "PreferredDuringScheduling"}',
@@ -297,7 +300,7 @@ interface Placement {
   replicas: number;
   priorityClassName: string;
   nodeSelector?: Record<string, string>;
-  tolerations?: Array<Record<string, string>>;
+  tolerations?: Array<Record<string, string | number>>;
   annotations: Record<string, string>;
 }
 

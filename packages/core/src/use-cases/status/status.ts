@@ -34,18 +34,27 @@ export function operandState(d: KubeObject | undefined): OperandState | undefine
   };
 }
 
-/** ClusterOperator `relatedObjects`: what must-gather collects. */
-export function relatedObjects(namespace: string, cloud: CloudProvider): RelatedObject[] {
+/**
+ * ClusterOperator `relatedObjects`: what must-gather collects (an empty name: every object of the
+ * resource). One list, used at run time and in the ClusterOperator manifest, from which the CVO copies it
+ * before the operator first runs. `providerObjects` is the cloud provider's own (`relatedObjects()`).
+ */
+export function relatedObjects(namespace: string, providerObjects: readonly RelatedObject[]): RelatedObject[] {
   return [
     { group: '', resource: 'namespaces', name: namespace },
     { group: 'apps', resource: 'deployments', name: Names.operatorDeployment, namespace },
     { group: 'apps', resource: 'deployments', name: Names.operandDeployment, namespace },
     { group: 'rbac.authorization.k8s.io', resource: 'clusterroles', name: Names.operatorServiceAccount },
     { group: 'rbac.authorization.k8s.io', resource: 'clusterrolebindings', name: Names.operatorServiceAccount },
+    { group: 'apiextensions.k8s.io', resource: 'customresourcedefinitions', name: Names.karpenterCrd },
     { group: 'autoscaling.openshift.io', resource: 'karpenters', name: '' },
     { group: 'karpenter.sh', resource: 'nodepools', name: '' },
     { group: 'karpenter.sh', resource: 'nodeclaims', name: '' },
-    ...cloud.relatedObjects(),
+    { group: 'karpenter.sh', resource: 'nodeoverlays', name: '' },
+    { group: 'certificates.k8s.io', resource: 'certificatesigningrequests', name: '' },
+    { group: 'machineconfiguration.openshift.io', resource: 'machineconfigpools', name: '' },
+    { group: 'machineconfiguration.openshift.io', resource: 'kubeletconfigs', name: Names.registrationTaintKubeletConfig },
+    ...providerObjects,
   ];
 }
 
@@ -128,7 +137,7 @@ export class StatusReconciler implements Reconciler {
     const folded = foldStatus(input);
     const report = {
       conditions: folded.conditions,
-      relatedObjects: relatedObjects(ns, cloud),
+      relatedObjects: relatedObjects(ns, cloud.relatedObjects()),
       useCaseConditions: input.useCaseConditions,
       ...(folded.version ? { version: folded.version } : {}),
     };
