@@ -55,9 +55,12 @@ async function nodeClaim(name: string, providerID?: string): Promise<void> {
   }
 }
 
+let bootstrapper: CertificatesV1Api | undefined;
+
 /** A client CSR as the node bootstrapper sends it, with `commonName` as the subject CN. */
 async function submit(commonName: string): Promise<string> {
-  const api = (await cluster.kubeConfigFor('openshift-machine-config-operator', 'node-bootstrapper')).makeApiClient(CertificatesV1Api);
+  bootstrapper ??= (await cluster.kubeConfigFor('openshift-machine-config-operator', 'node-bootstrapper')).makeApiClient(CertificatesV1Api);
+  const api = bootstrapper;
   const csr = await createKubeletClientCsr('unused', { commonName });
   const name = `ni-${Date.now().toString(36)}-${seq++}`;
   await api.createCertificateSigningRequest({

@@ -64,8 +64,6 @@ export class InstanceLookup {
   private readonly inFlight = new Map<string, Batch>();
   private next: Batch | undefined;
   private nextFresh: Batch | undefined;
-  private readonly prefetchIds = new Set<string>();
-  private prefetchScheduled = false;
   private readonly schedule: (fn: () => void, ms: number) => void;
 
   constructor(private readonly options: InstanceLookupOptions) {
@@ -111,28 +109,6 @@ export class InstanceLookup {
       }
     });
     return found;
-  }
-
-  /**
-   * Looks `ids` up ahead of need, in the background: IDs are collected for `windowMs` (informer events
-   * arrive one by one) and then asked for together, through the same batches and cache as `lookup`.
-   * Failures are dropped; a later `lookup` asks again.
-   */
-  prefetch(ids: Iterable<string>, windowMs: number): void {
-    const now = this.options.clock.now();
-    for (const id of ids) {
-      const cached = this.cache.get(id);
-      if ((cached && cached.expiresAt > now) || this.inFlight.has(id)) continue;
-      this.prefetchIds.add(id);
-    }
-    if (this.prefetchIds.size === 0 || this.prefetchScheduled) return;
-    this.prefetchScheduled = true;
-    this.schedule(() => {
-      this.prefetchScheduled = false;
-      const batch = [...this.prefetchIds];
-      this.prefetchIds.clear();
-      void this.lookup(batch).catch(() => {});
-    }, windowMs);
   }
 
   /** Drops cached entries (e.g. when a NodeClaim's instance is known to have changed). */

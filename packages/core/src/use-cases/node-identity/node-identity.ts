@@ -90,8 +90,6 @@ export interface NodeIdentityLimits {
   /** How long instance IDs needing an answer newer than their CSR are collected before one call. */
   freshLookupBatchWindowMs?: number;
   lookupMaxBatchSize?: number;
-  /** How long new NodeClaims' instance IDs are collected before they are looked up ahead of their CSRs. */
-  prefetchWindowMs?: number;
   /**
    * How long one listing of NodeClaims and CSRs serves concurrent reconciles. NodeClaim events drop it at
    * once; the CSR census (pending count, approved client CSRs) may lag by this much, which the in-process
@@ -125,14 +123,14 @@ const Defaults = {
   instanceCacheTtlMs: 60_000,
   instanceNegativeCacheTtlMs: 3_000,
   lookupBatchWindowMs: 5,
-  // Every client CSR needs an answer read after it was seen: a burst of CSRs shares one call per window.
-  freshLookupBatchWindowMs: 250,
+  // Every client CSR needs an answer read after it was seen: CSRs arriving over a while share one call per
+  // second (a few calls for a burst, at most one a second however long it lasts).
+  freshLookupBatchWindowMs: 1_000,
   // EC2 takes at most 200 values per filter; batches of that size run in parallel.
   lookupMaxBatchSize: 200,
   // Refreshed in the background half-way: a slow cloud (tens of seconds per call under throttling)
   // never makes a caller wait on an expired entry.
   instanceRefreshAheadMs: 30_000,
-  prefetchWindowMs: 1_000,
   snapshotTtlMs: 1_000,
 } as const;
 
@@ -241,7 +239,6 @@ export class NodeIdentityReconciler implements Reconciler {
       this.claims.invalidate();
       const nodeName = (obj.status as { nodeName?: unknown } | undefined)?.nodeName;
       const registered = typeof nodeName === 'string' && nodeName ? nodeName : undefined;
-      this.prefetchInstance(obj, registered);
       // A NodeClaim change (providerID set, registered, deleted) can only unblock CSRs that are waiting
       // or not decided yet, or those of the node it registered; and a launched, unregistered NodeClaim may
       // be the one a CSR seen before it (judged "no matching NodeClaim") was waiting for.
@@ -481,17 +478,6 @@ export class NodeIdentityReconciler implements Reconciler {
     const nodeName = fromUser ?? fromCn;
     this.pending.set(csr.metadata.name, nodeName ? { signer: view.signerName, nodeName } : { signer: view.signerName });
     if (!this.firstSeen.has(csr.metadata.name)) this.firstSeen.set(csr.metadata.name, this.deps.clock.now());
-  }
-
-  /**
-   * A NodeClaim that got its instance and has no Node yet will send a client CSR within minutes: look its
-   * instance up now (batched with the others launched around it), so the CSR finds it in the cache.
-   */
-  private prefetchInstance(obj: AnyObject, registered: string | undefined): void {
-    if (registered || (obj.metadata as { deletionTimestamp?: unknown }).deletionTimestamp) return;
-    const providerId = (obj.status as { providerID?: unknown } | undefined)?.providerID;
-    const id = typeof providerId === 'string' && providerId ? this.deps.cloud.instanceIdFromProviderId(providerId) : undefined;
-    if (id) this.lookup.prefetch([id], this.deps.limits?.prefetchWindowMs ?? Defaults.prefetchWindowMs);
   }
 
   private forget(name: string): void {
