@@ -116,5 +116,5 @@ describe('discovery: decode + map of random providerSpecs', () => {
     expect(rendered).toBeGreaterThan(100);
     expect(rejected).toBeGreaterThan(100);
     console.log(`property: ${rendered} rendered, ${rejected} rejected`);
-  });
+  }, 180_000); // ~2.5 s on a quiet machine: an explicit budget for a loaded one
 });

@@ -270,6 +270,31 @@ describe('Ec2Adapter.describeInstances', () => {
     ]);
   });
 
+  it('owns only instances whose cluster tag says owned (shared is several clusters, never a node of this one)', async () => {
+    const key = CLUSTER_TAG.Key!;
+    ec2Mock.on(DescribeInstancesCommand).resolves({
+      Reservations: [
+        {
+          Instances: [
+            instance('i-0a', { Tags: [{ Key: key, Value: 'owned' }] }),
+            instance('i-0b', { Tags: [{ Key: key, Value: 'shared' }] }),
+            instance('i-0c', { Tags: [{ Key: key, Value: '' }] }),
+            instance('i-0d', { Tags: [{ Key: key, Value: 'Owned' }] }),
+            instance('i-0e', { Tags: [] }),
+          ],
+        },
+      ],
+    });
+    const got = await adapter().describeInstances(['i-0a', 'i-0b', 'i-0c', 'i-0d', 'i-0e'], facts);
+    expect(Object.fromEntries(got.map((i) => [i.instanceId, i.ownedByCluster]))).toEqual({
+      'i-0a': true,
+      'i-0b': false,
+      'i-0c': false,
+      'i-0d': false,
+      'i-0e': false,
+    });
+  });
+
   it('sends nothing for no ids', async () => {
     expect(await adapter().describeInstances([], facts)).toEqual([]);
     expect(ec2Mock.commandCalls(DescribeInstancesCommand)).toHaveLength(0);

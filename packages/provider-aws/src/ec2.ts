@@ -194,6 +194,13 @@ export const clusterTagKey = (facts: ClusterFacts): string => `kubernetes.io/clu
 
 const hasTag = (tags: Tag[] | undefined, key: string): boolean => (tags ?? []).some((t) => t.Key === key);
 
+/**
+ * The cluster tag's value on what belongs to this cluster alone (the installer's resources and the
+ * instances Karpenter launches); `shared` marks resources several clusters use, never a node of this one.
+ */
+export const ClusterOwnedTagValue = 'owned';
+const ownedBy = (tags: Tag[] | undefined, key: string): boolean => (tags ?? []).some((t) => t.Key === key && t.Value === ClusterOwnedTagValue);
+
 /** EC2 allows up to 200 values per filter. */
 const FILTER_VALUES_MAX = 200;
 const MAX_PAGES = 100;
@@ -418,7 +425,7 @@ export class Ec2Adapter {
 
   /**
    * One batched DescribeInstances (filters `instance-id`, state `pending|running`), paginated; unknown
-   * IDs are simply absent. `ownedByCluster` reflects the cluster tag on the instance.
+   * IDs are simply absent. `ownedByCluster`: the instance carries the cluster tag with the value `owned`.
    */
   async describeInstances(instanceIds: string[], facts: ClusterFacts): Promise<InstanceInfo[]> {
     const ids = [...new Set(instanceIds)];
@@ -493,7 +500,7 @@ function toInstanceInfo(i: Instance, clusterTag: string): InstanceInfo {
     state: i.State?.Name ?? 'unknown',
     privateIpAddresses: [...priv],
     publicIpAddresses: [...pub],
-    ownedByCluster: hasTag(i.Tags, clusterTag),
+    ownedByCluster: ownedBy(i.Tags, clusterTag),
   };
   if (i.PrivateDnsName) info.privateDnsName = i.PrivateDnsName;
   if (i.PublicDnsName) info.publicDnsName = i.PublicDnsName;

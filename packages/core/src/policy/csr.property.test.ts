@@ -12,6 +12,8 @@ import { Names } from '../model/names.js';
 const RUNS = 10_000;
 const T0 = Date.UTC(2026, 5, 1);
 const NAMES = ['ip-10-0-1-1.ec2.internal', 'ip-10-0-1-2.ec2.internal', 'IP-10-0-1-1.EC2.INTERNAL.'];
+/** Names a CSR may ask for: the two canonical ones and other spellings of the first (never approvable). */
+const CSR_NAMES = [...NAMES.slice(0, 2), 'IP-10-0-1-1.EC2.INTERNAL.', 'ip-10-0-1-1.ec2.internal.', 'Ip-10-0-1-1.ec2.internal'];
 
 describe('CSR parsing never throws', () => {
   it('arbitrary text and PEM-shaped garbage are rejected with a reason', async () => {
@@ -34,7 +36,7 @@ describe('CSR approval is sound: anything approved satisfies every rule, whateve
   const parsed = new Map<string, CsrParseResult>();
   beforeAll(async () => {
     const keys = (await webcrypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
-    for (const n of NAMES.slice(0, 2)) {
+    for (const n of CSR_NAMES) {
       const csr = await Pkcs10CertificateRequestGenerator.create({ name: `CN=system:node:${n}, O=system:nodes`, keys, signingAlgorithm: { name: 'ECDSA', hash: 'SHA-256' } });
       parsed.set(n, await parseCertificateRequestPem(csr.toString('pem')));
     }
@@ -57,10 +59,12 @@ describe('CSR approval is sound: anything approved satisfies every rule, whateve
       state: mostly('running', fc.constantFrom('pending', 'stopped', 'terminated')),
       privateDnsName: fc.option(fc.constantFrom(...NAMES), { nil: undefined }),
       ownedByCluster: mostly(true, fc.constant(false)),
+      // When the answer was read, relative to the CSR's creation second (createdMs .. createdMs+1000).
+      readAfterCreatedMs: mostly<number | undefined>(5_000, fc.option(fc.integer({ min: -60_000, max: 60_000 }), { nil: undefined })),
     });
     fc.assert(
       fc.property(
-        fc.constantFrom(...NAMES.slice(0, 2)),
+        mostly(NAMES[0]!, fc.constantFrom(...CSR_NAMES)),
         // Mostly legitimate requests, so that approvals happen and their soundness is really checked.
         mostly(Names.nodeBootstrapperUser, fc.constantFrom('system:serviceaccount:default:intruder', 'system:node:x')),
         mostly([...NodeBootstrapperGroups], fc.subarray([...NodeBootstrapperGroups, 'system:masters'])),
@@ -79,7 +83,12 @@ describe('CSR approval is sound: anything approved satisfies every rule, whateve
             spec: { signerName, username, groups, usages, request: '' },
           };
           const views: CsrNodeClaim[] = claims.map((c) => ({ ...c, ...(c.instanceId ? { providerID: `aws:///us-east-1a/${c.instanceId}` } : {}) }));
-          const byId = new Map<string, InstanceInfo>(instances.map((i) => [i.instanceId, { ...i, privateIpAddresses: [], publicIpAddresses: [] } as InstanceInfo]));
+          const byId = new Map<string, InstanceInfo & { readAtMs?: number }>(
+            instances.map(({ readAfterCreatedMs, ...i }) => [
+              i.instanceId,
+              { ...i, privateIpAddresses: [], publicIpAddresses: [], ...(readAfterCreatedMs !== undefined ? { readAtMs: createdMs + readAfterCreatedMs } : {}) } as InstanceInfo,
+            ]),
+          );
           const d = decideKubeletCsr({
             csr,
             request: parsed.get(node)!,
@@ -91,12 +100,14 @@ describe('CSR approval is sound: anything approved satisfies every rule, whateve
           });
           if (d?.decision !== 'approve') return;
           approvals++;
-          // Every rule of ../shared/reference/nodes.md, restated independently of the policy code.
+          // Every rule of the node-identity reference (docs/node-identity.md), restated independently of the policy code.
           expect(signerName).toBe(KubeletClientSigner);
           expect(username).toBe(Names.nodeBootstrapperUser);
           for (const g of NodeBootstrapperGroups) expect(groups).toContain(g);
           expect([...usages].sort()).toEqual(['client auth', 'digital signature']);
-          expect(nodeNames.some((n) => norm(n) === norm(node))).toBe(false);
+          // The requester's name is already canonical; only EC2's side is normalised.
+          expect(node).toMatch(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/);
+          expect(nodeNames.includes(node)).toBe(false);
           const backing = views.filter((c) => {
             const inst = c.instanceId ? byId.get(c.instanceId) : undefined;
             return (
@@ -105,7 +116,10 @@ describe('CSR approval is sound: anything approved satisfies every rule, whateve
               inst !== undefined &&
               inst.ownedByCluster &&
               ['pending', 'running'].includes(inst.state) &&
-              norm(inst.privateDnsName ?? '') === norm(node) &&
+              norm(inst.privateDnsName ?? '') === node &&
+              // Read after the CSR was created (its creationTimestamp has whole seconds).
+              inst.readAtMs !== undefined &&
+              inst.readAtMs >= createdMs + 1000 &&
               createdMs >= c.createdMs &&
               createdMs <= c.createdMs + 2 * 3_600_000
             );

@@ -102,16 +102,21 @@ const MachineNode = 'ip-10-0-9-9.ec2.internal';
 const ClientUser = `system:node:${NodeA}`;
 const ServingUser = `system:node:${NodeB}`;
 
+type Observed = InstanceInfo & { readAtMs?: number };
+
 interface World {
   nodeClaims: CsrNodeClaim[];
   nodes: CsrNode[];
-  instances: Map<string, InstanceInfo>;
+  /** Read a second before `now`, after the CSR was created, unless a case says otherwise. */
+  instances: Map<string, Observed>;
   approved: Map<string, number>;
   now: number;
   csrCreated: number;
+  /** When the approver first saw the CSR (absent: one second after its creationTimestamp stands in). */
+  csrSeen?: number;
 }
 
-const anInstance = (o: Partial<InstanceInfo> & { instanceId: string }): InstanceInfo => ({
+const anInstance = (o: Partial<Observed> & { instanceId: string }): Observed => ({
   state: 'running',
   privateIpAddresses: [],
   publicIpAddresses: [],
@@ -129,6 +134,7 @@ function baseWorld(kind: 'client' | 'serving'): World {
     nodeName: NodeB,
     deleting: false,
   };
+  const now = kind === 'client' ? T0 + 4 * MIN : T0 + 10 * MIN;
   return {
     nodeClaims: [a, b],
     nodes: [
@@ -136,11 +142,12 @@ function baseWorld(kind: 'client' | 'serving'): World {
       { name: MachineNode, providerID: 'aws:///us-east-1a/i-0m' },
     ],
     instances: new Map([
-      ['i-0a', anInstance({ instanceId: 'i-0a', state: 'pending', privateDnsName: NodeA, privateIpAddresses: ['10.0.1.10'] })],
+      ['i-0a', anInstance({ instanceId: 'i-0a', state: 'pending', privateDnsName: NodeA, privateIpAddresses: ['10.0.1.10'], readAtMs: now - 1000 })],
       [
         'i-0b',
         anInstance({
           instanceId: 'i-0b',
+          readAtMs: now - 1000,
           privateDnsName: NodeB,
           publicDnsName: 'ec2-54-1-2-3.compute-1.amazonaws.com',
           privateIpAddresses: ['10.0.2.20', '2600:1f18::20'],
@@ -149,13 +156,13 @@ function baseWorld(kind: 'client' | 'serving'): World {
       ],
     ]),
     approved: new Map(),
-    now: kind === 'client' ? T0 + 4 * MIN : T0 + 10 * MIN,
+    now,
     csrCreated: kind === 'client' ? T0 + 3 * MIN : T0 + 9 * MIN,
   };
 }
 
 const claim = (w: World, name: string): CsrNodeClaim => w.nodeClaims.find((n) => n.name === name)!;
-const instance = (w: World, id: string): InstanceInfo => w.instances.get(id)!;
+const instance = (w: World, id: string): Observed => w.instances.get(id)!;
 
 // ---------------------------------------------------------------------------------------------------------
 // Cases
@@ -208,6 +215,14 @@ const forged: Case[] = [
   { name: 'client no CN', kind: 'client', subject: 'O=system:nodes', want: 'ignore', reason: 'InvalidCommonName' },
   { name: 'client CN not system:node', kind: 'client', subject: 'CN=system:admin, O=system:nodes', want: 'ignore', reason: 'InvalidCommonName' },
   { name: 'client CN with empty node name', kind: 'client', subject: 'CN=system:node:, O=system:nodes', want: 'ignore', reason: 'InvalidCommonName' },
+  // A name in another spelling than the kubelet's Node name: the certificate is useless to any kubelet but
+  // would take the NodeClaim's one client certificate from the real kubelet.
+  { name: 'client CN with a trailing dot', kind: 'client', subject: `CN=system:node:${NodeA}., O=system:nodes`, want: 'ignore', reason: 'NonCanonicalNodeName' },
+  { name: 'client CN in upper case', kind: 'client', subject: `CN=system:node:${NodeA.toUpperCase()}, O=system:nodes`, want: 'ignore', reason: 'NonCanonicalNodeName' },
+  { name: 'client CN in mixed case', kind: 'client', subject: `CN=system:node:Ip-10-0-1-10.ec2.internal, O=system:nodes`, want: 'ignore', reason: 'NonCanonicalNodeName' },
+  { name: 'client CN with a space', kind: 'client', subject: `CN=system:node:${NodeA} , O=system:nodes`, want: 'ignore', reason: 'NonCanonicalNodeName' },
+  { name: 'client CN with an empty label', kind: 'client', subject: 'CN=system:node:ip-10-0-1-10..ec2.internal, O=system:nodes', want: 'ignore', reason: 'NonCanonicalNodeName' },
+  { name: 'client CN with an underscore', kind: 'client', subject: 'CN=system:node:ip_10_0_1_10.ec2.internal, O=system:nodes', want: 'ignore', reason: 'NonCanonicalNodeName' },
   { name: 'client O missing', kind: 'client', subject: `CN=${ClientUser}`, want: 'ignore', reason: 'InvalidOrganization' },
   { name: 'client O system:masters', kind: 'client', subject: `CN=${ClientUser}, O=system:masters`, want: 'ignore', reason: 'InvalidOrganization' },
   { name: 'client extra O system:masters', kind: 'client', subject: `CN=${ClientUser}, O=system:nodes, O=system:masters`, want: 'ignore', reason: 'InvalidOrganization' },
@@ -276,6 +291,23 @@ const forged: Case[] = [
   { name: 'client instance shutting-down', kind: 'client', world: (w) => void (instance(w, 'i-0a').state = 'shutting-down'), want: 'ignore', reason: 'InstanceNotRunning' },
   { name: 'client instance stopped', kind: 'client', world: (w) => void (instance(w, 'i-0a').state = 'stopped'), want: 'ignore', reason: 'InstanceNotRunning' },
   { name: 'client instance in another cluster', kind: 'client', world: (w) => void (instance(w, 'i-0a').ownedByCluster = false), want: 'ignore', reason: 'InstanceNotOwned' },
+  // The AWS provider reports ownedByCluster=false for `kubernetes.io/cluster/<infraID>=shared` (ec2.test.ts).
+  { name: 'client instance tagged shared, not owned', kind: 'client', world: (w) => void (instance(w, 'i-0a').ownedByCluster = false), want: 'ignore', reason: 'InstanceNotOwned' },
+  {
+    name: 'client instance answer read before the CSR was seen (a cached running, maybe terminated since)',
+    kind: 'client',
+    world: (w) => void ((w.csrSeen = w.now - 500), (instance(w, 'i-0a').readAtMs = w.now - 2000)),
+    want: 'wait',
+    reason: 'InstanceAnswerStale',
+  },
+  {
+    name: 'client instance answer read in the second the CSR was created',
+    kind: 'client',
+    world: (w) => void (instance(w, 'i-0a').readAtMs = w.csrCreated + 999),
+    want: 'wait',
+    reason: 'InstanceAnswerStale',
+  },
+  { name: 'client instance answer of unknown age', kind: 'client', world: (w) => void delete instance(w, 'i-0a').readAtMs, want: 'wait', reason: 'InstanceAnswerStale' },
   { name: 'client instance not found', kind: 'client', world: (w) => void w.instances.delete('i-0a'), want: 'wait', reason: 'InstanceNotVisible' },
   {
     name: 'client instance not found past the launch deadline',
@@ -318,6 +350,22 @@ const forged: Case[] = [
   { name: 'serving garbage PEM', kind: 'serving', pem: () => '-----BEGIN CERTIFICATE REQUEST-----\nAAAA\n-----END CERTIFICATE REQUEST-----', want: 'ignore', reason: 'MalformedRequest' },
   { name: 'serving bad signature', kind: 'serving', pem: (good) => corruptSignature(good), want: 'ignore', reason: 'BadSignature' },
   { name: 'serving CN of another node', kind: 'serving', subject: `CN=system:node:${NodeA}, O=system:nodes`, want: 'ignore', reason: 'InvalidCommonName' },
+  {
+    name: 'serving CN and requester with a trailing dot',
+    kind: 'serving',
+    username: `${ServingUser}.`,
+    subject: `CN=${ServingUser}., O=system:nodes`,
+    want: 'ignore',
+    reason: 'NonCanonicalNodeName',
+  },
+  {
+    name: 'serving CN and requester in upper case',
+    kind: 'serving',
+    username: `system:node:${NodeB.toUpperCase()}`,
+    subject: `CN=system:node:${NodeB.toUpperCase()}, O=system:nodes`,
+    want: 'ignore',
+    reason: 'NonCanonicalNodeName',
+  },
   { name: 'serving O missing', kind: 'serving', subject: `CN=${ServingUser}`, want: 'ignore', reason: 'InvalidOrganization' },
   { name: 'serving extra subject field', kind: 'serving', subject: `CN=${ServingUser}, O=system:nodes, L=Somewhere`, want: 'ignore', reason: 'UnexpectedSubjectField' },
   { name: 'serving no SANs', kind: 'serving', sans: [], want: 'ignore', reason: 'MissingSubjectAltNames' },
@@ -376,6 +424,13 @@ const legitimate: Case[] = [
   { name: 'client good (RSA without key encipherment)', kind: 'client', key: 'rsa2048', want: 'approve', reason: 'ClientCsrVerified' },
   { name: 'client good (instance running)', kind: 'client', world: (w) => void (instance(w, 'i-0a').state = 'running'), want: 'approve', reason: 'ClientCsrVerified' },
   { name: 'client good (created the same second as the NodeClaim)', kind: 'client', world: (w) => void (w.csrCreated = T0), want: 'approve', reason: 'ClientCsrVerified' },
+  {
+    name: 'client good (instance read right after the CSR was seen)',
+    kind: 'client',
+    world: (w) => void ((w.csrSeen = w.now - 500), (instance(w, 'i-0a').readAtMs = w.now - 500)),
+    want: 'approve',
+    reason: 'ClientCsrVerified',
+  },
   {
     name: 'client good (instance DNS upper-case with trailing dot)',
     kind: 'client',
@@ -444,6 +499,7 @@ async function decide(c: Case): Promise<CsrDecision> {
     instances: w.instances,
     now: w.now,
     approvedClientCsrs: w.approved,
+    ...(w.csrSeen !== undefined ? { csrSeenMs: w.csrSeen } : {}),
   };
   return client ? decideClientCsr(input) : decideServingCsr(input);
 }

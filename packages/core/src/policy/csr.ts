@@ -36,6 +36,10 @@ export const CsrDecisionReasons = {
   NodeClaimNotVisible: 'NodeClaimNotVisible',
   InstanceNotVisible: 'InstanceNotVisible',
   NodeNotVisible: 'NodeNotVisible',
+  /** The instance answer at hand was read before the CSR was seen; a fresh one is needed. */
+  InstanceAnswerStale: 'InstanceAnswerStale',
+  /** Approvable, but held while too many approvable CSRs are pending. */
+  ApprovalsPaused: 'ApprovalsPaused',
   // ignore: request shape
   WrongSigner: 'WrongSigner',
   UnexpectedRequester: 'UnexpectedRequester',
@@ -46,6 +50,7 @@ export const CsrDecisionReasons = {
   NotCertificateRequest: 'NotCertificateRequest',
   BadSignature: 'BadSignature',
   InvalidCommonName: 'InvalidCommonName',
+  NonCanonicalNodeName: 'NonCanonicalNodeName',
   InvalidOrganization: 'InvalidOrganization',
   UnexpectedSubjectField: 'UnexpectedSubjectField',
   UnexpectedSubjectAltNames: 'UnexpectedSubjectAltNames',
@@ -110,9 +115,18 @@ export interface CsrDecisionInput {
   request: CsrParseResult;
   nodeClaims: readonly CsrNodeClaim[];
   nodes: readonly CsrNode[];
-  /** Instances of the NodeClaims, by instance ID; an ID that was looked up and not found is absent. */
-  instances: ReadonlyMap<string, InstanceInfo>;
+  /**
+   * Instances of the NodeClaims, by instance ID; an ID that was looked up and not found is absent.
+   * `readAtMs`: when the request that returned the answer was sent (the clock of `csrSeenMs`).
+   */
+  instances: ReadonlyMap<string, InstanceInfo & { readAtMs?: number }>;
   now: number;
+  /**
+   * When this process first saw the CSR (its own clock): necessarily after the CSR was created. A client
+   * CSR is approved only on an instance answer read at or after it. Without it, one second after
+   * `creationTimestamp` (which has whole seconds) stands in.
+   */
+  csrSeenMs?: number;
   /** Client CSRs are approvable from NodeClaim creation until this much later. */
   windowMs?: number;
   /** `wait` turns into `ignore` once the CSR is older than this. */
@@ -180,13 +194,27 @@ export function csrNodeView(obj: KubeObject): CsrNode {
   return typeof providerID === 'string' && providerID !== '' ? { name: obj.metadata.name, providerID } : { name: obj.metadata.name };
 }
 
-/** DNS names compare case-insensitively and ignore one trailing dot. Pure. */
-export function sameDnsName(a: string | undefined, b: string | undefined): boolean {
-  if (!a || !b) return false;
-  return normalizeDns(a) === normalizeDns(b);
+/**
+ * EC2's spelling of a DNS name made canonical (lower case, no trailing dot). Only the cloud's side is
+ * normalised: a requester's name must already be canonical (`isCanonicalNodeName`). Pure.
+ */
+export const normalizeDns = (name: string): string => name.trim().toLowerCase().replace(/\.$/, '');
+
+const Dns1123Label = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+/**
+ * True when `name` is exactly how a kubelet names its Node: a lower-case DNS-1123 subdomain (labels of
+ * at most 63 characters, at most 253 in all), without a trailing dot. Any other spelling of a valid
+ * name (upper case, trailing dot) yields a certificate no kubelet can use. Pure.
+ */
+export function isCanonicalNodeName(name: string): boolean {
+  return name.length > 0 && name.length <= 253 && name.split('.').every((l) => l.length <= 63 && Dns1123Label.test(l));
 }
 
-export const normalizeDns = (name: string): string => name.trim().toLowerCase().replace(/\.$/, '');
+/** True when EC2's DNS name `ec2Name` (any spelling) is the canonical node name `nodeName`. Pure. */
+export function instanceNamed(ec2Name: string | undefined, nodeName: string): boolean {
+  return !!ec2Name && normalizeDns(ec2Name) === nodeName;
+}
 
 /** IPv4 as is; IPv6 in its canonical compressed lowercase form, so `::1` equals `0:0:0:0:0:0:0:1`. */
 export function normalizeIp(ip: string): string {
@@ -230,7 +258,8 @@ const wait = (reason: CsrDecisionReason, message: string, about: Partial<CsrDeci
  *  3. `spec.groups` include its ServiceAccount groups and `system:authenticated`.
  *  4. `spec.request` is exactly one PEM block of type CERTIFICATE REQUEST, a PKCS#10 request whose
  *     self-signature verifies.
- *  5. The subject has exactly one CN, `system:node:<name>` with a non-empty name.
+ *  5. The subject has exactly one CN, `system:node:<name>`, with `<name>` canonical: a lower-case
+ *     DNS-1123 name without a trailing dot, exactly the Node name the kubelet will register.
  *  6. The subject has exactly one O, `system:nodes`.
  *  7. The subject has no other attribute (OU, C, serialNumber, ...).
  *  8. The request carries no SAN of any kind (DNS, IP, email, URI, other).
@@ -238,14 +267,17 @@ const wait = (reason: CsrDecisionReason, message: string, about: Partial<CsrDeci
  * 10. `spec.usages` is exactly {digital signature, client auth}, plus key encipherment only for RSA keys.
  * 11. No Node named `<name>` exists (a registered node renews its certificate with its own identity).
  * 12. No NodeClaim has `status.nodeName` `<name>` (already registered).
- * 13. Exactly one NodeClaim's instance has `PrivateDnsName` `<name>` (case-insensitive, trailing dot
- *     ignored). None yet while a NodeClaim still lacks a providerID or its instance is not visible →
- *     `wait`, until the CSR is older than the launch deadline; otherwise `ignore` (not Karpenter's).
+ * 13. Exactly one NodeClaim's instance has `PrivateDnsName` `<name>` (EC2's spelling normalised, never
+ *     the requester's). None yet while a NodeClaim still lacks a providerID or its instance is not
+ *     visible → `wait`, until the CSR is older than the launch deadline; otherwise `ignore` (not Karpenter's).
  * 14. That NodeClaim is not being deleted.
- * 15. Its instance carries this cluster's ownership tag.
+ * 15. Its instance carries this cluster's ownership tag with the value `owned` (`shared` marks resources
+ *     of several clusters, never a node of this one).
  * 16. Its instance is `pending` or `running`.
  * 17. The CSR was created no earlier than the NodeClaim and within the window after it (default 2 h).
  * 18. No client CSR was approved for that NodeClaim yet (one per NodeClaim until its Node exists).
+ * 19. The instance answer was read after the CSR was seen (`csrSeenMs`): an instance terminated a second
+ *     before its CSR is never approved from a cached `running` (`wait` for a fresh answer).
  */
 export function decideClientCsr(input: CsrDecisionInput): CsrDecision {
   const csr = csrView(input.csr);
@@ -259,10 +291,10 @@ export function decideClientCsr(input: CsrDecisionInput): CsrDecision {
   const about: Partial<CsrDecision> = { nodeName };
 
   // 11–12: not registered yet.
-  if (input.nodes.some((n) => sameDnsName(n.name, nodeName))) {
+  if (input.nodes.some((n) => n.name === nodeName)) {
     return ignore('NodeAlreadyExists', `Node ${nodeName} already exists`, about);
   }
-  const registered = input.nodeClaims.find((nc) => sameDnsName(nc.nodeName, nodeName));
+  const registered = input.nodeClaims.find((nc) => nc.nodeName === nodeName);
   if (registered) {
     return ignore('NodeClaimAlreadyRegistered', `NodeClaim ${registered.name} already registered Node ${nodeName}`, {
       ...about,
@@ -273,7 +305,7 @@ export function decideClientCsr(input: CsrDecisionInput): CsrDecision {
   // 13: tie the name to exactly one NodeClaim through its instance.
   const matches = input.nodeClaims.filter((nc) => {
     const instance = nc.instanceId ? input.instances.get(nc.instanceId) : undefined;
-    return sameDnsName(instance?.privateDnsName, nodeName);
+    return instanceNamed(instance?.privateDnsName, nodeName);
   });
   if (matches.length > 1) {
     return ignore('AmbiguousNodeClaim', `NodeClaims ${matches.map((m) => m.name).join(', ')} all resolve to ${nodeName}`, about);
@@ -317,6 +349,12 @@ export function decideClientCsr(input: CsrDecisionInput): CsrDecision {
     return ignore('ClientCsrAlreadyApproved', `NodeClaim ${nodeClaim.name} already has ${approved} approved client CSR(s)`, tied);
   }
 
+  // 19: the answer that approves is younger than the CSR.
+  const notBefore = input.csrSeenMs ?? csr.createdMs + 1000;
+  if (instance.readAtMs === undefined || instance.readAtMs < notBefore) {
+    return wait('InstanceAnswerStale', `instance ${instance.instanceId} was last read before the CSR was seen; reading it again`, tied);
+  }
+
   return {
     decision: 'approve',
     reason: 'ClientCsrVerified',
@@ -334,7 +372,7 @@ export function decideClientCsr(input: CsrDecisionInput): CsrDecision {
  *  3. `spec.groups` include `system:nodes`.
  *  4. `spec.request` is exactly one PEM block of type CERTIFICATE REQUEST, a PKCS#10 request whose
  *     self-signature verifies.
- *  5. The subject has exactly one CN, equal to `spec.username`.
+ *  5. The subject has exactly one CN, equal to `spec.username`, with a canonical node name.
  *  6. The subject has exactly one O, `system:nodes`.
  *  7. The subject has no other attribute.
  *  8. The request has at least one DNS or IP SAN, and no email, URI or other SAN.
@@ -393,7 +431,7 @@ export function decideServingCsr(input: CsrDecisionInput): CsrDecision {
   }
   const live = checkInstance(instance, tied);
   if (live) return live;
-  if (!sameDnsName(instance.privateDnsName, nodeName)) {
+  if (!instanceNamed(instance.privateDnsName, nodeName)) {
     return ignore('NodeNameMismatch', `instance ${instance.instanceId} is ${instance.privateDnsName ?? '(no private DNS name)'}, not ${nodeName}`, tied);
   }
 
@@ -482,6 +520,13 @@ function checkRequestShape(parsed: CsrParseResult, csr: CsrView, kind: 'client' 
   if (kind === 'serving' && cns[0] !== csr.username) {
     return ignore('InvalidCommonName', `subject CN ${cns[0]} is not the requester ${csr.username}`, { nodeName });
   }
+  if (!isCanonicalNodeName(nodeName)) {
+    return ignore(
+      'NonCanonicalNodeName',
+      `node name ${JSON.stringify(nodeName)} is not a lower-case DNS-1123 name without a trailing dot: no kubelet registers a Node of that name`,
+      { nodeName },
+    );
+  }
   const about = { nodeName };
 
   const orgs = request.subject.filter((a) => a.type === 'O').map((a) => a.value);
@@ -523,7 +568,7 @@ function checkRequestShape(parsed: CsrParseResult, csr: CsrView, kind: 'client' 
 
 function checkInstance(instance: InstanceInfo, about: Partial<CsrDecision>): CsrDecision | undefined {
   if (!instance.ownedByCluster) {
-    return ignore('InstanceNotOwned', `instance ${instance.instanceId} does not carry this cluster's tag`, about);
+    return ignore('InstanceNotOwned', `instance ${instance.instanceId} does not carry this cluster's tag with the value owned`, about);
   }
   if (instance.state !== 'pending' && instance.state !== 'running') {
     return ignore('InstanceNotRunning', `instance ${instance.instanceId} is ${instance.state}`, about);

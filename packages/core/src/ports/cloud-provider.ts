@@ -43,7 +43,10 @@ export interface InstanceInfo {
   publicDnsName?: string;
   privateIpAddresses: string[];
   publicIpAddresses: string[];
-  /** True when the instance carries this cluster's ownership tag. */
+  /**
+   * True when the instance carries this cluster's ownership tag with the value that marks it as this
+   * cluster's alone (AWS: `kubernetes.io/cluster/<infraID>=owned`; `shared` is not ownership).
+   */
   ownedByCluster: boolean;
 }
 

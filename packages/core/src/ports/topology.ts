@@ -12,6 +12,8 @@ export interface StatusReport {
   /** `versions[name=operator]` to report, only once the operand rolled out at this release. */
   version?: string;
   relatedObjects: RelatedObject[];
+  /** The use-cases' own conditions (e.g. NodeIdentityHealthy), shown beside the folded ones where the topology has room (the Karpenter CR). */
+  useCaseConditions?: ConditionInput[];
 }
 
 /**

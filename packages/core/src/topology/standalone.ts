@@ -78,7 +78,10 @@ export class StandaloneTopology implements Topology {
       const cr = await store.get<KubeObject>(crRef);
       if (!cr) return;
       const crConditions = ((cr.status as { conditions?: Condition[] } | undefined)?.conditions ?? []);
-      const next = report.conditions.filter((c) => CR_CONDITIONS.has(c.type)).map((c) => ({ ...c, observedGeneration: request.generation }));
+      const next = [...report.conditions.filter((c) => CR_CONDITIONS.has(c.type)), ...(report.useCaseConditions ?? [])].map((c) => ({
+        ...c,
+        observedGeneration: request.generation,
+      }));
       const r = setConditions(crConditions, next, now);
       try {
         await store.patchStatus(crRef, { conditions: r.conditions });

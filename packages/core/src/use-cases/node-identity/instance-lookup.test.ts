@@ -117,3 +117,61 @@ describe('InstanceLookup coalesced refresh', () => {
     expect(refreshes).toEqual([50]);
   });
 });
+
+describe('InstanceLookup answers read after a given moment (readAfterMs)', () => {
+  it('asks again for a cached answer read before the moment, and stamps answers with when they were read', async () => {
+    const { lookup, calls, clock, cloud } = setup();
+    const t0 = clock.now();
+    const cached = await lookup.lookup(['i-1']);
+    expect(cached.get('i-1')?.readAtMs).toBe(t0);
+    clock.advance(1_000);
+    // The instance is terminated after the first answer: only a fresh read can tell.
+    cloud.removeInstance('i-1');
+    expect((await lookup.lookup(['i-1'])).has('i-1')).toBe(true); // cached, no moment asked for
+    expect((await lookup.lookup(['i-1'], { readAfterMs: t0 + 500 })).has('i-1')).toBe(false);
+    expect(calls()).toEqual([['i-1'], ['i-1']]);
+    // An answer read at or after the moment is reused.
+    await lookup.lookup(['i-2'], { readAfterMs: clock.now() });
+    await lookup.lookup(['i-2'], { readAfterMs: clock.now() });
+    expect(calls()).toHaveLength(3);
+  });
+
+  it('does not join a call sent before the moment, and one fresh batch serves every caller that waits for it', async () => {
+    const { lookup, calls, clock } = setup();
+    const early = lookup.lookup(['i-1']);
+    await new Promise((r) => setTimeout(r, 3)); // that batch is sent, its call in flight
+    clock.advance(10);
+    const moment = clock.now();
+    const fresh = await Promise.all([
+      lookup.lookup(['i-1'], { readAfterMs: moment }),
+      lookup.lookup(['i-2'], { readAfterMs: moment }),
+      lookup.lookup(['i-3'], { readAfterMs: moment - 5 }),
+    ]);
+    await early;
+    expect(calls()).toEqual([['i-1'], ['i-1', 'i-2', 'i-3']]);
+    for (const f of fresh) for (const i of f.values()) expect(i.readAtMs).toBeGreaterThanOrEqual(moment);
+  });
+
+  it('collects fresh IDs for freshBatchWindowMs before the call', async () => {
+    const clock = new FakeClock();
+    const cloud = new FakeCloudProvider({ instances: ['i-1', 'i-2'].map(inst) });
+    const timers: Array<{ fn: () => void; ms: number }> = [];
+    const lookup = new InstanceLookup({
+      cloud,
+      facts: async () => facts,
+      clock,
+      ttlMs: 15_000,
+      negativeTtlMs: 3_000,
+      batchWindowMs: 2,
+      freshBatchWindowMs: 250,
+      maxBatchSize: 1000,
+      schedule: (fn, ms) => void timers.push({ fn, ms }),
+    });
+    const a = lookup.lookup(['i-1'], { readAfterMs: 0 });
+    const b = lookup.lookup(['i-2'], { readAfterMs: 0 });
+    expect(timers.map((t) => t.ms)).toEqual([250]);
+    timers[0]!.fn();
+    await Promise.all([a, b]);
+    expect(cloud.callsOf('describeInstances').map((c) => c.args[0])).toEqual([['i-1', 'i-2']]);
+  });
+});

@@ -21,18 +21,35 @@ export interface InstanceLookupOptions {
    * is refreshed with it (the set asked for together is kept fresh together). 0 disables it.
    */
   refreshAheadMs?: number;
+  /**
+   * How long IDs that need an answer read after a given moment (`readAfterMs`) are collected before one
+   * call: longer than `batchWindowMs`, so that a burst of CSRs, each needing a fresh answer, shares few calls.
+   */
+  freshBatchWindowMs?: number;
   /** Runs `fn` after `ms`; injectable so tests and other runtimes control the batching timer. */
   schedule?: (fn: () => void, ms: number) => void;
 }
 
-type Found = ReadonlyMap<string, InstanceInfo>;
+/** An instance as the cloud answered, with the moment (operator clock) the request for it was sent. */
+export type ObservedInstance = InstanceInfo & { readAtMs: number };
+
+type Found = ReadonlyMap<string, ObservedInstance>;
 
 interface Batch {
   ids: Set<string>;
   promise: Promise<Found>;
   resolve: (found: Found) => void;
   reject: (e: unknown) => void;
-  sent: boolean;
+  /** When the request was sent (operator clock); undefined while the batch still collects IDs. */
+  sentAtMs: number | undefined;
+}
+
+export interface LookupOptions {
+  /**
+   * Only answers whose request was sent at or after this moment count (cached or in flight ones read
+   * earlier are asked for again): "the instance was live after the CSR was created".
+   */
+  readAfterMs?: number;
 }
 
 /**
@@ -43,9 +60,10 @@ interface Batch {
  * batch gets the error (a failed background refresh only leaves the entry to expire).
  */
 export class InstanceLookup {
-  private readonly cache = new Map<string, { info: InstanceInfo | undefined; expiresAt: number }>();
+  private readonly cache = new Map<string, { info: ObservedInstance | undefined; expiresAt: number; readAtMs: number }>();
   private readonly inFlight = new Map<string, Batch>();
   private next: Batch | undefined;
+  private nextFresh: Batch | undefined;
   private readonly prefetchIds = new Set<string>();
   private prefetchScheduled = false;
   private readonly schedule: (fn: () => void, ms: number) => void;
@@ -55,9 +73,10 @@ export class InstanceLookup {
   }
 
   /** The instances among `ids` that exist (IDs not found are absent). Throws what the cloud throws. */
-  async lookup(ids: Iterable<string>): Promise<Map<string, InstanceInfo>> {
+  async lookup(ids: Iterable<string>, opts: LookupOptions = {}): Promise<Map<string, ObservedInstance>> {
     const now = this.options.clock.now();
-    const found = new Map<string, InstanceInfo>();
+    const after = opts.readAfterMs;
+    const found = new Map<string, ObservedInstance>();
     const pending = new Map<Batch, string[]>();
     const ahead = this.options.refreshAheadMs ?? 0;
     /** Found and fresh, not in a call: refreshed together once any of them is near expiry. */
@@ -65,7 +84,7 @@ export class InstanceLookup {
     let refreshDue = false;
     for (const id of new Set(ids)) {
       const cached = this.cache.get(id);
-      if (cached && cached.expiresAt > now) {
+      if (cached && cached.expiresAt > now && (after === undefined || cached.readAtMs >= after)) {
         if (cached.info) {
           found.set(id, cached.info);
           if (ahead > 0 && !this.inFlight.has(id)) {
@@ -75,7 +94,9 @@ export class InstanceLookup {
         }
         continue;
       }
-      const batch = this.inFlight.get(id) ?? this.enqueue(id);
+      const flying = this.inFlight.get(id);
+      const joinable = flying && (after === undefined || flying.sentAtMs === undefined || flying.sentAtMs >= after);
+      const batch = joinable ? flying : this.enqueue(id, after !== undefined);
       pending.set(batch, [...(pending.get(batch) ?? []), id]);
     }
     // One refresh for the whole set asked for, not one per entry as each crosses the threshold: entries
@@ -126,8 +147,13 @@ export class InstanceLookup {
     for (const [id, e] of this.cache) if (e.expiresAt <= now) this.cache.delete(id);
   }
 
-  private enqueue(id: string): Batch {
-    let batch = this.next;
+  /**
+   * Adds `id` to the batch being collected. `fresh` IDs (an answer read from now on is needed) join an
+   * unsent ordinary batch when there is one, else the fresh batch with its longer window.
+   */
+  private enqueue(id: string, fresh = false): Batch {
+    const useFresh = fresh && !this.next;
+    let batch = useFresh ? this.nextFresh : this.next;
     if (!batch) {
       let resolve!: (f: Found) => void;
       let reject!: (e: unknown) => void;
@@ -137,10 +163,12 @@ export class InstanceLookup {
       });
       // A batch nobody awaits any more (all callers gone) must not surface as an unhandled rejection.
       promise.catch(() => {});
-      batch = { ids: new Set(), promise, resolve, reject, sent: false };
-      this.next = batch;
+      batch = { ids: new Set(), promise, resolve, reject, sentAtMs: undefined };
+      if (useFresh) this.nextFresh = batch;
+      else this.next = batch;
       const scheduled = batch;
-      this.schedule(() => void this.send(scheduled), this.options.batchWindowMs);
+      const window = useFresh ? (this.options.freshBatchWindowMs ?? this.options.batchWindowMs) : this.options.batchWindowMs;
+      this.schedule(() => void this.send(scheduled), window);
     }
     batch.ids.add(id);
     this.inFlight.set(id, batch);
@@ -149,18 +177,22 @@ export class InstanceLookup {
   }
 
   private async send(batch: Batch): Promise<void> {
-    if (batch.sent) return;
-    batch.sent = true;
+    if (batch.sentAtMs !== undefined) return;
+    batch.sentAtMs = this.options.clock.now();
     if (this.next === batch) this.next = undefined;
+    if (this.nextFresh === batch) this.nextFresh = undefined;
     const ids = [...batch.ids];
     try {
       const facts = await this.options.facts();
+      // The answer is as of the moment the request leaves, never earlier: stamped just before sending.
+      const readAtMs = this.options.clock.now();
+      batch.sentAtMs = readAtMs;
       const infos = await this.options.cloud.describeInstances(ids, facts);
       const now = this.options.clock.now();
-      const byId = new Map(infos.map((i) => [i.instanceId, i]));
+      const byId = new Map(infos.map((i) => [i.instanceId, { ...i, readAtMs }]));
       for (const id of ids) {
         const info = byId.get(id);
-        this.cache.set(id, { info, expiresAt: now + (info ? this.options.ttlMs : this.options.negativeTtlMs) });
+        this.cache.set(id, { info, readAtMs, expiresAt: now + (info ? this.options.ttlMs : this.options.negativeTtlMs) });
       }
       batch.resolve(byId);
     } catch (e) {

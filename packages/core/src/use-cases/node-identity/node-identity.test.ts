@@ -264,6 +264,10 @@ describe('certificatesigningrequest.node-identity', () => {
     expect(await w.reconciler.reconcile('csr-10')).toEqual({ requeueAfterMs: 5000 });
     expect(w.approvals()).toEqual([]);
     expect(w.reconciler.condition()).toMatchObject({ type: 'NodeIdentityHealthy', status: 'False', reason: 'TooManyPendingCSRs' });
+    // The held CSR says why it is held.
+    expect(w.events.events).toEqual([
+      expect.objectContaining({ reason: 'ApprovalsPaused', message: expect.stringContaining('5 approvable kubelet CSRs are pending, more than 3'), regarding: expect.objectContaining({ name: 'csr-10' }) }),
+    ]);
 
     // Two of them go away (denied by an admin): back under the bound, approvals resume.
     for (const n of ['csr-13', 'csr-14']) w.store.remove({ ...Types.CertificateSigningRequest, name: n });
@@ -300,11 +304,15 @@ describe('certificatesigningrequest.node-identity', () => {
     await new Promise((r) => setTimeout(r, 1_100)); // the prefetch window
     await new Promise((r) => setTimeout(r, 50));
     expect(w.describeCalls()).toBe(1);
-    // The CSR of one of them then costs no call: its instance is in the cache.
+    // The CSR of one of them comes later: the cached answer finds its NodeClaim, and one read made after
+    // the CSR was seen proves the instance still runs.
+    w.clock.advance(30_000);
     const csr = w.store.seed(await aClientCsr('after-prefetch', dnsOf(3)));
     for (const k of w.reconciler.keysFor(csr)) await w.reconciler.reconcile(k);
     expect(w.approvals()).toEqual(['after-prefetch']);
-    expect(w.describeCalls()).toBe(1);
+    // (Half-way through the cache TTL the whole set is refreshed in one call, which serves as that read.)
+    expect(w.describeCalls()).toBe(2);
+    expect(w.cloud.callsOf('describeInstances').map((c) => c.args[0] as string[])[1]).toContain(idOf(3));
   });
 
   it('approves a burst of 200 client CSRs with fewer than 10 DescribeInstances calls', async () => {
@@ -340,5 +348,73 @@ describe('certificatesigningrequest.node-identity', () => {
     const calls = w.describeCalls();
     console.log(`burst: ${n} CSRs approved with ${calls} describeInstances call(s)`);
     expect(calls).toBeLessThan(10);
+  });
+
+  it('never approves from a cached answer: an instance terminated just before its CSR stays pending', async () => {
+    const w = world();
+    w.cloud.putInstance(anInstance(5));
+    w.reconciler.keysFor(w.store.seed(aNodeClaim(5)));
+    await new Promise((r) => setTimeout(r, 1_150)); // the prefetch caches "running"
+    expect(w.describeCalls()).toBe(1);
+    w.clock.advance(1_000);
+    w.cloud.removeInstance(idOf(5)); // terminated (DescribeInstances filters pending|running)
+    w.clock.advance(1_000);
+    const csr = w.store.seed(await aClientCsr('late', dnsOf(5)));
+    for (const k of w.reconciler.keysFor(csr)) expect(await w.reconciler.reconcile(k)).toEqual({ requeueAfterMs: 5000 });
+    expect(w.approvals()).toEqual([]);
+    expect(w.events.events.map((e) => e.reason)).toEqual(['InstanceNotVisible']);
+  });
+
+  it('decides a CSR seen before its NodeClaim as soon as the NodeClaim appears (not at the next resync)', async () => {
+    const w = world();
+    w.cloud.putInstance(anInstance(6));
+    const csr = w.store.seed(await aClientCsr('early', dnsOf(6)));
+    for (const k of w.reconciler.keysFor(csr)) await w.reconciler.reconcile(k);
+    expect(w.events.events.map((e) => e.reason)).toEqual(['NoMatchingNodeClaim']);
+    // The NodeClaim becomes visible with its providerID: its event maps to the CSR.
+    const keys = w.reconciler.keysFor(w.store.seed(aNodeClaim(6)));
+    expect(keys).toEqual(['early']);
+    // A NodeClaim without an instance, or a registered one, does not re-open it.
+    expect(w.reconciler.keysFor(aNodeClaim(60, { providerID: null }))).toEqual([]);
+    for (const k of keys) await w.reconciler.reconcile(k);
+    expect(w.approvals()).toEqual(['early']);
+  });
+
+  it('a flood of unmatchable CSRs does not hold back a legitimate one, and is visible without a False condition', async () => {
+    const w = world();
+    w.store.seed(aNodeClaim(1));
+    w.cloud.putInstance(anInstance(1));
+    w.clock.advance(60_000);
+    const flood = 150; // above the default bound of 100 + NodeClaims
+    for (let i = 0; i < flood; i++) w.store.seed(await aClientCsr(`flood-${i}`, dnsOf(2000 + i)));
+    for (let i = 0; i < flood; i++) await w.reconciler.reconcile(`flood-${i}`);
+    w.store.seed(await aClientCsr('real', dnsOf(1)));
+    w.clock.advance(1_000);
+    expect(await w.reconciler.reconcile('real')).toEqual({});
+    expect(w.approvals()).toEqual(['real']);
+    expect(w.reconciler.condition()).toMatchObject({
+      status: 'True',
+      reason: 'UnmatchedCSRsPending',
+      message: expect.stringContaining('at least 100 pending kubelet CSR(s) match no Karpenter instance'),
+    });
+    expect(w.metrics.gauges.get('karpenter_operator_csr_unmatched_pending')).toBe(flood);
+    expect(w.metrics.gauges.get('karpenter_operator_csr_pending')).toBe(1);
+  });
+
+  it('ignores names in another spelling than the Node name, so the real kubelet keeps its certificate', async () => {
+    const w = world();
+    w.store.seed(aNodeClaim(3));
+    w.cloud.putInstance(anInstance(3));
+    w.clock.advance(60_000);
+    w.store.seed(await aClientCsr('dot', `${dnsOf(3)}.`));
+    w.store.seed(await aClientCsr('upper', dnsOf(3).toUpperCase()));
+    w.clock.advance(1_000);
+    for (const n of ['dot', 'upper']) await w.reconciler.reconcile(n);
+    expect(w.approvals()).toEqual([]);
+    expect(w.events.events.map((e) => `${e.type}/${e.reason}`)).toEqual(['Warning/NonCanonicalNodeName', 'Warning/NonCanonicalNodeName']);
+    w.store.seed(await aClientCsr('real', dnsOf(3)));
+    w.clock.advance(1_000);
+    await w.reconciler.reconcile('real');
+    expect(w.approvals()).toEqual(['real']);
   });
 });

@@ -31,16 +31,19 @@ import type { Logger } from '../../ports/logger.js';
 import type { Metrics } from '../../ports/metrics.js';
 import type { Reconciler, Result, Watch } from '../../runtime/reconciler.js';
 import type { StatusBoard } from '../status-board.js';
-import { InstanceLookup } from './instance-lookup.js';
+import { InstanceLookup, type LookupOptions, type ObservedInstance } from './instance-lookup.js';
 
 export const NodeIdentityController = 'certificatesigningrequest.node-identity';
 export const NodeIdentityConditionType = 'NodeIdentityHealthy';
 export const NodeIdentityReasons = {
   AsExpected: 'AsExpected',
   TooManyPendingCSRs: 'TooManyPendingCSRs',
+  /** Healthy: Karpenter CSRs are approved, and pending CSRs that match no Karpenter instance are ignored. */
+  UnmatchedCSRsPending: 'UnmatchedCSRsPending',
 } as const;
 export const CsrDecisionsMetric = 'karpenter_operator_csr_decisions_total';
 export const CsrPendingMetric = 'karpenter_operator_csr_pending';
+export const CsrUnmatchedPendingMetric = 'karpenter_operator_csr_unmatched_pending';
 
 /** The metrics this use-case emits, for the Prometheus adapter to register up front. */
 export const NodeIdentityMetrics = {
@@ -53,13 +56,22 @@ export const NodeIdentityMetrics = {
   pending: {
     name: CsrPendingMetric,
     type: 'gauge',
-    help: 'Pending kubelet CSRs not already judged as not Karpenter\'s (the number the approval cap compares).',
+    help: 'Pending kubelet CSRs that could still be approved: one per node name of a Karpenter instance not registered yet, or of a Karpenter Node (the number the approval cap compares).',
+    labels: [],
+  },
+  unmatched: {
+    name: CsrUnmatchedPendingMetric,
+    type: 'gauge',
+    help: 'Pending kubelet CSRs whose node name matches no Karpenter instance or Node (left to cluster-machine-approver or an administrator; never counted toward the approval cap).',
     labels: [],
   },
 } as const;
 
 export interface NodeIdentityLimits {
-  /** Approvals stop while more than `maxPendingBase + NodeClaims` Karpenter-looking CSRs are pending. */
+  /**
+   * Approvals stop while more than `maxPendingBase + NodeClaims` approvable CSRs are pending (node names
+   * of Karpenter instances or Nodes; CSRs that match none never count, so a flood cannot starve real ones).
+   */
   maxPendingBase?: number;
   /** A fixed bound instead of `maxPendingBase + NodeClaims`. */
   maxPending?: number;
@@ -75,6 +87,8 @@ export interface NodeIdentityLimits {
   instanceRefreshAheadMs?: number;
   /** How long instance IDs are collected before one DescribeInstances call. */
   lookupBatchWindowMs?: number;
+  /** How long instance IDs needing an answer newer than their CSR are collected before one call. */
+  freshLookupBatchWindowMs?: number;
   lookupMaxBatchSize?: number;
   /** How long new NodeClaims' instance IDs are collected before they are looked up ahead of their CSRs. */
   prefetchWindowMs?: number;
@@ -111,6 +125,8 @@ const Defaults = {
   instanceCacheTtlMs: 60_000,
   instanceNegativeCacheTtlMs: 3_000,
   lookupBatchWindowMs: 5,
+  // Every client CSR needs an answer read after it was seen: a burst of CSRs shares one call per window.
+  freshLookupBatchWindowMs: 250,
   // EC2 takes at most 200 values per filter; batches of that size run in parallel.
   lookupMaxBatchSize: 200,
   // Refreshed in the background half-way: a slow cloud (tens of seconds per call under throttling)
@@ -174,6 +190,10 @@ export class NodeIdentityReconciler implements Reconciler {
   private readonly parsedByUid = new Map<string, ParsedCacheEntry>();
   private readonly lastDecision = new Map<string, string>();
   private readonly pending = new Map<string, PendingEntry>();
+  /** When this process first saw each pending CSR (its clock): after the CSR's creation, whatever the skew. */
+  private readonly firstSeen = new Map<string, number>();
+  /** Canonical node names of the instances of unregistered NodeClaims, as of the last client reconcile. */
+  private candidateNames = new Set<string>();
   /** NodeClaim uid (or name) → names of client CSRs this process approved for it. */
   private readonly approvedHere = new Map<string, Set<string>>();
   private readonly claims: SharedSnapshot<ClaimSnapshot>;
@@ -194,6 +214,7 @@ export class NodeIdentityReconciler implements Reconciler {
       ttlMs: l.instanceCacheTtlMs ?? Defaults.instanceCacheTtlMs,
       negativeTtlMs: l.instanceNegativeCacheTtlMs ?? Defaults.instanceNegativeCacheTtlMs,
       batchWindowMs: l.lookupBatchWindowMs ?? Defaults.lookupBatchWindowMs,
+      freshBatchWindowMs: l.freshLookupBatchWindowMs ?? Defaults.freshLookupBatchWindowMs,
       maxBatchSize: l.lookupMaxBatchSize ?? Defaults.lookupMaxBatchSize,
       refreshAheadMs: l.instanceRefreshAheadMs ?? Defaults.instanceRefreshAheadMs,
       ...(l.schedule ? { schedule: l.schedule } : {}),
@@ -219,16 +240,25 @@ export class NodeIdentityReconciler implements Reconciler {
     if (obj.kind === Types.NodeClaim.kind) {
       this.claims.invalidate();
       const nodeName = (obj.status as { nodeName?: unknown } | undefined)?.nodeName;
-      const registered = typeof nodeName === 'string' && nodeName ? normalizeDns(nodeName) : undefined;
+      const registered = typeof nodeName === 'string' && nodeName ? nodeName : undefined;
       this.prefetchInstance(obj, registered);
       // A NodeClaim change (providerID set, registered, deleted) can only unblock CSRs that are waiting
-      // or not decided yet, or those of the node it registered.
+      // or not decided yet, or those of the node it registered; and a launched, unregistered NodeClaim may
+      // be the one a CSR seen before it (judged "no matching NodeClaim") was waiting for.
+      const launched =
+        !registered &&
+        !(obj.metadata as { deletionTimestamp?: unknown }).deletionTimestamp &&
+        typeof (obj.status as { providerID?: unknown } | undefined)?.providerID === 'string';
       return [...this.pending.entries()]
-        .filter(([name, e]) => (registered && e.nodeName === registered) || !this.lastDecision.get(name)?.startsWith('ignore/'))
+        .filter(([name, e]) => {
+          if (registered && e.nodeName === registered) return true;
+          const last = this.lastDecision.get(name);
+          return !last?.startsWith('ignore/') || (launched && e.signer === KubeletClientSigner && last === NoMatchKey);
+        })
         .map(([name]) => name);
     }
     if (obj.kind === Types.Node.kind) {
-      const name = normalizeDns(obj.metadata.name);
+      const name = obj.metadata.name;
       return [...this.pending.entries()].filter(([, e]) => e.nodeName === name).map(([csr]) => csr);
     }
     return [];
@@ -288,49 +318,53 @@ export class NodeIdentityReconciler implements Reconciler {
     const wanted = isClient
       ? claims.unregisteredInstanceIds
       : ownersOf(nodeClaims, nodes[0], pre.nodeName).flatMap((nc) => (nc.instanceId ? [nc.instanceId] : []));
-    let instances: Map<string, InstanceInfo>;
-    try {
-      instances = await this.lookup.lookup(wanted);
-    } catch (e) {
-      // No approval without proof; the typed error goes to the queue, which backs off and retries.
-      log.warn('instance lookup failed', { node: pre.nodeName, instances: wanted.length, error: describeError(e) });
-      throw e;
+    const instances = await this.lookupOrThrow(wanted, {}, pre.nodeName, log);
+    if (isClient) this.candidateNames = namesOf(instances);
+
+    const seenMs = this.firstSeen.get(name) ?? now;
+    const decide = () => {
+      const input = {
+        csr,
+        request: parsed,
+        nodeClaims,
+        nodes,
+        instances,
+        now,
+        csrSeenMs: seenMs,
+        windowMs: limits.windowMs ?? DefaultApprovalWindowMs,
+        launchDeadlineMs: limits.launchDeadlineMs ?? LaunchDeadlineMs,
+        approvedClientCsrs: isClient ? this.approvedCounts(pre.nodeName, nodeClaims, instances, csrs) : new Map<string, number>(),
+      };
+      return isClient ? decideClientCsr(input) : decideServingCsr(input);
+    };
+    let decision = decide();
+    if (decision.reason === 'InstanceAnswerStale' && decision.instanceId) {
+      // The answer that approves must have been read after the CSR was seen. One call serves every
+      // pending client CSR seen so far whose instance answer is older than it.
+      const ids = new Set([decision.instanceId, ...this.staleForPending(instances)]);
+      const fresh = await this.lookupOrThrow(ids, { readAfterMs: seenMs }, pre.nodeName, log);
+      for (const id of ids) {
+        const info = fresh.get(id);
+        if (info) instances.set(id, info);
+        else instances.delete(id);
+      }
+      decision = decide();
     }
 
-    const pendingCount = csrs.pending.filter((n) => !this.lastDecision.get(n)?.startsWith('ignore/')).length;
-    const input = {
-      csr,
-      request: parsed,
-      nodeClaims,
-      nodes,
-      instances,
-      now,
-      windowMs: limits.windowMs ?? DefaultApprovalWindowMs,
-      launchDeadlineMs: limits.launchDeadlineMs ?? LaunchDeadlineMs,
-      approvedClientCsrs: isClient ? this.approvedCounts(pre.nodeName, nodeClaims, instances, csrs) : new Map<string, number>(),
-    };
-    let decision = isClient ? decideClientCsr(input) : decideServingCsr(input);
-
+    const census = this.census(csrs.pending, nodeClaims);
     const bound = limits.maxPending ?? (limits.maxPendingBase ?? Defaults.maxPendingBase) + nodeClaims.length;
-    this.deps.metrics.set(CsrPendingMetric, pendingCount);
-    const overloaded = pendingCount > bound;
-    this.setCondition(
-      overloaded
-        ? {
-            type: NodeIdentityConditionType,
-            status: 'False',
-            reason: NodeIdentityReasons.TooManyPendingCSRs,
-            message: `more than ${bound} kubelet CSRs are pending; approvals are paused until they are approved, denied or expire`,
-          }
-        : {
-            type: NodeIdentityConditionType,
-            status: 'True',
-            reason: NodeIdentityReasons.AsExpected,
-            message: 'Kubelet CSRs of Karpenter nodes are being approved',
-          },
-    );
+    this.deps.metrics.set(CsrPendingMetric, census.approvable);
+    this.deps.metrics.set(CsrUnmatchedPendingMetric, census.unmatched);
+    const overloaded = census.approvable > bound;
+    this.setCondition(nodeIdentityCondition(overloaded, bound, census));
     if (decision.decision === 'approve' && overloaded) {
-      log.warn('approvals paused: too many pending CSRs', { pending: pendingCount, bound, node: decision.nodeName });
+      log.warn('approvals paused: too many pending CSRs', { pending: census.approvable, bound, node: decision.nodeName });
+      this.report(csr, {
+        ...decision,
+        decision: 'wait',
+        reason: 'ApprovalsPaused',
+        message: `${census.approvable} approvable kubelet CSRs are pending, more than ${bound}; approvals are paused until they are approved, denied or expire (${decision.message})`,
+      }, log);
       return { requeueAfterMs: limits.waitRequeueMs ?? Defaults.waitRequeueMs };
     }
 
@@ -371,6 +405,53 @@ export class NodeIdentityReconciler implements Reconciler {
     return decision.decision === 'wait' ? { requeueAfterMs: limits.waitRequeueMs ?? Defaults.waitRequeueMs } : {};
   }
 
+  private async lookupOrThrow(
+    ids: Iterable<string>,
+    opts: LookupOptions,
+    nodeName: string,
+    log: Logger,
+  ): Promise<Map<string, ObservedInstance>> {
+    try {
+      return await this.lookup.lookup(ids, opts);
+    } catch (e) {
+      // No approval without proof; the typed error goes to the queue, which backs off and retries.
+      log.warn('instance lookup failed', { node: nodeName, instances: [...ids].length, error: describeError(e) });
+      throw e;
+    }
+  }
+
+  /** Instances matched by pending client CSRs whose answer at hand was read before that CSR was seen. */
+  private staleForPending(instances: ReadonlyMap<string, ObservedInstance>): string[] {
+    const byName = new Map<string, ObservedInstance>();
+    for (const i of instances.values()) if (i.privateDnsName) byName.set(normalizeDns(i.privateDnsName), i);
+    const out: string[] = [];
+    for (const [csr, e] of this.pending) {
+      if (e.signer !== KubeletClientSigner || !e.nodeName) continue;
+      const i = byName.get(e.nodeName);
+      const seen = this.firstSeen.get(csr);
+      if (i && seen !== undefined && i.readAtMs < seen) out.push(i.instanceId);
+    }
+    return out;
+  }
+
+  /**
+   * Pending kubelet CSRs that could still be approved (one per node name: one client certificate per
+   * NodeClaim, one Node per name), and those that match no Karpenter instance or Node.
+   */
+  private census(pendingNames: readonly string[], nodeClaims: readonly CsrNodeClaim[]): { approvable: number; unmatched: number } {
+    const karpenterNodes = new Set(nodeClaims.flatMap((nc) => (nc.nodeName ? [nc.nodeName] : [])));
+    const approvable = new Set<string>();
+    let unmatched = 0;
+    for (const n of pendingNames) {
+      const e = this.pending.get(n);
+      if (!e?.nodeName) continue;
+      const candidate = e.signer === KubeletClientSigner ? this.candidateNames.has(e.nodeName) : karpenterNodes.has(e.nodeName);
+      if (candidate) approvable.add(`${e.signer}/${e.nodeName}`);
+      else unmatched++;
+    }
+    return { approvable: approvable.size, unmatched };
+  }
+
   private async parse(csr: KubeObject): Promise<CsrParseResult> {
     const uid = csr.metadata.uid;
     const hit = uid ? this.parsedByUid.get(uid) : undefined;
@@ -380,7 +461,8 @@ export class NodeIdentityReconciler implements Reconciler {
     if (parsed.ok) {
       const cn = parsed.request.subject.find((a) => a.type === 'CN')?.value;
       const n = cn ? nodeNameFromUser(cn) : undefined;
-      if (n) nodeName = normalizeDns(n);
+      // As asked for: a name in another spelling is not approvable and must not match a real node's CSRs.
+      if (n) nodeName = n;
     }
     // The request of a CSR is immutable, so its uid identifies the parse.
     if (uid) this.parsedByUid.set(uid, nodeName ? { parsed, nodeName } : { parsed });
@@ -396,8 +478,9 @@ export class NodeIdentityReconciler implements Reconciler {
     }
     const fromUser = view.signerName === KubeletServingSigner ? nodeNameFromUser(view.username) : undefined;
     const fromCn = csr.metadata.uid ? this.parsedByUid.get(csr.metadata.uid)?.nodeName : undefined;
-    const nodeName = fromUser ? normalizeDns(fromUser) : fromCn;
+    const nodeName = fromUser ?? fromCn;
     this.pending.set(csr.metadata.name, nodeName ? { signer: view.signerName, nodeName } : { signer: view.signerName });
+    if (!this.firstSeen.has(csr.metadata.name)) this.firstSeen.set(csr.metadata.name, this.deps.clock.now());
   }
 
   /**
@@ -414,12 +497,12 @@ export class NodeIdentityReconciler implements Reconciler {
   private forget(name: string): void {
     this.pending.delete(name);
     this.lastDecision.delete(name);
+    this.firstSeen.delete(name);
   }
 
   private async nodesNamed(nodeName: string): Promise<CsrNode[]> {
-    const names = [...new Set([nodeName, normalizeDns(nodeName)])];
-    const found = await Promise.all(names.map((n) => this.deps.store.get({ ...Types.Node, name: n })));
-    return found.filter((n): n is KubeObject => n !== undefined).map(csrNodeView);
+    const found = await this.deps.store.get({ ...Types.Node, name: nodeName });
+    return found ? [csrNodeView(found)] : [];
   }
 
   /** NodeClaims as the policy sees them (shared by concurrent reconciles; dropped by any NodeClaim event). */
@@ -438,7 +521,12 @@ export class NodeIdentityReconciler implements Reconciler {
       const v = csrView(c);
       if (!KubeletSigners.has(v.signerName)) continue;
       const state = csrState(c);
-      if (state === 'pending') out.pending.push(c.metadata.name);
+      if (state === 'pending') {
+        out.pending.push(c.metadata.name);
+        // Parsed once per CSR (cached by uid), so that the census knows every pending CSR's node name.
+        await this.parse(c);
+        this.track(c);
+      }
       if (v.signerName !== KubeletClientSigner || (state !== 'approved' && state !== 'issued')) continue;
       await this.parse(c);
       const nodeName = c.metadata.uid ? this.parsedByUid.get(c.metadata.uid)?.nodeName : undefined;
@@ -458,7 +546,7 @@ export class NodeIdentityReconciler implements Reconciler {
     instances: ReadonlyMap<string, InstanceInfo>,
     csrs: CsrSnapshot,
   ): Map<string, number> {
-    const name = normalizeDns(nodeName);
+    const name = nodeName;
     const approved = csrs.approvedByNode.get(name) ?? [];
     const counts = new Map<string, number>();
     for (const nc of nodeClaims) {
@@ -500,6 +588,45 @@ export class NodeIdentityReconciler implements Reconciler {
     this.currentCondition = next;
     this.deps.board?.setCondition(this.name, next);
   }
+}
+
+/** The decision key of a client CSR that matched no NodeClaim (re-examined when a NodeClaim launches). */
+const NoMatchKey = 'ignore/NoMatchingNodeClaim';
+
+/** Canonical node names of `instances` (EC2's spelling normalised). */
+function namesOf(instances: ReadonlyMap<string, InstanceInfo>): Set<string> {
+  return new Set([...instances.values()].flatMap((i) => (i.privateDnsName ? [normalizeDns(i.privateDnsName)] : [])));
+}
+
+/** Bucketed so that the condition's message, and so the status, does not change with every CSR. */
+const atLeast = (n: number): number => (n >= 1000 ? 1000 : n >= 100 ? 100 : n >= 10 ? 10 : n);
+
+function nodeIdentityCondition(overloaded: boolean, bound: number, census: { approvable: number; unmatched: number }): ConditionInput {
+  if (overloaded) {
+    return {
+      type: NodeIdentityConditionType,
+      status: 'False',
+      reason: NodeIdentityReasons.TooManyPendingCSRs,
+      message: `more than ${bound} approvable kubelet CSRs are pending; approvals are paused until they are approved, denied or expire`,
+    };
+  }
+  if (census.unmatched > 0) {
+    const n = atLeast(census.unmatched);
+    return {
+      type: NodeIdentityConditionType,
+      status: 'True',
+      reason: NodeIdentityReasons.UnmatchedCSRsPending,
+      message:
+        `Kubelet CSRs of Karpenter nodes are being approved; ${n === census.unmatched ? n : `at least ${n}`} pending kubelet CSR(s) match no ` +
+        `Karpenter instance and are left to cluster-machine-approver or an administrator (metric ${CsrUnmatchedPendingMetric})`,
+    };
+  }
+  return {
+    type: NodeIdentityConditionType,
+    status: 'True',
+    reason: NodeIdentityReasons.AsExpected,
+    message: 'Kubelet CSRs of Karpenter nodes are being approved',
+  };
 }
 
 /** NodeClaims that may own Node `nodeName` (same test as the serving policy; used to scope lookups). */

@@ -126,7 +126,12 @@ export class StatusReconciler implements Reconciler {
       if (op) input.operand = op;
     }
     const folded = foldStatus(input);
-    const report = { conditions: folded.conditions, relatedObjects: relatedObjects(ns, cloud), ...(folded.version ? { version: folded.version } : {}) };
+    const report = {
+      conditions: folded.conditions,
+      relatedObjects: relatedObjects(ns, cloud),
+      useCaseConditions: input.useCaseConditions,
+      ...(folded.version ? { version: folded.version } : {}),
+    };
     await topology.reportStatus(report, request);
     return {};
   }

@@ -1,0 +1,188 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EC2Client, RunInstancesCommand, TerminateInstancesCommand } from '@aws-sdk/client-ec2';
+import { CertificatesV1Api } from '@kubernetes/client-node';
+import { applyObject, createKubeletClientCsr, getObject, waitFor } from '@karpenter-operator/testkit';
+import { seededWorld, testCluster } from '@karpenter-operator/testkit/vitest';
+import { adminRequest, clusterOperator, conditionOf } from '../support/k8s.js';
+import { installManifests, resetOperatorWorld, startOperator, type OperatorProcess } from '../support/operator-process.js';
+import { applyKarpenterAndCredentials, csrApproved, isConverged, KARPENTER, waitCsrApproved } from '../support/scenario.js';
+
+// Node identity against forged and edge-case client CSRs, as an attacker holding the (effectively public)
+// node-bootstrapper token would send them: each stays pending while the real kubelet's CSR is approved.
+
+const cluster = testCluster();
+const kc = () => cluster.kubeConfig();
+const CLIENT_SIGNER = 'kubernetes.io/kube-apiserver-client-kubelet';
+const CLIENT_USAGES = ['digital signature', 'client auth'];
+let op: OperatorProcess;
+let seq = 0;
+const created: string[] = [];
+const instances: string[] = [];
+
+const ec2 = () => new EC2Client(cluster.ec2Config());
+const certificates = () => kc().makeApiClient(CertificatesV1Api);
+
+/** An instance in the emulator as Karpenter launches it (the cluster tag's value is `tagValue`). */
+async function runInstance(tagValue = 'owned'): Promise<{ instanceId: string; dns: string; providerID: string }> {
+  const world = seededWorld();
+  const zone = world.facts.zones[0]!;
+  const run = await ec2().send(
+    new RunInstancesCommand({
+      ImageId: world.facts.amis.x86_64,
+      InstanceType: 'm6i.large',
+      MinCount: 1,
+      MaxCount: 1,
+      SubnetId: world.ec2!.privateSubnetIds[zone],
+      TagSpecifications: [{ ResourceType: 'instance', Tags: [{ Key: world.facts.clusterTagKey, Value: tagValue }, { Key: 'karpenter.sh/nodepool', Value: 'general' }] }],
+    }),
+  );
+  const inst = run.Instances![0]!;
+  instances.push(inst.InstanceId!);
+  return { instanceId: inst.InstanceId!, dns: inst.PrivateDnsName!, providerID: `aws:///${zone}/${inst.InstanceId!}` };
+}
+
+/** A NodeClaim (optionally with its providerID, as Karpenter sets it once the instance is launched). */
+async function nodeClaim(name: string, providerID?: string): Promise<void> {
+  await applyObject(kc(), {
+    apiVersion: 'karpenter.sh/v1',
+    kind: 'NodeClaim',
+    metadata: { name, labels: { 'karpenter.sh/nodepool': 'general' } },
+    spec: { nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' }, requirements: [{ key: 'kubernetes.io/arch', operator: 'In', values: ['amd64'] }] },
+  });
+  if (providerID) {
+    const r = await adminRequest(cluster, 'PATCH', `/apis/karpenter.sh/v1/nodeclaims/${name}/status`, { status: { providerID } }, 'application/merge-patch+json');
+    expect(r.status).toBe(200);
+  }
+}
+
+/** A client CSR as the node bootstrapper sends it, with `commonName` as the subject CN. */
+async function submit(commonName: string): Promise<string> {
+  const api = (await cluster.kubeConfigFor('openshift-machine-config-operator', 'node-bootstrapper')).makeApiClient(CertificatesV1Api);
+  const csr = await createKubeletClientCsr('unused', { commonName });
+  const name = `ni-${Date.now().toString(36)}-${seq++}`;
+  await api.createCertificateSigningRequest({
+    body: { metadata: { name }, spec: { request: Buffer.from(csr.csrPem).toString('base64'), signerName: CLIENT_SIGNER, usages: CLIENT_USAGES } },
+  });
+  created.push(name);
+  return name;
+}
+
+/** The reasons of the operator's events about CSR `name`. */
+async function eventReasons(name: string): Promise<string[]> {
+  const r = await adminRequest(cluster, 'GET', `/apis/events.k8s.io/v1/events?fieldSelector=${encodeURIComponent(`regarding.name=${name}`)}`);
+  return ((r.body as { items?: Array<{ reason?: string }> }).items ?? []).map((e) => e.reason ?? '');
+}
+
+const waitForEvent = (name: string, reason: string, timeoutMs = 30_000) =>
+  waitFor(`event ${reason} on CSR ${name}`, async () => (await eventReasons(name)).includes(reason), { timeoutMs, intervalMs: 250 });
+
+async function karpenterCondition(type: string): Promise<{ status?: string; reason?: string; message?: string } | undefined> {
+  const cr = await getObject(kc(), KARPENTER.apiVersion, KARPENTER.kind, 'default');
+  return conditionOf(cr, type);
+}
+
+describe('node identity: forged client CSRs stay pending, real ones are approved', () => {
+  beforeAll(async () => {
+    await installManifests(cluster);
+    await resetOperatorWorld(cluster);
+    op = await startOperator(cluster, { name: 'karpenter-operator-ni' });
+    await applyKarpenterAndCredentials(cluster);
+    await waitFor('operator converged', () => isConverged(cluster), { timeoutMs: 120_000, intervalMs: 500 });
+  }, 240_000);
+
+  afterAll(async () => {
+    // CSRs are cluster-wide and would count for other files' approvers: remove every one this file made.
+    const api = certificates();
+    for (let i = 0; i < created.length; i += 32) {
+      await Promise.all(created.slice(i, i + 32).map((name) => api.deleteCertificateSigningRequest({ name }).catch(() => undefined)));
+    }
+    if (instances.length) await ec2().send(new TerminateInstancesCommand({ InstanceIds: instances })).catch(() => undefined);
+    for (const n of ['ni-spelling', 'ni-shared', 'ni-terminated', 'ni-early', 'ni-flood', 'ni-flood-launching']) {
+      await adminRequest(cluster, 'DELETE', `/apis/karpenter.sh/v1/nodeclaims/${n}`).catch(() => undefined);
+    }
+    await op?.stop();
+  }, 120_000);
+
+  it('a trailing dot or upper case in the CN is left pending, and the real kubelet still gets its certificate', async () => {
+    const inst = await runInstance();
+    await nodeClaim('ni-spelling', inst.providerID);
+    const dot = await submit(`system:node:${inst.dns}.`);
+    const upper = await submit(`system:node:${inst.dns.toUpperCase()}`);
+    await waitForEvent(dot, 'NonCanonicalNodeName');
+    await waitForEvent(upper, 'NonCanonicalNodeName');
+    const real = await submit(`system:node:${inst.dns}`);
+    await waitCsrApproved(cluster, real, 30_000);
+    expect(await csrApproved(cluster, dot)).toBe(false);
+    expect(await csrApproved(cluster, upper)).toBe(false);
+  });
+
+  it('an instance tagged kubernetes.io/cluster/<infraID>=shared is not a node of this cluster', async () => {
+    const inst = await runInstance('shared');
+    await nodeClaim('ni-shared', inst.providerID);
+    const csr = await submit(`system:node:${inst.dns}`);
+    await waitForEvent(csr, 'InstanceNotOwned');
+    expect(await csrApproved(cluster, csr)).toBe(false);
+  });
+
+  it('an instance terminated one second before its CSR: never approved from the cached running answer', async () => {
+    const inst = await runInstance();
+    await nodeClaim('ni-terminated', inst.providerID);
+    // The operator looks the instance up as soon as the NodeClaim has its providerID (1 s prefetch window):
+    // let it cache "running", then terminate the instance.
+    await new Promise((r) => setTimeout(r, 4_000));
+    await ec2().send(new TerminateInstancesCommand({ InstanceIds: [inst.instanceId] }));
+    await new Promise((r) => setTimeout(r, 1_000));
+    const csr = await submit(`system:node:${inst.dns}`);
+    // Decided on a read made after the CSR: the instance is gone, so it waits (pending), never approved.
+    await waitForEvent(csr, 'InstanceNotVisible');
+    await new Promise((r) => setTimeout(r, 3_000));
+    expect(await csrApproved(cluster, csr)).toBe(false);
+  });
+
+  it('a CSR seen before its NodeClaim is approved within seconds of the NodeClaim appearing', async () => {
+    const inst = await runInstance();
+    const csr = await submit(`system:node:${inst.dns}`);
+    // No NodeClaim has this instance yet: judged not Karpenter's for now.
+    await waitFor(`CSR ${csr} decided`, async () => (await eventReasons(csr)).length > 0, { timeoutMs: 30_000, intervalMs: 250 });
+    expect(await csrApproved(cluster, csr)).toBe(false);
+    const appeared = Date.now();
+    await nodeClaim('ni-early', inst.providerID);
+    await waitCsrApproved(cluster, csr, 30_000);
+    const ms = Date.now() - appeared;
+    console.log(`node-identity: CSR seen before its NodeClaim approved ${ms} ms after the NodeClaim appeared`);
+    expect(ms).toBeLessThan(5_000);
+  });
+
+  it('a flood of 500 unmatchable CSRs does not delay a legitimate approval, and shows without Degraded', async () => {
+    // One NodeClaim still launching (no providerID): the flood's CSRs could be its kubelet's, so they wait.
+    await nodeClaim('ni-flood-launching');
+    const names = Array.from({ length: 500 }, (_, i) => `system:node:ip-10-0-${200 + Math.floor(i / 250)}-${(i % 250) + 1}.ec2.internal`);
+    const t0 = Date.now();
+    for (let i = 0; i < names.length; i += 25) await Promise.all(names.slice(i, i + 25).map((n) => submit(n)));
+    console.log(`node-identity: 500 flood CSRs submitted in ${Date.now() - t0} ms`);
+
+    const inst = await runInstance();
+    await nodeClaim('ni-flood', inst.providerID);
+    const submitted = Date.now();
+    const real = await submit(`system:node:${inst.dns}`);
+    await waitCsrApproved(cluster, real, 30_000);
+    const ms = Date.now() - submitted;
+    console.log(`node-identity: legitimate CSR approved ${ms} ms after submission, behind 500 flood CSRs`);
+    expect(ms).toBeLessThan(5_000);
+
+    const healthy = await waitFor(
+      'NodeIdentityHealthy on the Karpenter CR reports the flood',
+      async () => {
+        const c = await karpenterCondition('NodeIdentityHealthy');
+        return c?.reason === 'UnmatchedCSRsPending' ? c : undefined;
+      },
+      { timeoutMs: 30_000, intervalMs: 500 },
+    );
+    expect(healthy.status).toBe('True');
+    expect(healthy.message).toMatch(/at least 100 pending kubelet CSR\(s\) match no Karpenter instance/);
+    const co = await clusterOperator(cluster);
+    expect(conditionOf(co, 'Degraded')?.status).toBe('False');
+    const metrics = await (await fetch(`http://127.0.0.1:${op.metricsPort}/metrics`)).text();
+    expect(metrics).toMatch(/karpenter_operator_csr_unmatched_pending \d{3}/);
+  });
+});
