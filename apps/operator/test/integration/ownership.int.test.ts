@@ -51,6 +51,10 @@ describe('what the operator owns, against foreign edits', () => {
       metadata: { name: 'karpenter-cloud-credentials', namespace: OPERATOR_NS },
       stringData: { credentials: credentialsFileText() },
     });
+    await waitFor('the EC2NodeClass CRD Established', async () => {
+      const crd = await getObject(kc(), 'apiextensions.k8s.io/v1', 'CustomResourceDefinition', 'ec2nodeclasses.karpenter.k8s.aws');
+      return (crd?.status as { conditions?: Array<{ type: string; status: string }> } | undefined)?.conditions?.some((c) => c.type === 'Established' && c.status === 'True');
+    }, { timeoutMs: 60_000 });
     // A second NodeClass: the userData is enforced on every NodeClass, so every one must be left alone.
     await applyObject(kc(), {
       ...{ apiVersion: NC[0], kind: NC[1] },
