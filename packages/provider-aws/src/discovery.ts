@@ -1,6 +1,7 @@
 import {
   InvalidInputError,
   Names,
+  pointerConfigProblem,
   Types,
   type DefaultNodeClass,
   type DiscoveryInput,
@@ -205,6 +206,10 @@ function readUserData(input: DiscoveryInput, primary: Worker): string {
     throw new InvalidInputError('UserDataSecretMissing', secretName, 'data.userData', 'not a base64 string');
   }
   if (!userData) throw new InvalidInputError('UserDataSecretMissing', secretName, 'data.userData', 'missing or empty');
+  // Whatever is here becomes every NodeClass's userData: refuse anything but a worker pointer config, so
+  // the NodeClasses keep their last good value (and their nodes) while the Secret is wrong.
+  const problem = pointerConfigProblem(userData);
+  if (problem) throw new InvalidInputError('InvalidUserData', secretName, 'data.userData', problem);
   return userData;
 }
 
@@ -311,7 +316,8 @@ export function workerMachineSets(machineSets: KubeObject[]): Worker[] {
 
 /**
  * Renders EC2NodeClass `default` from the worker MachineSets. Throws `InvalidInputError` with reason
- * `NoWorkerMachineSet`, `InvalidProviderSpec`, `UserDataSecretMissing` or `InvalidBootImages`. Pure.
+ * `NoWorkerMachineSet`, `InvalidProviderSpec`, `UserDataSecretMissing`, `InvalidUserData` (the Secret holds no
+ * usable Ignition pointer config) or `InvalidBootImages`. Pure.
  */
 export function renderDefaultNodeClass(input: DiscoveryInput): DefaultNodeClass {
   const workers = workerMachineSets(input.machineSets);

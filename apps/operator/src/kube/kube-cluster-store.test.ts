@@ -139,6 +139,50 @@ describe('KubeClusterStore.apply', () => {
     await stop();
   });
 
+  it('merge-patches the owned values whole when a foreign entry is there, then sends nothing', async () => {
+    const foreign = { spec: { replicas: 1, template: { spec: { containers: [{ name: 'c', image: 'img:1' }, { name: 'sidecar', image: 'evil' }] } } } };
+    const { store, transport, stop } = await world([deployment('karpenter', foreign, { labels: { user: 'added' } })]);
+    const desired = { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'karpenter', namespace: ns }, spec: { template: { spec: { containers: [{ name: 'c', image: 'img:1' }] } } } };
+    const ownedWhole = ['spec.template.spec.containers'];
+    transport.on({ method: 'PATCH' }, deployment('karpenter', {}, { resourceVersion: '11', labels: { user: 'added' } }));
+    const r = await store.apply(desired, { ownedWhole });
+    expect(r.changed).toBe(true);
+    expect(transport.requests).toEqual([
+      {
+        verb: 'patch',
+        kind: 'Deployment',
+        method: 'PATCH',
+        path: `/apis/apps/v1/namespaces/${ns}/deployments/karpenter`,
+        query: { fieldManager: 'karpenter-operator' },
+        body: desired,
+        contentType: 'application/merge-patch+json',
+      },
+    ]);
+    expect((await store.apply(desired, { ownedWhole })).changed).toBe(false);
+    expect(transport.requests).toHaveLength(1);
+    await stop();
+  });
+
+  it('does not repeat a write the server did not take until the object changes', async () => {
+    const { store, transport, caches, stop } = await world([deployment('karpenter')]);
+    const desired = { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'karpenter', namespace: ns }, spec: { replicas: 2 } };
+    // The server (an admission plug-in, a normalisation) keeps replicas at 1.
+    transport.on({ method: 'PATCH' }, deployment('karpenter', {}, { resourceVersion: '11' }));
+    expect((await store.apply(desired)).changed).toBe(true);
+    expect((await store.apply(desired)).changed).toBe(false);
+    expect(transport.requests).toHaveLength(1);
+    // Someone else changes the object: one more attempt, then quiet again.
+    for (const c of caches.informersOf(Types.Deployment)) c.upsertLocal(deployment('karpenter', {}, { resourceVersion: '12', labels: { edited: 'yes' } }));
+    transport.on({ method: 'PATCH' }, deployment('karpenter', {}, { resourceVersion: '13' }));
+    expect((await store.apply(desired)).changed).toBe(true);
+    expect((await store.apply(desired)).changed).toBe(false);
+    expect(transport.requests).toHaveLength(2);
+    // A different desired state is always sent.
+    expect((await store.apply({ ...desired, spec: { replicas: 3 } })).changed).toBe(true);
+    expect(transport.requests).toHaveLength(3);
+    await stop();
+  });
+
   it('creates through apply when the cache shows none, with the given field manager and force', async () => {
     const { store, transport, stop } = await world([]);
     transport.on({ method: 'PATCH' }, nodePool('default'));

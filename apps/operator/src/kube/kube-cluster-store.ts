@@ -2,12 +2,14 @@ import { PatchStrategy } from '@kubernetes/client-node';
 import {
   ConflictError,
   describeRef,
+  foreignEntries,
   isoNow,
   isSubset,
   Names,
   noopMetrics,
   NotFoundError,
   refOf,
+  replacingPatch,
   systemClock,
   TerminalError,
   TransientError,
@@ -59,6 +61,8 @@ export interface KubeClusterStoreOptions {
 
 const clone = <T>(v: T): T => structuredClone(v);
 
+const writeKey = (ref: ObjectRef): string => `${ref.apiVersion}|${ref.kind}|${ref.namespace ?? ''}|${ref.name}`;
+
 const isApproved = (csr: KubeObject | undefined) =>
   ((csr?.status as { conditions?: Array<{ type?: string }> } | undefined)?.conditions ?? []).some((c) => c.type === 'Approved');
 
@@ -81,6 +85,8 @@ export class KubeClusterStore implements ClusterStore {
   private readonly metrics: Metrics;
   private readonly clock: Clock;
   private readonly fieldManager: string;
+  /** Per object, the last apply sent and the resourceVersion it left (see `apply`). */
+  private readonly lastApply = new Map<string, { intent: string; resourceVersion: string }>();
 
   constructor(options: KubeClusterStoreOptions) {
     this.transport = options.transport;
@@ -115,17 +121,42 @@ export class KubeClusterStore implements ClusterStore {
     const ref = refOf(desired);
     const action = `applying ${describeRef(ref)}`;
     const current = this.cached(ref, action);
-    if (current && isSubset(desired, current)) return this.skipped('apply', ref, current) as WriteResult<T>;
+    const owned = options.ownedWhole ?? [];
+    const foreign = current ? foreignEntries(desired, current, owned) : [];
+    if (current && !foreign.length && isSubset(desired, current)) return this.skipped('apply', ref, current) as WriteResult<T>;
+    const key = writeKey(ref);
+    const intent = JSON.stringify([desired, options]);
+    const last = this.lastApply.get(key);
+    // The object is exactly as our identical last write left it: sending it again changes nothing either
+    // (a field the server normalises, an admission plug-in that puts something back), and each such write
+    // would wake the watchers and come back here.
+    if (current && last && last.intent === intent && last.resourceVersion === current.metadata.resourceVersion) {
+      return this.skipped('apply', ref, current) as WriteResult<T>;
+    }
     const info = await this.resources.resolve(ref);
-    const result = await this.send<T>(action, {
-      verb: 'apply',
-      kind: ref.kind,
-      method: 'PATCH',
-      path: resourcePath(ref, info, ref),
-      query: { fieldManager: options.fieldManager ?? this.fieldManager, force: options.force ?? true },
-      body: desired,
-      contentType: PatchStrategy.ServerSideApply,
-    });
+    const fieldManager = options.fieldManager ?? this.fieldManager;
+    // Apply never removes what another manager owns; a merge patch replaces the owned values whole.
+    const result = foreign.length
+      ? await this.send<T>(action, {
+          verb: 'patch',
+          kind: ref.kind,
+          method: 'PATCH',
+          path: resourcePath(ref, info, ref),
+          query: { fieldManager },
+          body: replacingPatch(desired, current, owned),
+          contentType: PatchStrategy.MergePatch,
+        })
+      : await this.send<T>(action, {
+          verb: 'apply',
+          kind: ref.kind,
+          method: 'PATCH',
+          path: resourcePath(ref, info, ref),
+          query: { fieldManager, force: options.force ?? true },
+          body: desired,
+          contentType: PatchStrategy.ServerSideApply,
+        });
+    const resourceVersion = result?.metadata?.resourceVersion;
+    if (resourceVersion) this.lastApply.set(key, { intent, resourceVersion });
     return { changed: true, object: this.remember(result) };
   }
 
@@ -316,6 +347,7 @@ export class KubeClusterStore implements ClusterStore {
   }
 
   private forget(ref: ObjectRef): void {
+    this.lastApply.delete(writeKey(ref));
     for (const c of this.caches.informersOf(ref)) c.removeLocal(ref.name, ref.namespace);
   }
 }

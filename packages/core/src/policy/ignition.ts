@@ -39,6 +39,57 @@ export function rewriteIgnitionPool(userData: string, pool: string): string {
   return changed ? JSON.stringify(parsed) : userData;
 }
 
+/** The Ignition spec versions RHCOS boots from a pointer config (`ignition.version`). */
+const SUPPORTED_VERSION = /^3\.\d+\.\d+$/;
+const MCS_SOURCE = /^https:\/\/[^/]+\/config\/[^/?#]+$/;
+
+/**
+ * Why `userData` is not a usable worker pointer config, or `undefined` when it is. The checks, in order:
+ *
+ * 1. it is a JSON object (not a shell script, cloud-init or YAML);
+ * 2. `ignition.version` is a supported spec version, `3.x.y`;
+ * 3. `ignition.config.merge` names at least one source, and each is a Machine Config Server URL
+ *    `https://<host>/config/<pool>` (the pool rewrite and the node's join depend on it);
+ * 4. `ignition.security.tls.certificateAuthorities` holds at least one CA, each as a `data:` URL (the MCS
+ *    CA: without it the node cannot fetch its config over TLS).
+ *
+ * The message never quotes the value: userData can carry secrets. Pure.
+ */
+export function pointerConfigProblem(userData: string): string | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(userData);
+  } catch {
+    return 'not an Ignition pointer config: not JSON';
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return 'not an Ignition pointer config: not a JSON object';
+  const ignition = field(parsed, 'ignition');
+  const version = field(ignition, 'version');
+  if (typeof version !== 'string') return 'ignition.version is missing';
+  if (!SUPPORTED_VERSION.test(version)) return `ignition.version ${JSON.stringify(version)} is not a supported spec version (3.x.y)`;
+  const merge = field(field(ignition, 'config'), 'merge');
+  if (!Array.isArray(merge) || merge.length === 0) return 'ignition.config.merge names no source (the Machine Config Server URL)';
+  for (const [i, m] of merge.entries()) {
+    const source = field(m, 'source');
+    if (typeof source !== 'string' || !MCS_SOURCE.test(source)) {
+      return `ignition.config.merge[${i}].source is not a Machine Config Server URL (https://<host>/config/<pool>)`;
+    }
+  }
+  const cas = field(field(field(ignition, 'security'), 'tls'), 'certificateAuthorities');
+  if (!Array.isArray(cas) || cas.length === 0) return 'ignition.security.tls.certificateAuthorities holds no CA (the Machine Config Server CA)';
+  for (const [i, ca] of cas.entries()) {
+    const source = field(ca, 'source');
+    if (typeof source !== 'string' || !/^data:[^,]*,.+/s.test(source)) {
+      return `ignition.security.tls.certificateAuthorities[${i}].source is not a data: URL`;
+    }
+  }
+  return undefined;
+}
+
+function field(v: unknown, key: string): unknown {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>)[key] : undefined;
+}
+
 /** True when two userData strings mean the same thing (equal JSON, whatever the key order or spacing). */
 export function sameUserData(a: string | undefined, b: string | undefined): boolean {
   if (a === b) return true;

@@ -378,3 +378,30 @@ describe('planOperand: HyperShift (management-cluster mode)', () => {
     expect(control).toEqual(['ServiceAccount openshift-karpenter/karpenter', 'Deployment openshift-karpenter/karpenter']);
   });
 });
+
+describe('planOperand: what is owned whole', () => {
+  const ownedOf = (i: OperandInput) => planOperand(i).filter((p) => p.ownedWhole !== undefined);
+
+  it.each([
+    { name: 'standalone: placement included', topology: 'standalone' as const, placement: true },
+    { name: 'hypershift: placement left to the HCP namespace', topology: 'hypershift' as const, placement: false },
+  ])('$name', ({ topology, placement }) => {
+    const owned = ownedOf(input({ topology }));
+    expect(owned.map((p) => p.object.kind)).toEqual(['Deployment']);
+    const paths = owned[0]!.ownedWhole!;
+    expect(paths).toEqual(
+      expect.arrayContaining([
+        'spec.template.spec.containers',
+        'spec.template.spec.containers[].env',
+        'spec.template.spec.containers[].envFrom',
+        'spec.template.spec.initContainers',
+        'spec.template.spec.initContainers[].env',
+        'spec.template.spec.volumes',
+      ]),
+    );
+    expect(paths.includes('spec.template.spec.nodeSelector')).toBe(placement);
+    expect(paths.includes('spec.template.spec.tolerations')).toBe(placement);
+    // Metadata stays merged: others' labels and annotations are theirs.
+    expect(paths.some((p) => p.includes('metadata'))).toBe(false);
+  });
+});

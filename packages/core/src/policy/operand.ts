@@ -4,6 +4,7 @@ import { Names } from '../model/names.js';
 import { Types } from '../model/kube.js';
 import type { OperandCloudConfig } from '../ports/cloud-provider.js';
 import type { PolicyRule } from './rbac.js';
+import type { OwnedPath } from './subset.js';
 
 /** Names of the operand's objects beyond those in `Names` (they appear only here and in tests). */
 export const OperandNames = {
@@ -98,6 +99,28 @@ export type OperandCluster = 'control' | 'workload';
 export interface PlacedObject {
   cluster: OperandCluster;
   object: KubeObject;
+  /** Fields of `object` the operator owns whole (`ApplyOptions.ownedWhole`); absent: none. */
+  ownedWhole?: readonly OwnedPath[];
+}
+
+const POD = 'spec.template.spec';
+const CONTAINER_LISTS = ['env', 'envFrom', 'volumeMounts', 'volumeDevices', 'ports'];
+
+/**
+ * What the operator owns whole in the operand Deployment's pod template: the containers and init
+ * containers (a foreign one would run beside the AWS credentials), each one's env, env sources, mounts and
+ * ports, the volumes, and the placement maps and lists it renders (node selector, tolerations). A foreign
+ * entry there is removed. Labels and annotations (of the Deployment and of the pod template) are merged:
+ * others' keys stay. Pure.
+ */
+export function operandOwnedWhole(deployment: KubeObject): OwnedPath[] {
+  const pod = ((deployment.spec as { template?: { spec?: Record<string, unknown> } } | undefined)?.template?.spec ?? {}) as Record<string, unknown>;
+  return [
+    ...['containers', 'initContainers'].flatMap((list) => [`${POD}.${list}`, ...CONTAINER_LISTS.map((f) => `${POD}.${list}[].${f}`)]),
+    `${POD}.volumes`,
+    // Only where the operator places the pods itself: on HyperShift the HCP namespace's scheduling applies.
+    ...['nodeSelector', 'tolerations'].filter((f) => pod[f] !== undefined).map((f) => `${POD}.${f}`),
+  ];
 }
 
 export interface ServiceAccountRef {
@@ -227,6 +250,7 @@ export function planOperand(input: OperandInput): PlacedObject[] {
   return placed.map(({ cluster, object }) => ({
     cluster,
     object: decorate(object, input.request, layout.singleCluster || cluster === 'control'),
+    ...(object.kind === Types.Deployment.kind ? { ownedWhole: operandOwnedWhole(object) } : {}),
   }));
 }
 

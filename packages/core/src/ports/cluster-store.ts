@@ -1,4 +1,5 @@
 import type { KubeObject, ObjectRef, TypeRef } from '../model/kube.js';
+import type { OwnedPath } from '../policy/subset.js';
 import { token } from './token.js';
 
 export interface ListOptions {
@@ -12,6 +13,11 @@ export interface ApplyOptions {
   fieldManager?: string;
   /** Take ownership of fields other managers own (server-side apply `force`). Defaults to true. */
   force?: boolean;
+  /**
+   * Fields of `desired` the operator owns as whole values (see `OwnedPath`): a map key or list element
+   * found there that `desired` lacks is removed, whoever wrote it (`apply` only).
+   */
+  ownedWhole?: readonly OwnedPath[];
 }
 
 export interface WriteResult<T extends KubeObject = KubeObject> {
@@ -40,7 +46,11 @@ export interface ClusterStore {
 
   /**
    * Server-side apply of a partial object (the fields this manager owns). Idempotent: sends nothing
-   * when every field of `desired` already has that value in the cached object.
+   * when every field of `desired` already has that value in the cached object and nothing foreign is under
+   * `options.ownedWhole`. Foreign entries there cannot be removed by an apply (it never drops what another
+   * manager owns), so that write is a JSON merge patch of `desired` that replaces those values whole
+   * (`replacingPatch`), still one request. A write is not repeated while the object is exactly as that
+   * write left it (same resourceVersion): what the server did not change once it will not change again.
    */
   apply<T extends KubeObject = KubeObject>(desired: T, options?: ApplyOptions): Promise<WriteResult<T>>;
 

@@ -1,6 +1,6 @@
 import { NotFoundError } from '../errors.js';
 import type { KubeObject, ObjectRef, TypeRef } from '../model/kube.js';
-import { isSubset } from '../policy/subset.js';
+import { isApplied, isSubset, replacingPatch } from '../policy/subset.js';
 import type { ApplyOptions, ClusterStore, ListOptions, WriteResult } from '../ports/cluster-store.js';
 
 export interface RecordedWrite {
@@ -110,14 +110,15 @@ export class MemoryClusterStore implements ClusterStore {
     if (specChanged) o.metadata.generation = (o.metadata.generation ?? 1) + 1;
   }
 
-  async apply<T extends KubeObject = KubeObject>(desired: T, _options?: ApplyOptions): Promise<WriteResult<T>> {
+  async apply<T extends KubeObject = KubeObject>(desired: T, options: ApplyOptions = {}): Promise<WriteResult<T>> {
     const ref = this.refOf(desired);
     const current = this.objects.get(keyOf(ref));
-    if (current && isSubset(desired, current)) return { changed: false, object: clone(current) as T };
+    const owned = options.ownedWhole ?? [];
+    if (current && isApplied(desired, current, owned)) return { changed: false, object: clone(current) as T };
     this.takeFailure('apply');
     this.writes.push({ verb: 'apply', ref, body: clone(desired) });
     if (!current) return { changed: true, object: this.seed(desired) as T };
-    const merged = mergePatch(current, desired) as KubeObject;
+    const merged = mergePatch(current, replacingPatch(desired, current, owned)) as KubeObject;
     this.bump(merged, true);
     this.objects.set(keyOf(ref), merged);
     return { changed: true, object: clone(merged) as T };

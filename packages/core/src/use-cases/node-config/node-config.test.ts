@@ -91,6 +91,43 @@ describe('machineconfigpool.node-config', () => {
     expect(w.store.writes).toEqual([]);
   });
 
+  it.each([
+    {
+      name: 'a key added to the pool nodeSelector',
+      ref: poolRef('karpenter-default'),
+      edit: { nodeSelector: { matchLabels: { 'karpenter.k8s.aws/ec2nodeclass': 'default', 'team.example.com/zone': 'a' } } },
+      field: 'nodeSelector',
+      removed: 'spec.nodeSelector.matchLabels.team.example.com/zone',
+    },
+    {
+      name: 'an expression added to the pool nodeSelector',
+      ref: poolRef('karpenter-default'),
+      edit: { nodeSelector: { matchLabels: { 'karpenter.k8s.aws/ec2nodeclass': 'default' }, matchExpressions: [{ key: 'x', operator: 'Exists' }] } },
+      field: 'nodeSelector',
+      removed: 'spec.nodeSelector.matchExpressions',
+    },
+    {
+      name: 'a key added to the KubeletConfig pool selector',
+      ref: taintRef,
+      edit: { machineConfigPoolSelector: { matchLabels: { [Names.managedLabel]: 'true', 'team.example.com/zone': 'a' } } },
+      field: 'machineConfigPoolSelector',
+      removed: undefined,
+    },
+  ])('reverts $name with one write, then writes nothing', async ({ ref, edit, field, removed }) => {
+    const w = world([aNodeClass('default')]);
+    await w.reconciler.reconcile('node-config');
+    const before = await w.store.get(ref);
+    w.store.seed({ ...before!, spec: { ...(before!.spec as object), ...edit } });
+    w.store.clearWrites();
+    await w.reconciler.reconcile('node-config');
+    expect(w.store.writes.map((x) => [x.verb, x.ref.kind, x.ref.name])).toEqual([['apply', ref.kind, ref.name]]);
+    expect(((await w.store.get(ref))!.spec as Record<string, unknown>)[field]).toEqual((before!.spec as Record<string, unknown>)[field]);
+    if (removed) expect(w.events.events.at(-1)?.message).toContain(`removing ${removed}`);
+    w.store.clearWrites();
+    await w.reconciler.reconcile('node-config');
+    expect(w.store.writes).toEqual([]);
+  });
+
   it('keeps the pool while its NodeClass is being deleted', async () => {
     const deleting = { ...aNodeClass('old'), metadata: { name: 'old', deletionTimestamp: '2026-01-01T00:00:00Z', finalizers: ['karpenter.k8s.aws/termination'] } };
     const w = world([deleting]);

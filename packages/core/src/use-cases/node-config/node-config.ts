@@ -6,7 +6,8 @@ import type { ClusterStore } from '../../ports/cluster-store.js';
 import type { EventRecorder } from '../../ports/event-recorder.js';
 import type { Logger } from '../../ports/logger.js';
 import type { Reconciler, Result, Watch } from '../../runtime/reconciler.js';
-import { poolProblem, renderPool, renderRegistrationTaint, type UpgradePolicy } from './render.js';
+import { foreignEntries } from '../../policy/subset.js';
+import { poolOwnedWhole, poolProblem, registrationTaintOwnedWhole, renderPool, renderRegistrationTaint, type UpgradePolicy } from './render.js';
 
 export const NodeConfigController = 'machineconfigpool.node-config';
 export const NODE_CONFIG_KEY = 'node-config';
@@ -78,11 +79,13 @@ export class NodeConfigReconciler implements Reconciler {
         logger.warn('pool name taken by an unmanaged pool', { pool: desired.metadata.name, nodeClass: nc.metadata.name });
         continue;
       }
-      const r = await store.apply(desired);
+      const foreign = current ? foreignEntries(desired, current, poolOwnedWhole) : [];
+      const r = await store.apply(desired, { ownedWhole: poolOwnedWhole });
       if (r.changed) {
         const verb = current ? 'Updated' : 'Created';
-        events.record(ncRef, 'Normal', `MachineConfigPool${verb}`, `${verb} MachineConfigPool ${desired.metadata.name}`);
-        logger.info(`${verb.toLowerCase()} MachineConfigPool`, { pool: desired.metadata.name, nodeClass: nc.metadata.name });
+        const removed = foreign.length ? `, removing ${foreign.join(', ')} (the operator owns the pool's selectors)` : '';
+        events.record(ncRef, 'Normal', `MachineConfigPool${verb}`, `${verb} MachineConfigPool ${desired.metadata.name}${removed}`);
+        logger.info(`${verb.toLowerCase()} MachineConfigPool`, { pool: desired.metadata.name, nodeClass: nc.metadata.name, ...(foreign.length ? { removed: foreign } : {}) });
       }
     }
 
@@ -102,8 +105,11 @@ export class NodeConfigReconciler implements Reconciler {
       return {};
     }
     if (nodeClasses.length) {
-      const r = await store.apply(taint);
-      if (r.changed) logger.info(`${current ? 'updated' : 'created'} KubeletConfig`, { kubeletConfig: taint.metadata.name });
+      const foreign = current ? foreignEntries(taint, current, registrationTaintOwnedWhole) : [];
+      const r = await store.apply(taint, { ownedWhole: registrationTaintOwnedWhole });
+      if (r.changed) {
+        logger.info(`${current ? 'updated' : 'created'} KubeletConfig`, { kubeletConfig: taint.metadata.name, ...(foreign.length ? { removed: foreign } : {}) });
+      }
     } else if (current && (await store.delete(refOf(taint)))) {
       logger.info('deleted KubeletConfig: no NodeClass left', { kubeletConfig: taint.metadata.name });
     }

@@ -1,6 +1,7 @@
 import type { KubeObject } from '../../model/kube.js';
 import { Types } from '../../model/kube.js';
 import { Names, poolNameFor } from '../../model/names.js';
+import { wholeSelector, type OwnedPath } from '../../policy/subset.js';
 
 /**
  * Who updates the OS of Karpenter nodes. Only one path exists: `MachineConfigOperator`, in place.
@@ -68,6 +69,16 @@ export function renderPool(nodeClass: string): KubeObject {
     },
   };
 }
+
+/**
+ * What the operator owns whole on its pools: both selectors. A key added to `nodeSelector` makes the pool
+ * match no Karpenter node (and loses the registration taint); one added to `machineConfigSelector` changes
+ * what those nodes run.
+ */
+export const poolOwnedWhole: readonly OwnedPath[] = [...wholeSelector('spec.nodeSelector'), ...wholeSelector('spec.machineConfigSelector')];
+
+/** What the operator owns whole on the registration-taint KubeletConfig: the pool selector. */
+export const registrationTaintOwnedWhole: readonly OwnedPath[] = wholeSelector('spec.machineConfigPoolSelector');
 
 /**
  * KubeletConfig `set-karpenter-taint`: registers the nodes of every managed pool with

@@ -149,6 +149,36 @@ describe('deployment.operand on two clusters (HyperShift)', () => {
     expect(guest.writes).toEqual([]);
   });
 
+  it('removes a foreign container and env var with one write and a Warning, keeps a foreign annotation, then is quiet', async () => {
+    await reconciler.reconcile();
+    const ref = { ...Types.Deployment, name: Names.operandDeployment, namespace: HCP_NS };
+    const dep = (await management.get(ref))!;
+    type Pod = { containers: Array<{ name: string; env?: Array<{ name: string; value?: string }> }> };
+    const edited = structuredClone(dep);
+    const pod = (edited.spec as { template: { spec: Pod } }).template.spec;
+    pod.containers[0]!.env!.push({ name: 'HTTPS_PROXY', value: 'http://evil.example.com:3128' });
+    pod.containers.push({ name: 'sidecar' });
+    edited.metadata.annotations = { 'team.example.com/note': 'mine' };
+    management.seed(edited);
+    management.clearWrites();
+    events.events.length = 0;
+
+    await reconciler.reconcile();
+    expect(management.writes.map((w) => `${w.verb} ${w.ref.kind} ${w.ref.name}`)).toEqual(['apply Deployment karpenter']);
+    const after = (await management.get(ref))!;
+    expect((after.spec as { template: { spec: Pod } }).template.spec).toEqual((dep.spec as { template: { spec: Pod } }).template.spec);
+    expect(after.metadata.annotations).toEqual({ 'team.example.com/note': 'mine' });
+    const warning = events.events.find((e) => e.reason === 'ForeignEntriesRemoved');
+    expect(warning).toMatchObject({ type: 'Warning' });
+    expect(warning?.message).toContain('spec.template.spec.containers[sidecar]');
+    expect(warning?.message).toContain('spec.template.spec.containers[controller].env[HTTPS_PROXY]');
+    expect(warning?.message).not.toContain('evil.example.com');
+
+    management.clearWrites();
+    await reconciler.reconcile();
+    expect(management.writes).toEqual([]);
+  });
+
   it('records OperandApplied once, when the Deployment is created', async () => {
     await reconciler.reconcile();
     await reconciler.reconcile();

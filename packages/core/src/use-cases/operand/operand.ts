@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
 import { isInvalidInputError } from '../../errors.js';
 import type { OperatorSettings } from '../../model/cluster.js';
-import type { KubeObject } from '../../model/kube.js';
-import { Types } from '../../model/kube.js';
+import { refOf, Types, type KubeObject } from '../../model/kube.js';
 import { Names } from '../../model/names.js';
 import { operandLayout, operandScopes, planOperand } from '../../policy/operand.js';
+import { foreignEntries } from '../../policy/subset.js';
 import type { CloudProvider } from '../../ports/cloud-provider.js';
 import type { EventRecorder } from '../../ports/event-recorder.js';
 import type { Logger } from '../../ports/logger.js';
@@ -32,7 +32,9 @@ export function secretDigest(secret: KubeObject): string {
 
 /**
  * `deployment.operand`: keeps the operand's ServiceAccounts, RBAC and Deployment as rendered, reverting
- * drift of the fields it owns (deletion, replicas, env, image) and leaving other fields alone. The operand
+ * drift of the fields it owns (deletion, replicas, env, image) and leaving other fields alone. The pod
+ * template's containers, env, mounts and volumes are owned whole (`operandOwnedWhole`): a container or env
+ * var someone else added is removed, with a Warning event naming it. The operand
  * is not created before the runtime CRDs are Established and its credentials Secret exists (Karpenter
  * exits at start-up without working credentials, which would be a crash loop). Each object goes to the
  * store of the cluster `planOperand` places it on; the topology decides nothing here beyond its stores.
@@ -99,9 +101,16 @@ export class OperandReconciler implements Reconciler {
       providerRbac: cloud.operandRbac(operandLayout(shape).apiIdentity.namespace),
       credentialsHash: secretDigest(secret),
     });
-    for (const { cluster, object: obj } of placed) {
+    for (const { cluster, object: obj, ownedWhole = [] } of placed) {
       const store = cluster === 'control' ? topology.controlStore : topology.workloadStore;
-      const r = await store.apply(obj);
+      const current = ownedWhole.length ? await store.get(refOf(obj)) : undefined;
+      const foreign = current ? foreignEntries(obj, current, ownedWhole) : [];
+      const r = await store.apply(obj, { ownedWhole });
+      if (r.changed && foreign.length) {
+        const what = `${obj.kind} ${ns}/${obj.metadata.name}`;
+        this.deps.events.record(request.owner, 'Warning', 'ForeignEntriesRemoved', `Removed from ${what} what the operator does not render: ${foreign.join(', ')}`);
+        this.deps.logger.warn('removed foreign entries from the operand', { kind: obj.kind, name: obj.metadata.name, namespace: ns, removed: foreign });
+      }
       if (r.changed && obj.kind === 'Deployment') {
         this.deps.events.record(request.owner, 'Normal', 'OperandApplied', `Applied Deployment ${ns}/${obj.metadata.name}`);
         this.deps.logger.info('applied operand', { kind: obj.kind, name: obj.metadata.name, namespace: ns });
