@@ -20,7 +20,7 @@ import { ControllerRuntime, routeByCluster } from './runtime/index.js';
 
 const USAGE = `Usage: karpenter-operator-hypershift-adapter [run] --namespace NS --guest-kubeconfig FILE [--kubeconfig FILE] [--hcp-name NAME]
        [--metrics-bind-address [host]:port (:8080)] [--health-probe-bind-address [host]:port (:8081)]
-       [--guest-unreachable-timeout DURATION (5m): how long the guest API may be unreachable during HCP deletion before the finalizers go]
+       [--guest-unreachable-timeout DURATION (5m): how long the guest API may be unreachable during HCP deletion before the HCP finalizer goes]
 The HyperShift sidecar adapter: HCP status.autoNode, the HCP finalizer when the guest is gone, and (with --hcp-name)
 EC2NodeClass default from ignition Secrets (guarded in the guest by a ValidatingAdmissionPolicy) and the operand's
 web-identity credentials Secret from spec.autoNode.`;
@@ -76,7 +76,7 @@ async function main(argv: string[]): Promise<number> {
   // A live request: cached lists keep answering with the last state after the guest is gone.
   const probeGuest = async (): Promise<void> => {
     await guest.transport.request({ verb: 'get', kind: 'Version', method: 'GET', path: '/version' }).catch((e: unknown) => {
-      // Only "cannot connect" counts towards releasing the finalizers: a slow, overloaded or misconfigured
+      // Only "cannot connect" counts towards releasing the finalizer: a slow, overloaded or misconfigured
       // guest still holds instances, so its errors are plain failures (retried, never a release).
       if (isConnectionFailure(e)) throw toCoreError(e, 'probing the guest API');
       throw new Error(`probing the guest API: ${describeError(toCoreError(e, 'probing the guest API'))}`, { cause: e });

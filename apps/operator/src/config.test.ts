@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseConfig } from './config.js';
+import { parseConfig, UNKNOWN_RELEASE_VERSION } from './config.js';
 
 const env = { RELEASE_VERSION: '4.22.0', KARPENTER_IMAGE_AWS: 'quay.io/k:1' };
 const d = { crdDir: '/crds' };
@@ -23,13 +23,15 @@ describe('parseConfig', () => {
 
   it.each([
     { name: 'namespace missing', argv: [], env, expect: ['--namespace is required'] },
-    { name: 'release missing', argv: ['--namespace=a'], env: {}, expect: ['RELEASE_VERSION is required'] },
+    { name: 'release missing', argv: ['--namespace=a'], env: {}, expect: ['RELEASE_VERSION is required (unless MANAGEMENT_CLUSTER=true)'] },
+    { name: 'both spellings of the guest kubeconfig', argv: ['--namespace=a', '--target-kubeconfig=/a', '--guest-kubeconfig=/b'], env, expect: ['--target-kubeconfig and --guest-kubeconfig are the same flag'] },
+    { name: 'an alias is still a flag that needs a value', argv: ['--namespace=a', '--target-kubeconfig'], env, expect: ['flag --target-kubeconfig needs a value'] },
     { name: 'MANAGEMENT_CLUSTER not strict', argv: ['--namespace=a'], env: { ...env, MANAGEMENT_CLUSTER: 'yes' }, expect: ['MANAGEMENT_CLUSTER must be "true" or "false"'] },
     {
       name: 'management cluster lists every missing setting at once',
       argv: ['--namespace=a'],
       env: { ...env, MANAGEMENT_CLUSTER: 'true' },
-      expect: ['CLUSTER_NAME is required', 'CLUSTER_ENDPOINT is required', 'PLATFORM is required', 'REGION is required', '--guest-kubeconfig is required'],
+      expect: ['CLUSTER_NAME is required', 'CLUSTER_ENDPOINT is required', 'PLATFORM is required', 'REGION is required', '--guest-kubeconfig (or --target-kubeconfig) is required'],
     },
     { name: 'AWS without operand image', argv: ['--namespace=a'], env: { RELEASE_VERSION: '1', PLATFORM: 'AWS' }, expect: ['KARPENTER_IMAGE_AWS is required'] },
     { name: 'unknown flag', argv: ['--namespace=a', '--bogus'], env, expect: ['unknown flag --bogus'] },
@@ -40,5 +42,35 @@ describe('parseConfig', () => {
     expect(r.ok).toBe(false);
     if (r.ok) return;
     for (const w of wanted) expect(r.errors.some((x) => x.startsWith(w)), `${w} in ${JSON.stringify(r.errors)}`).toBe(true);
+  });
+
+  const hosted = { MANAGEMENT_CLUSTER: 'true', CLUSTER_NAME: 'demo-x7k2p', CLUSTER_ENDPOINT: 'https://api.demo:6443', PLATFORM: 'AWS', REGION: 'us-east-1', KARPENTER_IMAGE_AWS: 'quay.io/k:1' };
+
+  it.each([
+    { name: '--target-kubeconfig=FILE (HyperShift)', argv: ['--target-kubeconfig=/mnt/kubeconfig/target-kubeconfig', '--namespace=clusters-demo'] },
+    { name: '--target-kubeconfig FILE', argv: ['--target-kubeconfig', '/mnt/kubeconfig/target-kubeconfig', '--namespace', 'clusters-demo'] },
+    { name: '--guest-kubeconfig (this project)', argv: ['--guest-kubeconfig=/mnt/kubeconfig/target-kubeconfig', '--namespace=clusters-demo'] },
+  ])('management-cluster mode: $name is the guest kubeconfig', ({ argv }) => {
+    const r = parseConfig(argv, hosted, d);
+    expect(r.ok && r.config.guestKubeconfig).toBe('/mnt/kubeconfig/target-kubeconfig');
+  });
+
+  it('management-cluster mode without RELEASE_VERSION names the unknown version; with it, that one; standalone still requires it', () => {
+    const argv = ['--target-kubeconfig=/k', '--namespace=clusters-demo'];
+    const without = parseConfig(argv, hosted, d);
+    expect(without.ok && without.config.releaseVersion).toBe(UNKNOWN_RELEASE_VERSION);
+    const withVersion = parseConfig(argv, { ...hosted, RELEASE_VERSION: '4.22.1' }, d);
+    expect(withVersion.ok && withVersion.config.releaseVersion).toBe('4.22.1');
+    expect(parseConfig(['--namespace=a'], { KARPENTER_IMAGE_AWS: 'quay.io/k:1' }, d).ok).toBe(false);
+  });
+
+  it('the pod name comes from POD_NAME, else MY_NAME (HyperShift), else HOSTNAME', () => {
+    const name = (e: Record<string, string>) => {
+      const r = parseConfig(['--namespace=a'], { ...env, ...e }, d);
+      return r.ok ? r.config.podName : undefined;
+    };
+    expect(name({ POD_NAME: 'p', MY_NAME: 'm', HOSTNAME: 'h' })).toBe('p');
+    expect(name({ MY_NAME: 'm', HOSTNAME: 'h' })).toBe('m');
+    expect(name({ HOSTNAME: 'h' })).toBe('h');
   });
 });

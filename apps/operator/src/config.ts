@@ -3,6 +3,8 @@
  * the settings or every problem at once, so a misconfigured Deployment fails with one message.
  */
 
+import { releaseVersionPlaceholder } from './manifests/cvo.js';
+
 export interface OperatorConfig {
   namespace: string;
   kubeconfig?: string;
@@ -10,8 +12,14 @@ export interface OperatorConfig {
   metricsBindAddress: { host: string; port: number };
   healthProbeBindAddress: { host: string; port: number };
   leaderElect: boolean;
+  /**
+   * RELEASE_VERSION. Required standalone (the CVO sets it; ClusterOperator `versions[operator]`). HyperShift sets
+   * none and this topology reports no version (the HCP has no field for it): there it defaults to
+   * `UNKNOWN_RELEASE_VERSION`, which only names the process in its log and User-Agent.
+   */
   releaseVersion: string;
   managementCluster: boolean;
+  /** CLUSTER_NAME: standalone an override of Infrastructure's name; management-cluster mode the HCP's infra ID. */
   clusterName?: string;
   clusterEndpoint?: string;
   platform?: string;
@@ -35,6 +43,15 @@ export interface OperatorConfig {
 
 export type ConfigResult = { ok: true; config: OperatorConfig } | { ok: false; errors: string[] };
 
+/** The version named when RELEASE_VERSION is absent (management-cluster mode only): the CVO's placeholder. */
+export const UNKNOWN_RELEASE_VERSION = releaseVersionPlaceholder;
+
+/**
+ * Other names a flag is accepted under: HyperShift starts the operator with `--target-kubeconfig=FILE`
+ * (`control-plane-operator/.../karpenteroperator`), this project's name for it is `--guest-kubeconfig`.
+ */
+export const FLAG_ALIASES: Readonly<Record<string, string>> = { 'target-kubeconfig': 'guest-kubeconfig' };
+
 const FLAG_NAMES = [
   'namespace',
   'kubeconfig',
@@ -49,6 +66,8 @@ const FLAG_NAMES = [
 /** `--name value`, `--name=value`, and bare boolean `--leader-elect` / `--leader-elect=false`. */
 export function parseFlags(argv: readonly string[]): { flags: Map<string, string>; errors: string[] } {
   const flags = new Map<string, string>();
+  /** How each flag was spelled (its name or an alias). */
+  const spelled = new Map<string, string>();
   const errors: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
@@ -57,15 +76,22 @@ export function parseFlags(argv: readonly string[]): { flags: Map<string, string
       continue;
     }
     const eq = arg.indexOf('=');
-    const name = eq > 0 ? arg.slice(2, eq) : arg.slice(2);
+    const given = eq > 0 ? arg.slice(2, eq) : arg.slice(2);
+    const name = FLAG_ALIASES[given] ?? given;
     if (!(FLAG_NAMES as readonly string[]).includes(name)) {
-      errors.push(`unknown flag --${name}`);
+      errors.push(`unknown flag --${given}`);
       continue;
     }
+    const earlier = spelled.get(name);
+    if (earlier !== undefined && earlier !== given) {
+      errors.push(`--${earlier} and --${given} are the same flag; give one`);
+      continue;
+    }
+    spelled.set(name, given);
     if (eq > 0) flags.set(name, arg.slice(eq + 1));
     else if (name === 'leader-elect') flags.set(name, 'true');
     else if (i + 1 < argv.length && !argv[i + 1]!.startsWith('--')) flags.set(name, argv[++i]!);
-    else errors.push(`flag --${name} needs a value`);
+    else errors.push(`flag --${given} needs a value`);
   }
   return { flags, errors };
 }
@@ -93,16 +119,16 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
   const { flags, errors } = parseFlags(argv);
   const namespace = flags.get('namespace') ?? env.POD_NAMESPACE;
   if (!namespace) errors.push('--namespace is required (set it from the downward API: metadata.namespace)');
-  const releaseVersion = env.RELEASE_VERSION;
-  if (!releaseVersion) errors.push('RELEASE_VERSION is required');
   const managementCluster = parseBool('MANAGEMENT_CLUSTER', env.MANAGEMENT_CLUSTER, false, errors);
+  const releaseVersion = env.RELEASE_VERSION || (managementCluster ? UNKNOWN_RELEASE_VERSION : undefined);
+  if (!releaseVersion) errors.push('RELEASE_VERSION is required (unless MANAGEMENT_CLUSTER=true)');
   const leaderElect = parseBool('--leader-elect', flags.get('leader-elect'), false, errors);
   const platform = env.PLATFORM || undefined;
   if (managementCluster) {
     for (const k of ['CLUSTER_NAME', 'CLUSTER_ENDPOINT', 'PLATFORM', 'REGION'] as const) {
       if (!env[k]) errors.push(`${k} is required when MANAGEMENT_CLUSTER=true`);
     }
-    if (!flags.get('guest-kubeconfig')) errors.push('--guest-kubeconfig is required when MANAGEMENT_CLUSTER=true');
+    if (!flags.get('guest-kubeconfig')) errors.push('--guest-kubeconfig (or --target-kubeconfig) is required when MANAGEMENT_CLUSTER=true');
   }
   if (platform === 'AWS' && !env.KARPENTER_IMAGE_AWS) errors.push('KARPENTER_IMAGE_AWS is required for PLATFORM=AWS');
   const logLevel = (flags.get('log-level') ?? env.LOG_LEVEL ?? 'info') as OperatorConfig['logLevel'];
@@ -119,7 +145,8 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
     managementCluster,
     crdDir: flags.get('crd-dir') ?? env.KARPENTER_CRD_DIR ?? defaults.crdDir,
     logLevel,
-    podName: env.POD_NAME ?? env.HOSTNAME ?? 'karpenter-operator',
+    // MY_NAME: what HyperShift's Deployment sets from metadata.name.
+    podName: env.POD_NAME ?? env.MY_NAME ?? env.HOSTNAME ?? 'karpenter-operator',
   };
   const opt = (k: keyof OperatorConfig, v: string | undefined) => {
     if (v) (config as unknown as Record<string, unknown>)[k] = v;

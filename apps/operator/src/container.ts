@@ -111,8 +111,8 @@ export function buildContainer(inputs: ContainerInputs): Container {
     operandImage: config.operandImageAws ?? '',
     crdDir: config.crdDir,
     ...(config.operatorImage ? { operatorImage: config.operatorImage } : {}),
-    // In management-cluster mode CLUSTER_NAME names the HCP; Karpenter's cluster name is the infra ID
-    // (the cluster tag on every instance), which the topology reads from the HCP.
+    // In management-cluster mode CLUSTER_NAME is the HCP's infra ID, which the topology reads from the HCP
+    // (and checks against CLUSTER_NAME): no override there.
     ...(config.clusterName && !config.managementCluster ? { clusterNameOverride: config.clusterName } : {}),
     ...(config.clusterEndpoint ? { clusterEndpointOverride: config.clusterEndpoint } : {}),
     ...(config.guestKubeconfigSecret ? { guestKubeconfigSecret: config.guestKubeconfigSecret } : {}),
@@ -127,12 +127,13 @@ export function buildContainer(inputs: ContainerInputs): Container {
   const hosted = config.managementCluster;
   if (hosted) {
     if (!inputs.guestStore) throw new Error('management-cluster mode needs the guest cluster store (--guest-kubeconfig)');
+    if (!config.hcpName) throw new Error('management-cluster mode needs the HostedControlPlane name (HCP_NAME, or found in the namespace at start-up)');
     c.bind(ManagementClusterStoreId).toConstantValue(inputs.store);
     c.bind(GuestClusterStoreId).toConstantValue(inputs.guestStore);
     c.load(
       hypershiftTopologyModule({
         namespace: config.namespace,
-        ...(config.hcpName ? { hcpName: config.hcpName } : {}),
+        hcpName: config.hcpName,
         // The operand's level (the HCP has no field for it); Karpenter knows no `warn`.
         logLevel: config.logLevel === 'warn' ? 'info' : config.logLevel,
         env: {

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -35,6 +35,8 @@ interface ImageSpec {
   entry: string;
   opt: string;
   manifests: boolean;
+  /** Executables copied from the repository: image path → source. */
+  bin?: Record<string, string>;
 }
 interface RuntimeTree {
   images: Record<string, ImageSpec>;
@@ -99,9 +101,11 @@ describe.each(cases)('$name image', ({ name, stageNames, operatorOnly, otherBund
     const final = s.at(-1)!;
     const copies = final.lines.filter((l) => l.includes('--from='));
     expect(copies).toEqual([`COPY --from=build /src/apps/operator/dist/ ${spec.opt}/`]);
+    for (const [dest, src] of Object.entries(spec.bin ?? {})) expect(final.lines).toContain(`COPY --chmod=0755 ${src} ${dest}`);
     const entry = final.lines.find((l) => l.startsWith('ENTRYPOINT'))!;
     const argv = JSON.parse(entry.slice('ENTRYPOINT'.length)) as string[];
-    expect(argv).toEqual(['node', `${spec.opt}/${spec.entry}.js`]);
+    // The operator starts through the launcher HyperShift runs too; the adapter straight from its bundle.
+    expect(argv).toEqual(operatorOnly ? ['/usr/bin/karpenter-operator'] : ['node', `${spec.opt}/${spec.entry}.js`]);
     const opt = join(tree, spec.opt);
     expect(existsSync(join(opt, `${spec.entry}.js`))).toBe(true);
     // Only this image's bundle, and the CRDs only where the operator reads them.
@@ -110,6 +114,26 @@ describe.each(cases)('$name image', ({ name, stageNames, operatorOnly, otherBund
   });
 
   if (name === 'operator') {
+    it("has /usr/bin/karpenter-operator, HyperShift's command: executable, it runs the bundle and accepts HyperShift's flags", () => {
+      expect(Object.keys(spec.bin ?? {})).toEqual(['/usr/bin/karpenter-operator']);
+      const bin = join(tree, 'usr/bin/karpenter-operator');
+      expect(existsSync(bin)).toBe(true);
+      expect(statSync(bin).mode & 0o111).toBe(0o111);
+      // As the kubelet runs a container's command: no shell of ours, only the image's PATH (node on it).
+      const run = (args: string[], env: Record<string, string> = {}) =>
+        spawnSync(bin, args, { cwd: '/', encoding: 'utf8', env: { PATH: `${dirname(node)}:/usr/bin:/bin`, ...env }, timeout: 30_000 });
+      const help = run(['--help']);
+      expect(help.status, help.stderr).toBe(0);
+      expect(help.stdout).toMatch(/^Usage: karpenter-operator \[run\]/);
+      expect(help.stdout).toContain('--target-kubeconfig');
+      // HyperShift's args with MANAGEMENT_CLUSTER=true and nothing else: refused for the missing env only, in one line.
+      const bare = run(['--target-kubeconfig=/mnt/kubeconfig/target-kubeconfig', '--namespace=clusters-demo'], { MANAGEMENT_CLUSTER: 'true' });
+      expect(bare.status).toBe(1);
+      expect(bare.stderr.trimEnd().split('\n')).toHaveLength(1);
+      expect(bare.stderr).toMatch(/^karpenter-operator: cannot start: CLUSTER_NAME is required/);
+      expect(bare.stderr).not.toMatch(/unknown flag|RELEASE_VERSION|--guest-kubeconfig/);
+    });
+
     it('the runtime tree starts without node_modules: --help, and render on fixtures', () => {
       const main = join(tree, spec.opt, 'main.js');
       const help = spawnSync(node, [main, '--help'], { cwd: tree, encoding: 'utf8' });

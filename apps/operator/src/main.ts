@@ -2,7 +2,7 @@ import { Command, Option } from 'commander';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describeError, systemClock, type OperatorSettings } from '@karpenter-operator/core';
-import { parseConfig } from './config.js';
+import { parseConfig, UNKNOWN_RELEASE_VERSION } from './config.js';
 import { providerFor } from './providers.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -13,11 +13,12 @@ const USAGE = `Usage: karpenter-operator [run] [flags]           the operator (d
        karpenter-operator render --from DIR [--kind K] [--output yaml|json]
        karpenter-operator check-credentials [--credentials FILE] [--region R]
 
-run flags: --namespace NS (required) --kubeconfig FILE --guest-kubeconfig FILE --leader-elect
+run flags: --namespace NS (required) --kubeconfig FILE --guest-kubeconfig FILE (alias --target-kubeconfig) --leader-elect
            --metrics-bind-address [host]:port (:8080) --health-probe-bind-address [host]:port (:8081)
            --crd-dir DIR --log-level debug|info|warn|error
-env: RELEASE_VERSION (required), KARPENTER_IMAGE_AWS, CLUSTER_NAME, CLUSTER_ENDPOINT, PLATFORM, REGION,
-     MANAGEMENT_CLUSTER, AWS_SHARED_CREDENTIALS_FILE, NODE_IDENTITY_CREDENTIALS_FILE, POD_NAMESPACE, POD_NAME`;
+env: RELEASE_VERSION (required unless MANAGEMENT_CLUSTER=true), KARPENTER_IMAGE_AWS, CLUSTER_NAME, CLUSTER_ENDPOINT,
+     PLATFORM, REGION, MANAGEMENT_CLUSTER, HCP_NAME, AWS_SHARED_CREDENTIALS_FILE, NODE_IDENTITY_CREDENTIALS_FILE,
+     POD_NAMESPACE, POD_NAME (or MY_NAME)`;
 
 async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
   const [first, ...rest] = argv;
@@ -58,7 +59,7 @@ async function renderCommand(argv: string[], env: NodeJS.ProcessEnv): Promise<nu
   const { InputError } = await import('./cli/load-objects.js');
   const settings: OperatorSettings = {
     namespace: o.namespace,
-    releaseVersion: env.RELEASE_VERSION ?? '0.0.1-snapshot',
+    releaseVersion: env.RELEASE_VERSION ?? UNKNOWN_RELEASE_VERSION,
     operandImage: env.KARPENTER_IMAGE_AWS ?? 'quay.io/openshift/origin-aws-karpenter-provider-aws:latest',
     crdDir: defaultCrdDir(env),
     ...(env.CLUSTER_NAME ? { clusterNameOverride: env.CLUSTER_NAME } : {}),

@@ -25,6 +25,7 @@ export * from './use-cases/status/status.js';
 export * from './use-cases/teardown/teardown.js';
 export * from './policy/operand.js';
 export * from './policy/rbac.js';
+export * from './policy/finalizers.js';
 export * from './use-cases/operand/operand.js';
 export * from './use-cases/gate.js';
 export * from './use-cases/default-nodeclass/default-nodeclass.js';

@@ -14,7 +14,12 @@ export const HcpAnnotations = {
   defaultInstanceProfile: 'hypershift.openshift.io/aws-karpenter-default-instance-profile',
 } as const;
 
-/** The finalizer the HyperShift side (the sidecar adapter) keeps on the HCP while AutoNode objects exist. */
+/**
+ * The one finalizer on the HCP, HyperShift's own: the operator's teardown (core, through
+ * `HyperShiftTopology.teardownFinalizer`) adds it while AutoNode is on and removes it once NodePools,
+ * NodeClaims and the operand are gone. HyperShift's hosted-cluster controller removes it itself when AutoNode
+ * was disabled (it deletes the operator at once) or the guest API is down during deletion.
+ */
 export const HCP_KARPENTER_FINALIZER = 'hypershift.openshift.io/karpenter-finalizer';
 
 export const ROLE_ARN_PATTERN = /^arn:(aws|aws-cn|aws-us-gov):iam::[0-9]{12}:role\/.+$/;
@@ -40,6 +45,8 @@ export interface HostedControlPlane {
   /** `HostedControlPlane <ns>/<name>`, for messages. */
   object: string;
   ref: ObjectRef & { namespace: string; uid: string };
+  /** `metadata.resourceVersion`: finalizer writes carry it, so they apply only over what was read. */
+  resourceVersion?: string;
   generation: number;
   /** Set only when `spec.autoNode` asks for Karpenter on AWS. */
   autoNode: AutoNodeConfig | undefined;
@@ -129,6 +136,7 @@ export function decodeHostedControlPlane(obj: unknown): HostedControlPlane {
     finalizers: finalizers as string[],
     conditions: decodeConditions(obj.status),
   };
+  if (typeof meta.resourceVersion === 'string' && meta.resourceVersion) hcp.resourceVersion = meta.resourceVersion;
   if (ignored) hcp.autoNodeIgnored = ignored;
   if (infraID) hcp.infraID = infraID;
   if (platformType) hcp.platformType = platformType;

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidInputError, Names, NotFoundError, type Condition, type StatusReport } from '@karpenter-operator/core';
 import { describeTopologyContract, FakeClock, MemoryClusterStore } from '@karpenter-operator/core/testing';
-import { HostedControlPlaneType } from './hcp.js';
-import { AUTONODE_CONDITION, autoNodeCondition, HyperShiftTopology, type HyperShiftTopologyOptions } from './hypershift-topology.js';
+import { HCP_KARPENTER_FINALIZER, HostedControlPlaneType } from './hcp.js';
+import { AUTONODE_CONDITION, autoNodeCondition, HyperShiftTopology, soleHostedControlPlaneName, type HyperShiftTopologyOptions } from './hypershift-topology.js';
 import { aHostedControlPlane, HCP_NAME, HCP_NAMESPACE, INFRA_ID } from './testing/builders.js';
 
-const ENV = { clusterName: HCP_NAME, clusterEndpoint: 'https://api.demo.example.com:443', region: 'us-west-1', platform: 'AWS' };
+const ENV = { clusterName: INFRA_ID, clusterEndpoint: 'https://api.demo.example.com:443', region: 'us-west-1', platform: 'AWS' };
 const HCP_REF = { ...HostedControlPlaneType, namespace: HCP_NAMESPACE, name: HCP_NAME };
 
 function setup(overrides: Partial<HyperShiftTopologyOptions> = {}) {
@@ -86,12 +86,14 @@ describe('HyperShiftTopology', () => {
   it('reads the request from spec.autoNode, owned by the HCP with its uid', async () => {
     const { topology, management } = setup({ logLevel: 'debug' });
     management.seed(aHostedControlPlane({ metadata: { finalizers: ['x'] } }));
+    const seeded = await management.get(HCP_REF);
     expect(await topology.readRequest()).toEqual({
       owner: { ...HCP_REF, uid: 'hcp-uid-1' },
       generation: 3,
       logLevel: 'debug',
       deleting: false,
       finalizers: ['x'],
+      resourceVersion: seeded!.metadata.resourceVersion,
     });
   });
 
@@ -113,9 +115,14 @@ describe('HyperShiftTopology', () => {
       want: { images: { operand: 'quay.io/hs/karpenter@sha256:1', operator: 'quay.io/hs/op:2' } },
     },
     {
-      name: 'AutoNode turned off, teardown finalizer still there',
-      hcp: aHostedControlPlane({ spec: { autoNode: null }, metadata: { finalizers: [Names.karpenterFinalizer] } }),
+      name: 'AutoNode turned off, HyperShift finalizer still there',
+      hcp: aHostedControlPlane({ spec: { autoNode: null }, metadata: { finalizers: [HCP_KARPENTER_FINALIZER] } }),
       want: { deleting: true },
+    },
+    {
+      name: 'AutoNode turned off, only the standalone teardown finalizer (not this topology\'s)',
+      hcp: aHostedControlPlane({ spec: { autoNode: null }, metadata: { finalizers: [Names.karpenterFinalizer] } }),
+      want: undefined,
     },
   ])('request: $name', async ({ hcp, want }) => {
     const { topology, management } = setup();
@@ -132,16 +139,18 @@ describe('HyperShiftTopology', () => {
     await expect(topology.readRequest()).rejects.toMatchObject({ field: 'spec.autoNode.provisionerConfig.karpenter.aws.roleARN' });
   });
 
-  it('finds the one HCP in the namespace when no name is given, and refuses two', async () => {
-    const { topology, management } = setup({ hcpName: undefined, env: { ...ENV, clusterName: 'guess' } });
-    expect(topology.statusObject.name).toBe('guess');
-    expect(topology.watches[0]).toEqual({ type: HostedControlPlaneType, cluster: 'control', namespace: HCP_NAMESPACE });
-    management.seed(aHostedControlPlane({ metadata: { name: 'real' } }));
-    management.seed(aHostedControlPlane({ metadata: { name: 'elsewhere', namespace: 'other-ns' } }));
-    expect((await topology.readRequest())?.owner.name).toBe('real');
-    expect(topology.statusObject.name).toBe('real');
-    management.seed(aHostedControlPlane({ metadata: { name: 'second' } }));
-    await expect(topology.readRequest()).rejects.toMatchObject({ field: 'metadata.name', object: `HostedControlPlanes in ${HCP_NAMESPACE}` });
+  it('soleHostedControlPlaneName: the one HCP of the namespace; none or two is an InvalidInputError naming metadata.name', () => {
+    const real = aHostedControlPlane({ metadata: { name: 'real' } });
+    const elsewhere = aHostedControlPlane({ metadata: { name: 'elsewhere', namespace: 'other-ns' } });
+    expect(soleHostedControlPlaneName([real, elsewhere], HCP_NAMESPACE)).toBe('real');
+    const second = aHostedControlPlane({ metadata: { name: 'second' } });
+    expect(() => soleHostedControlPlaneName([real, second], HCP_NAMESPACE)).toThrow(/2 found \(real, second\); expected one, or HCP_NAME/);
+    expect(() => soleHostedControlPlaneName([elsewhere], HCP_NAMESPACE)).toThrow(InvalidInputError);
+    try {
+      soleHostedControlPlaneName([], HCP_NAMESPACE);
+    } catch (e) {
+      expect(e).toMatchObject({ field: 'metadata.name', object: `HostedControlPlanes in ${HCP_NAMESPACE}` });
+    }
   });
 
   it('cluster facts come from the HCP, the endpoint from the environment', async () => {
@@ -161,6 +170,7 @@ describe('HyperShiftTopology', () => {
     { name: 'no HCP', hcp: undefined, env: ENV, field: 'metadata.name' },
     { name: 'no infraID', hcp: aHostedControlPlane({ spec: { infraID: null } }), env: ENV, field: 'spec.infraID' },
     { name: 'platform mismatch', hcp: aHostedControlPlane(), env: { ...ENV, platform: 'Azure' }, field: 'spec.platform.type' },
+    { name: 'CLUSTER_NAME is the HCP name, not its infra ID', hcp: aHostedControlPlane(), env: { ...ENV, clusterName: HCP_NAME }, field: 'spec.infraID' },
     { name: 'no platform anywhere', hcp: aHostedControlPlane({ spec: { platform: { type: null } } }), env: { ...ENV, platform: '' }, field: 'spec.platform.type' },
     { name: 'http endpoint', hcp: aHostedControlPlane(), env: { ...ENV, clusterEndpoint: 'http://api:6443' }, field: 'CLUSTER_ENDPOINT' },
   ])('facts: $name names $field', async ({ hcp, env, field }) => {

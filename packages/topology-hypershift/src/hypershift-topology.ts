@@ -2,7 +2,6 @@ import {
   InvalidInputError,
   isNotFoundError,
   isoNow,
-  Names,
   setConditions,
   token,
   type Clock,
@@ -18,7 +17,7 @@ import {
   type Topology,
   type Watch,
 } from '@karpenter-operator/core';
-import { decodeHostedControlPlane, HCP_INVALID_REASON, HostedControlPlaneType, type HostedControlPlane } from './hcp.js';
+import { decodeHostedControlPlane, HCP_INVALID_REASON, HCP_KARPENTER_FINALIZER, HostedControlPlaneType, type HostedControlPlane } from './hcp.js';
 
 /** Stores the composition root builds for management-cluster mode; the module resolves them by these tokens. */
 export const ManagementClusterStoreId = token<ClusterStore>('ClusterStore/management');
@@ -26,7 +25,10 @@ export const GuestClusterStoreId = token<ClusterStore>('ClusterStore/guest');
 
 /** Environment HyperShift sets on the operator in management-cluster mode, read once by the composition root. */
 export interface HyperShiftEnv {
-  /** CLUSTER_NAME. */
+  /**
+   * CLUSTER_NAME: HyperShift sets the HCP's infra ID (`spec.infraID`), not its name; when both are set they
+   * must agree.
+   */
   clusterName: string;
   /** CLUSTER_ENDPOINT: the guest API URL Karpenter and its nodes use. */
   clusterEndpoint: string;
@@ -43,18 +45,31 @@ export interface HyperShiftTopologyOptions {
   guest: ClusterStore;
   /** The HCP namespace, e.g. `clusters-demo`. */
   namespace: string;
-  /** The HCP's name; when absent, the one HostedControlPlane in `namespace`. */
-  hcpName?: string;
+  /**
+   * The HCP's name: HCP_NAME, or the one HostedControlPlane in `namespace` found at start-up
+   * (`soleHostedControlPlaneName`); HyperShift's Deployment names it nowhere.
+   */
+  hcpName: string;
   clock: Clock;
   env: HyperShiftEnv;
   /** The HCP has no log-level field; the operand runs at this level. Default `info`. */
   logLevel?: LogLevel;
-  /**
-   * The finalizer core's teardown keeps on the request owner. While the HCP carries it and AutoNode is
-   * off, the request reads as `deleting` so that disabling AutoNode tears down in order. Default
-   * `Names.karpenterFinalizer`.
-   */
-  teardownFinalizer?: string;
+}
+
+/**
+ * The name of the one HostedControlPlane among `items` (a list of an HCP namespace), for a Deployment that
+ * does not name it (HyperShift's: one HCP per namespace). Throws `InvalidInputError` when there is none or
+ * more than one. Pure.
+ */
+export function soleHostedControlPlaneName(items: readonly KubeObject[], namespace: string): string {
+  const names = items.filter((h) => h.metadata.namespace === undefined || h.metadata.namespace === namespace).map((h) => h.metadata.name);
+  if (names.length === 1) return names[0]!;
+  throw new InvalidInputError(
+    HCP_INVALID_REASON,
+    `HostedControlPlanes in ${namespace}`,
+    'metadata.name',
+    names.length ? `${names.length} found (${names.join(', ')}); expected one, or HCP_NAME` : 'none found; the operator runs beside its HostedControlPlane',
+  );
 }
 
 /** The condition this topology owns on the HCP, in the spirit of HyperShift's `AutoNodeEnabled`. */
@@ -106,41 +121,28 @@ export class HyperShiftTopology implements Topology {
   readonly workloadStore: ClusterStore;
   readonly operandNamespace: string;
   readonly watches: Watch[];
-  private discoveredName: string | undefined;
+  /**
+   * The finalizer core's teardown keeps on the HCP: the one HyperShift knows and removes itself when it
+   * disables AutoNode (deleting the operator at once) or the guest API is gone, so no finalizer of this
+   * project can be left behind to block the HCP's deletion. While the HCP carries it and AutoNode is off,
+   * the request reads as `deleting`, so that disabling AutoNode tears down in order.
+   */
+  readonly teardownFinalizer = HCP_KARPENTER_FINALIZER;
+  /** The HCP events are recorded on. */
+  readonly statusObject: ObjectRef;
 
   constructor(private readonly options: HyperShiftTopologyOptions) {
     this.controlStore = options.management;
     this.workloadStore = options.guest;
     this.operandNamespace = options.namespace;
-    const watch: Watch = { type: HostedControlPlaneType, cluster: 'control', namespace: options.namespace };
-    if (options.hcpName) watch.fieldSelector = `metadata.name=${options.hcpName}`;
-    this.watches = [watch];
+    this.watches = [{ type: HostedControlPlaneType, cluster: 'control', namespace: options.namespace, fieldSelector: `metadata.name=${options.hcpName}` }];
+    this.statusObject = { ...HostedControlPlaneType, namespace: options.namespace, name: options.hcpName };
   }
 
-  /**
-   * The HCP events are recorded on. Before the HCP has been read (when no `hcpName` was given), HyperShift's
-   * convention that the HCP is named like the cluster (CLUSTER_NAME) stands in.
-   */
-  get statusObject(): ObjectRef {
-    return { ...HostedControlPlaneType, namespace: this.options.namespace, name: this.options.hcpName ?? this.discoveredName ?? this.options.env.clusterName };
-  }
-
-  /** The raw HCP from the management cache, or undefined. Throws `InvalidInputError` when several match and no name was given. */
+  /** The raw HCP from the management cache, or undefined. */
   async rawHostedControlPlane(): Promise<KubeObject | undefined> {
     const { management, namespace, hcpName } = this.options;
-    if (hcpName) return management.get({ ...HostedControlPlaneType, namespace, name: hcpName });
-    const all = await management.list(HostedControlPlaneType, { namespace });
-    if (all.length > 1) {
-      throw new InvalidInputError(
-        HCP_INVALID_REASON,
-        `HostedControlPlanes in ${namespace}`,
-        'metadata.name',
-        `${all.length} found (${all.map((h) => h.metadata.name).join(', ')}); expected one, or the HCP name in the configuration`,
-      );
-    }
-    const hcp = all[0];
-    if (hcp) this.discoveredName = hcp.metadata.name;
-    return hcp;
+    return management.get({ ...HostedControlPlaneType, namespace, name: hcpName });
   }
 
   /** The decoded HCP, or undefined when absent. Throws `InvalidInputError` naming the field. */
@@ -157,9 +159,8 @@ export class HyperShiftTopology implements Topology {
   async readRequest(): Promise<KarpenterRequest | undefined> {
     const hcp = await this.hostedControlPlane();
     if (!hcp) return undefined;
-    const teardownFinalizer = this.options.teardownFinalizer ?? Names.karpenterFinalizer;
     const enabled = hcp.autoNode !== undefined;
-    if (!enabled && !hcp.finalizers.includes(teardownFinalizer)) return undefined;
+    if (!enabled && !hcp.finalizers.includes(this.teardownFinalizer)) return undefined;
     const request: KarpenterRequest = {
       owner: hcp.ref,
       generation: hcp.generation,
@@ -167,6 +168,7 @@ export class HyperShiftTopology implements Topology {
       deleting: hcp.deleting || !enabled,
       finalizers: hcp.finalizers,
     };
+    if (hcp.resourceVersion) request.resourceVersion = hcp.resourceVersion;
     if (hcp.deletionRequestedAtMs !== undefined) request.deletionRequestedAtMs = hcp.deletionRequestedAtMs;
     const { karpenterProviderAws: operand, karpenterOperator: operator } = hcp.images;
     if (operand || operator) request.images = { ...(operand ? { operand } : {}), ...(operator ? { operator } : {}) };
@@ -181,12 +183,13 @@ export class HyperShiftTopology implements Topology {
     const { env, namespace, hcpName } = this.options;
     const hcp = await this.hostedControlPlane();
     if (!hcp) {
-      throw new InvalidInputError(HCP_INVALID_REASON, `HostedControlPlane ${namespace}/${hcpName ?? '*'}`, 'metadata.name', 'not found');
+      throw new InvalidInputError(HCP_INVALID_REASON, `HostedControlPlane ${namespace}/${hcpName}`, 'metadata.name', 'not found');
     }
     const fail = (field: string, detail: string): never => {
       throw new InvalidInputError(HCP_INVALID_REASON, hcp.object, field, detail);
     };
     if (!hcp.infraID) fail('spec.infraID', 'missing');
+    if (env.clusterName && hcp.infraID !== env.clusterName) fail('spec.infraID', `${hcp.infraID} differs from CLUSTER_NAME=${env.clusterName} (HyperShift sets the infra ID there)`);
     const platform = hcp.platformType || env.platform;
     if (!platform) fail('spec.platform.type', 'missing, and PLATFORM is not set');
     if (hcp.platformType && env.platform && hcp.platformType.toLowerCase() !== env.platform.toLowerCase()) {

@@ -15,6 +15,7 @@ export {
   AUTONODE_CONDITION,
   AutoNodeReasons,
   autoNodeCondition,
+  soleHostedControlPlaneName,
   type HyperShiftEnv,
   type HyperShiftTopologyOptions,
 } from './hypershift-topology.js';

@@ -4,9 +4,9 @@ import { ClockId, TopologyId, type Topology } from '@karpenter-operator/core';
 import { FakeClock, MemoryClusterStore } from '@karpenter-operator/core/testing';
 import { GuestClusterStoreId, HyperShiftTopology, ManagementClusterStoreId } from './hypershift-topology.js';
 import { HyperShiftTopologyId, hypershiftTopologyModule } from './module.js';
-import { aHostedControlPlane, HCP_NAME, HCP_NAMESPACE } from './testing/builders.js';
+import { aHostedControlPlane, HCP_NAME, HCP_NAMESPACE, INFRA_ID } from './testing/builders.js';
 
-const env = { clusterName: HCP_NAME, clusterEndpoint: 'https://api.demo:443', region: 'us-east-2', platform: 'AWS' };
+const env = { clusterName: INFRA_ID, clusterEndpoint: 'https://api.demo:443', region: 'us-east-2', platform: 'AWS' };
 
 describe('hypershiftTopologyModule', () => {
   it('resolves TopologyId from a real container, with stores and clock from the options', async () => {
@@ -30,7 +30,7 @@ describe('hypershiftTopologyModule', () => {
     container.bind(ManagementClusterStoreId).toConstantValue(management);
     container.bind(GuestClusterStoreId).toConstantValue(guest);
     container.bind(ClockId).toConstantValue(new FakeClock());
-    container.load(hypershiftTopologyModule({ namespace: HCP_NAMESPACE, env }));
+    container.load(hypershiftTopologyModule({ namespace: HCP_NAMESPACE, hcpName: HCP_NAME, env }));
     const topology = container.get<Topology>(TopologyId);
     expect(topology.controlStore).toBe(management);
     expect(topology.workloadStore).toBe(guest);
@@ -40,7 +40,7 @@ describe('hypershiftTopologyModule', () => {
   it('says which binding is missing', () => {
     const container = new Container();
     container.bind(ClockId).toConstantValue(new FakeClock());
-    container.load(hypershiftTopologyModule({ namespace: HCP_NAMESPACE, env, guest: new MemoryClusterStore() }));
+    container.load(hypershiftTopologyModule({ namespace: HCP_NAMESPACE, hcpName: HCP_NAME, env, guest: new MemoryClusterStore() }));
     expect(() => container.get<Topology>(TopologyId)).toThrow(/ManagementClusterStoreId/);
   });
 });

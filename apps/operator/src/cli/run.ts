@@ -17,6 +17,7 @@ import {
 } from '@karpenter-operator/core';
 import { platformRequirements, type OperatorConfig } from '../config.js';
 import { buildContainer, ReconcilersId, StatusBoardId } from '../container.js';
+import { hostedControlPlaneName } from './hosted-control-plane.js';
 import { startHttpServer } from '../http/server.js';
 import { createKubeCluster, KubeEventRecorder, LeaderElector, leaderIdentity, loadKubeConfig, WatchedKubeConfig, type KubeCluster, type KubeTransport } from '../kube/index.js';
 import { routeByCluster, type CacheFactory } from '../runtime/index.js';
@@ -139,9 +140,10 @@ export async function runOperator(config: OperatorConfig, env: Record<string, st
     ? new ClusterRoutedEvents(controlEvents, new KubeEventRecorder({ transport: guest.cluster.transport, reportingInstance: identity, logger, metrics, clock }), config.namespace)
     : controlEvents;
   const caches: CacheFactory = guest ? routeByCluster({ control: cluster.informers, workload: guest.cluster.informers }) : cluster.informers;
-  if (guest) logger.info('management-cluster mode', { namespace: config.namespace, guestKubeconfig: config.guestKubeconfig, hcp: config.hcpName ?? '(the one in the namespace)' });
+  const hcpName = guest ? await hostedControlPlaneName(cluster.transport, config.namespace, config.hcpName) : undefined;
+  if (guest) logger.info('management-cluster mode', { namespace: config.namespace, guestKubeconfig: config.guestKubeconfig, hcp: hcpName });
   const container = buildContainer({
-    config,
+    config: hcpName ? { ...config, hcpName } : config,
     platform,
     store: cluster.store,
     ...(guest ? { guestStore: guest.cluster.store } : {}),

@@ -14,24 +14,40 @@ const hcpGroup = 'hypershift.openshift.io';
 /** The identity the operator (and adapter) use in the guest: the guest kubeconfig HyperShift mounts authenticates as this. */
 export const GUEST_OPERATOR_SUBJECT = { kind: 'ServiceAccount', name: 'karpenter-operator', namespace: 'kube-system' } as const;
 
-/** Role `karpenter-operator` in the HCP namespace of the management cluster. */
+/** Which process of the pod needs a management rule; `leaderElection`: only with `--leader-elect`. */
+interface ManagementRule extends DocumentedRule {
+  by: ReadonlyArray<'operator' | 'adapter'>;
+  leaderElection?: true;
+}
+
+const MANAGEMENT_RULES: ManagementRule[] = [
+  { by: ['operator', 'adapter'], why: 'Configuration (spec.autoNode), facts, the AutoNode condition and the finalizers.', apiGroups: [hcpGroup], resources: ['hostedcontrolplanes'], verbs: [...ro, 'patch'] },
+  { by: ['operator', 'adapter'], why: 'The AutoNode condition and status.autoNode.', apiGroups: [hcpGroup], resources: ['hostedcontrolplanes/status'], verbs: ['patch'] },
+  { by: ['operator'], why: 'The operand Deployment is owned by the HCP (blockOwnerDeletion).', apiGroups: [hcpGroup], resources: ['hostedcontrolplanes/finalizers'], verbs: ['update'] },
+  { by: ['operator'], leaderElection: true, why: 'Leader election of the operator (only with --leader-elect; HyperShift runs one replica without it).', apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: [...ro, 'create', 'update', 'patch'] },
+  { by: ['operator'], why: 'The operand Deployment and the ServiceAccount it runs as.', apiGroups: ['apps'], resources: ['deployments'], verbs: [...ro, 'create', 'patch', 'delete'] },
+  { by: ['operator'], why: 'The operand ServiceAccount.', apiGroups: [''], resources: ['serviceaccounts'], verbs: [...ro, 'create', 'patch', 'delete'] },
+  { by: ['operator'], why: 'Namespaced operand RBAC, when the provider renders any for the operand namespace.', apiGroups: ['rbac.authorization.k8s.io'], resources: ['roles', 'rolebindings'], verbs: [...ro, 'create', 'patch', 'delete'] },
+  { by: ['operator', 'adapter'], why: 'The credentials Secret (gating, rotation) and the ignition Secrets (labelled) of the HCP namespace.', apiGroups: [''], resources: ['secrets'], verbs: ro },
+  { by: ['adapter'], why: 'The adapter writes the operand credentials Secret (web identity from spec.autoNode) by server-side apply.', apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
+  {
+    by: ['adapter'],
+    why: 'The adapter keeps that Secret in shape and removes it once AutoNode is off; no other Secret.',
+    apiGroups: [''], resources: ['secrets'], verbs: ['patch', 'delete'], resourceNames: [Names.credentialsSecret],
+  },
+  { by: ['operator', 'adapter'], why: 'Events on the HCP and the operand Deployment.', apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
+];
+
+const documented = ({ by: _by, leaderElection: _le, ...rule }: ManagementRule): DocumentedRule => structuredClone(rule);
+
+/** Role `karpenter-operator` in the HCP namespace of the management cluster: what the operator and the adapter need there. */
 export function managementRules(): DocumentedRule[] {
-  return [
-    { why: 'Configuration (spec.autoNode), facts, the AutoNode condition and the finalizers.', apiGroups: [hcpGroup], resources: ['hostedcontrolplanes'], verbs: [...ro, 'patch'] },
-    { why: 'The AutoNode condition and status.autoNode.', apiGroups: [hcpGroup], resources: ['hostedcontrolplanes/status'], verbs: ['patch'] },
-    { why: 'The operand Deployment is owned by the HCP (blockOwnerDeletion).', apiGroups: [hcpGroup], resources: ['hostedcontrolplanes/finalizers'], verbs: ['update'] },
-    { why: 'Leader election of the operator.', apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: [...ro, 'create', 'update', 'patch'] },
-    { why: 'The operand Deployment and the ServiceAccount it runs as.', apiGroups: ['apps'], resources: ['deployments'], verbs: [...ro, 'create', 'patch', 'delete'] },
-    { why: 'The operand ServiceAccount.', apiGroups: [''], resources: ['serviceaccounts'], verbs: [...ro, 'create', 'patch', 'delete'] },
-    { why: 'Namespaced operand RBAC, when the provider renders any for the operand namespace.', apiGroups: ['rbac.authorization.k8s.io'], resources: ['roles', 'rolebindings'], verbs: [...ro, 'create', 'patch', 'delete'] },
-    { why: 'The credentials Secret (gating, rotation) and the ignition Secrets (labelled) of the HCP namespace.', apiGroups: [''], resources: ['secrets'], verbs: ro },
-    { why: 'The adapter writes the operand credentials Secret (web identity from spec.autoNode) by server-side apply.', apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
-    {
-      why: 'The adapter keeps that Secret in shape and removes it once AutoNode is off; no other Secret.',
-      apiGroups: [''], resources: ['secrets'], verbs: ['patch', 'delete'], resourceNames: [Names.credentialsSecret],
-    },
-    { why: 'Events on the HCP and the operand Deployment.', apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
-  ];
+  return MANAGEMENT_RULES.map(documented);
+}
+
+/** What the operator process alone needs on the management cluster (with `--leader-elect` or, as HyperShift starts it, without). */
+export function operatorManagementRules(options: { leaderElect: boolean }): DocumentedRule[] {
+  return MANAGEMENT_RULES.filter((r) => r.by.includes('operator') && (options.leaderElect || !r.leaderElection)).map(documented);
 }
 
 /** Cluster rules of the standalone operator that mean nothing in a hosted guest (no Karpenter CR, ClusterOperator, Infrastructure, MCO). */

@@ -19,6 +19,7 @@ import { seededWorld, testCluster } from '@karpenter-operator/testkit/vitest';
 import { anIgnitionSecret } from '@karpenter-operator/topology-hypershift/testing';
 import { GUEST_OPERATOR_SUBJECT, hostedGuestRbac, hostedManagementRbac } from '../../src/manifests/hypershift-rbac.js';
 import { conditionOf } from '../support/k8s.js';
+import { containerStart, operatorContainer } from '../support/hypershift-deployment.js';
 import { startOperator, type OperatorProcess } from '../support/operator-process.js';
 import { crdEstablished, csrApproved, launchKarpenterInstance, RUNTIME_CRDS, submitClientCsr, waitCsrApproved, type LaunchedNode } from '../support/scenario.js';
 
@@ -34,8 +35,8 @@ const HCP = 'demo';
 const SA = 'karpenter-operator';
 const HCP_TYPE = { apiVersion: 'hypershift.openshift.io/v1beta1', kind: 'HostedControlPlane' } as const;
 const HCP_PATH = `/apis/hypershift.openshift.io/v1beta1/namespaces/${NS}/hostedcontrolplanes/${HCP}`;
-const ADAPTER_FINALIZER = 'hypershift.openshift.io/karpenter-finalizer';
-const OPERATOR_FINALIZER = 'karpenter.autoscaling.openshift.io/teardown';
+/** The one finalizer on the HCP: HyperShift's own, which HyperShift also resolves itself. */
+const FINALIZER = 'hypershift.openshift.io/karpenter-finalizer';
 const MGMT_USER = `system:serviceaccount:${NS}:${SA}`;
 const GUEST_USER = `system:serviceaccount:${GUEST_OPERATOR_SUBJECT.namespace}:${GUEST_OPERATOR_SUBJECT.name}`;
 
@@ -78,6 +79,39 @@ function hostedControlPlane(): KubeObj {
     },
     status: { ready: true, initialized: true },
   };
+}
+
+let guestKubeconfigPath: string;
+
+/**
+ * The operator as HyperShift's Deployment starts it (test/fixtures/hypershift/karpenter-operator.yaml): its args
+ * and env, with only what a local process cannot take from a pod replaced: the guest kubeconfig file, the
+ * cloud credentials file (the harness's, for the EC2 emulator) and no proxy. CLUSTER_NAME is the HCP's infra
+ * ID, the HCP is not named, and there is no RELEASE_VERSION.
+ */
+function startAsHyperShift(): Promise<OperatorProcess> {
+  const start = containerStart(operatorContainer(), { namespace: NS, name: 'karpenter-operator-6c9f8d7b5-hcp' });
+  const { AWS_SHARED_CREDENTIALS_FILE: _inPod, HTTP_PROXY: _h, HTTPS_PROXY: _s, NO_PROXY: _n, ...env } = start.env;
+  const contractArgs = start.argv.slice(1).map((a) => a.replace(/^--target-kubeconfig=.*/, `--target-kubeconfig=${guestKubeconfigPath}`));
+  return startOperator(mgmt, {
+    namespace: NS,
+    serviceAccount: SA,
+    name: 'hcp-operator',
+    contractArgs,
+    env: { ...env, CLUSTER_NAME: world.facts.infraId, REGION: world.facts.region, RELEASE_VERSION: undefined, POD_NAME: undefined },
+  });
+}
+
+async function startBoth(): Promise<void> {
+  op = await startAsHyperShift();
+  adapter = await startOperator(mgmt, {
+    namespace: NS,
+    serviceAccount: SA,
+    leaderElect: false,
+    name: 'hcp-adapter',
+    entry: 'adapter',
+    args: [`--guest-kubeconfig=${guestKubeconfigPath}`, `--hcp-name=${HCP}`, '--guest-unreachable-timeout=5s'],
+  });
 }
 
 const hcp = () => getObject(mgmt.kubeConfig(), HCP_TYPE.apiVersion, HCP_TYPE.kind, HCP, NS);
@@ -126,26 +160,8 @@ describe('HyperShift: management cluster + guest cluster', () => {
     // What HyperShift's ignition generator would write for NodeClass `default`.
     await applyObject(m, anIgnitionSecret({ ami: world.facts.amis.x86_64 }) as KubeObj);
 
-    const common = { namespace: NS, serviceAccount: SA, leaderElect: false };
-    op = await startOperator(mgmt, {
-      ...common,
-      name: 'hcp-operator',
-      args: [`--guest-kubeconfig=${guestKubeconfig}`],
-      env: {
-        MANAGEMENT_CLUSTER: 'true',
-        CLUSTER_NAME: HCP,
-        CLUSTER_ENDPOINT: 'https://api.demo.example.com:6443',
-        PLATFORM: 'AWS',
-        REGION: world.facts.region,
-        HCP_NAME: HCP,
-      },
-    });
-    adapter = await startOperator(mgmt, {
-      ...common,
-      name: 'hcp-adapter',
-      entry: 'adapter',
-      args: [`--guest-kubeconfig=${guestKubeconfig}`, `--hcp-name=${HCP}`, '--guest-unreachable-timeout=5s'],
-    });
+    guestKubeconfigPath = guestKubeconfig;
+    await startBoth();
   }, 240_000);
 
   afterAll(async () => {
@@ -185,7 +201,10 @@ describe('HyperShift: management cluster + guest cluster', () => {
     expect(spec.userData).toContain('ignition');
 
     await waitFor('AutoNodeEnabled True once the operand rolled out', async () => (await autoNodeCondition())?.status === 'True', { timeoutMs: 90_000, intervalMs: 500 });
-    expect(await finalizers()).toEqual(expect.arrayContaining([ADAPTER_FINALIZER, OPERATOR_FINALIZER]));
+    // Only HyperShift's finalizer, which HyperShift can resolve without this operator.
+    expect(await finalizers()).toEqual([FINALIZER]);
+    // Found in the namespace: HyperShift's Deployment names no HCP.
+    expect(op.logs().split('\n').some((l) => l.includes('"msg":"management-cluster mode"') && l.includes(`"hcp":"${HCP}"`))).toBe(true);
     // No ClusterOperator in this topology, and nothing of the guest's lands in the management cluster (the
     // shared management cluster may hold Karpenter CRDs from the standalone files: the audit log tells who wrote).
     expect(mgmt.auditEvents({ user: MGMT_USER, since: started }).filter((e) => /clusteroperators|customresourcedefinitions|certificatesigningrequests/.test(e.requestURI))).toEqual([]);
@@ -274,7 +293,7 @@ describe('HyperShift: management cluster + guest cluster', () => {
     expect(adapter.exited()).toBe(false);
   }, 90_000);
 
-  it('turning AutoNode off tears down in order: NodePools, NodeClaims, the operand, then both finalizers', async () => {
+  it('turning AutoNode off tears down in order: NodePools, NodeClaims, the operand, then the finalizer', async () => {
     const g = guest.kubeConfig();
     await applyObject(g, {
       apiVersion: 'karpenter.sh/v1',
@@ -283,10 +302,7 @@ describe('HyperShift: management cluster + guest cluster', () => {
       spec: { template: { spec: { nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' }, requirements: [{ key: 'kubernetes.io/arch', operator: 'In', values: ['amd64'] }] } } },
     } as KubeObj);
     expect((await patchHcp({ spec: { autoNode: null } })).status).toBe(200);
-    await waitFor('both finalizers released', async () => {
-      const f = await finalizers();
-      return !f.includes(ADAPTER_FINALIZER) && !f.includes(OPERATOR_FINALIZER);
-    }, { timeoutMs: 90_000, intervalMs: 500 });
+    await waitFor('the finalizer released', async () => (await finalizers()).length === 0, { timeoutMs: 90_000, intervalMs: 500 });
     expect(await listObjects(g, 'karpenter.sh/v1', 'NodePool')).toEqual([]);
     expect(await listObjects(g, 'karpenter.sh/v1', 'NodeClaim')).toEqual([]);
     expect(await operand()).toBeUndefined();
@@ -296,12 +312,9 @@ describe('HyperShift: management cluster + guest cluster', () => {
     for (const n of RUNTIME_CRDS) expect(await crdEstablished(guest, n)).toBe(true);
   });
 
-  it('deleting the HCP while the guest API is down releases the finalizers with a Warning event', async () => {
+  it('deleting the HCP while the guest API is down releases the finalizer with a Warning event', async () => {
     expect((await patchHcp({ spec: { autoNode } })).status).toBe(200);
-    await waitFor('AutoNode back on: operand and both finalizers', async () => {
-      const f = await finalizers();
-      return f.includes(ADAPTER_FINALIZER) && f.includes(OPERATOR_FINALIZER) && (await operand()) !== undefined;
-    }, { timeoutMs: 60_000, intervalMs: 500 });
+    await waitFor('AutoNode back on: operand and the finalizer', async () => (await finalizers()).includes(FINALIZER) && (await operand()) !== undefined, { timeoutMs: 60_000, intervalMs: 500 });
     // A NodeClaim Karpenter would still be terminating when the guest went away.
     await applyObject(guest.kubeConfig(), {
       apiVersion: 'karpenter.sh/v1',
@@ -327,6 +340,39 @@ describe('HyperShift: management cluster + guest cluster', () => {
     } finally {
       await guest.startApiServer();
     }
+  });
+
+  it('AutoNode disabled as HyperShift does it (operator and adapter gone at once), then the HCP deleted: it goes away once HyperShift removes its finalizer', async () => {
+    await applyObject(mgmt.kubeConfig(), hostedControlPlane());
+    await waitFor('the HCP re-created', async () => (await hcp()) !== undefined, { timeoutMs: 30_000 });
+    await op.stop();
+    await adapter.stop();
+    await startBoth();
+    await waitFor('the finalizer on the new HCP', async () => (await finalizers()).includes(FINALIZER), { timeoutMs: 60_000, intervalMs: 500 });
+    await applyObject(guest.kubeConfig(), {
+      apiVersion: 'karpenter.sh/v1',
+      kind: 'NodePool',
+      metadata: { name: 'left-behind' },
+      spec: { template: { spec: { nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' }, requirements: [{ key: 'kubernetes.io/arch', operator: 'In', values: ['amd64'] }] } } },
+    } as KubeObj);
+    // HyperShift deletes the operator's Deployment the moment AutoNode is turned off: nothing of ours runs.
+    await op.kill();
+    await adapter.kill();
+    expect((await patchHcp({ spec: { autoNode: null } })).status).toBe(200);
+    await deleteObject(mgmt.kubeConfig(), HCP_TYPE.apiVersion, HCP_TYPE.kind, HCP, NS);
+    // HyperShift's hosted-cluster controller (resolveKarpenterFinalizer) with AutoNode off: it removes its
+    // finalizer, and only that one, over the version it read.
+    const current = (await hcp())!;
+    expect(current.metadata.finalizers).toEqual([FINALIZER]);
+    const removed = await kubeRequest(mgmt.kubeConfig(), 'PATCH', HCP_PATH, {
+      body: { metadata: { finalizers: (current.metadata.finalizers as string[]).filter((f) => f !== FINALIZER), resourceVersion: current.metadata.resourceVersion } },
+      contentType: 'application/merge-patch+json',
+    });
+    expect(removed.status).toBe(200);
+    await waitFor('the HCP to be gone', async () => (await hcp()) === undefined, { timeoutMs: 30_000, intervalMs: 500 });
+    // The guest's NodePool was left as it was: nobody tore down (as with HyperShift's own operator).
+    expect(await getObject(guest.kubeConfig(), 'karpenter.sh/v1', 'NodePool', 'left-behind')).toBeDefined();
+    await deleteObject(guest.kubeConfig(), 'karpenter.sh/v1', 'NodePool', 'left-behind');
   });
 
   it('neither process got a 403 on either cluster', () => {

@@ -47,12 +47,19 @@ export interface OperatorProcess {
 export interface StartOptions {
   name?: string;
   leaderElect?: boolean;
-  env?: Record<string, string>;
+  /** Environment over the harness's defaults; `undefined` removes a default (e.g. RELEASE_VERSION). */
+  env?: Record<string, string | undefined>;
   /** Namespace and ServiceAccount the process runs as (default openshift-karpenter/karpenter-operator). */
   namespace?: string;
   serviceAccount?: string;
   /** More flags, e.g. `--guest-kubeconfig=...`. */
   args?: string[];
+  /**
+   * Instead of `run --namespace=NS` and `args`: the arguments exactly as a platform passes them (HyperShift's
+   * Deployment). The harness adds only what a local process needs in place of a pod: `--kubeconfig` and the
+   * bind addresses.
+   */
+  contractArgs?: string[];
   /** Bundle entry point: the operator (`main`, default) or the HyperShift sidecar adapter (`adapter`). */
   entry?: 'main' | 'adapter';
 }
@@ -68,32 +75,34 @@ export async function startOperator(cluster: ClusterClient, opts: StartOptions =
   const healthPort = await freePort();
   const metricsPort = await freePort();
   const entry = opts.entry === 'adapter' ? join(REPO, 'apps/operator/dist/adapter.js') : MAIN;
-  const args = [
-    entry,
-    'run',
-    `--namespace=${namespace}`,
-    `--kubeconfig=${kubeconfig}`,
-    `--health-probe-bind-address=127.0.0.1:${healthPort}`,
-    `--metrics-bind-address=127.0.0.1:${metricsPort}`,
-    ...(opts.leaderElect === false || opts.entry === 'adapter' ? [] : ['--leader-elect']),
-    ...(opts.args ?? []),
-  ];
+  const local = [`--kubeconfig=${kubeconfig}`, `--health-probe-bind-address=127.0.0.1:${healthPort}`, `--metrics-bind-address=127.0.0.1:${metricsPort}`];
+  const args = opts.contractArgs
+    ? [entry, ...opts.contractArgs, ...local]
+    : [
+        entry,
+        'run',
+        `--namespace=${namespace}`,
+        ...local,
+        ...(opts.leaderElect === false || opts.entry === 'adapter' ? [] : ['--leader-elect']),
+        ...(opts.args ?? []),
+      ];
+  const env: Record<string, string | undefined> = {
+    PATH: process.env.PATH ?? '',
+    HOME: process.env.HOME ?? '/tmp',
+    RELEASE_VERSION: RELEASE,
+    KARPENTER_IMAGE_AWS: 'quay.io/openshift/origin-aws-karpenter-provider-aws:test',
+    POD_NAME: opts.name ?? 'karpenter-operator-test',
+    AWS_SHARED_CREDENTIALS_FILE: creds,
+    NODE_IDENTITY_CREDENTIALS_FILE: creds,
+    AWS_ENDPOINT_URL_EC2: cluster.info.ec2Endpoint ?? '',
+    AWS_EC2_METADATA_DISABLED: 'true',
+    LOG_LEVEL: 'debug',
+    ...opts.env,
+  };
   let out = '';
   const proc = spawn(NODE, args, {
     cwd: REPO,
-    env: {
-      PATH: process.env.PATH ?? '',
-      HOME: process.env.HOME ?? '/tmp',
-      RELEASE_VERSION: RELEASE,
-      KARPENTER_IMAGE_AWS: 'quay.io/openshift/origin-aws-karpenter-provider-aws:test',
-      POD_NAME: opts.name ?? 'karpenter-operator-test',
-      AWS_SHARED_CREDENTIALS_FILE: creds,
-      NODE_IDENTITY_CREDENTIALS_FILE: creds,
-      AWS_ENDPOINT_URL_EC2: cluster.info.ec2Endpoint ?? '',
-      AWS_EC2_METADATA_DISABLED: 'true',
-      LOG_LEVEL: 'debug',
-      ...opts.env,
-    },
+    env: Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined)),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));

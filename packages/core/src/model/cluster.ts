@@ -32,6 +32,8 @@ export interface KarpenterRequest {
   /** When deletion was requested (ms since epoch), while `deleting`. */
   deletionRequestedAtMs?: number;
   finalizers: string[];
+  /** The owner's `metadata.resourceVersion` as read; finalizer writes carry it (see `finalizersPatch`). */
+  resourceVersion?: string;
   /**
    * Image overrides carried by the request itself, winning over the operator's settings (HyperShift: the
    * HCP annotations `hypershift.openshift.io/karpenter-provider-aws-image` and `.../karpenter-operator-image`).

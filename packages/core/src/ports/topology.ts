@@ -48,6 +48,13 @@ export interface Topology {
 
   /** Object that events about the operator as a whole are recorded on. */
   readonly statusObject: ObjectRef;
+
+  /**
+   * The finalizer the teardown keeps on the request's owner while Karpenter is requested (standalone
+   * `karpenter.autoscaling.openshift.io/teardown` on the Karpenter CR; HyperShift the one HyperShift itself
+   * knows and resolves, `hypershift.openshift.io/karpenter-finalizer` on the HCP).
+   */
+  readonly teardownFinalizer: string;
 }
 
 export const TopologyId = token<Topology>('Topology');

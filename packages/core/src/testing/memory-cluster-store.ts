@@ -1,4 +1,4 @@
-import { NotFoundError } from '../errors.js';
+import { ConflictError, NotFoundError } from '../errors.js';
 import type { KubeObject, ObjectRef, TypeRef } from '../model/kube.js';
 import { isApplied, isSubset, replacingPatch } from '../policy/subset.js';
 import type { ApplyOptions, ClusterStore, ListOptions, WriteResult } from '../ports/cluster-store.js';
@@ -150,6 +150,11 @@ export class MemoryClusterStore implements ClusterStore {
     if (isSubset(patch, current)) return { changed: false, object: clone(current) };
     this.takeFailure('patch');
     this.writes.push({ verb: 'patch', ref, body: clone(patch) });
+    // Like the API server: a patch naming a resourceVersion applies only over that version.
+    const precondition = (patch.metadata as { resourceVersion?: unknown } | undefined)?.resourceVersion;
+    if (precondition !== undefined && precondition !== current.metadata.resourceVersion) {
+      throw new ConflictError(`patching ${ref.kind} ${ref.name}: the object has been modified (resourceVersion ${String(precondition)}, now ${current.metadata.resourceVersion})`);
+    }
     const merged = mergePatch(current, patch) as KubeObject;
     this.bump(merged, false);
     // Like the API server: an object being deleted disappears once its last finalizer is gone.

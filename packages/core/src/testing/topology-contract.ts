@@ -36,7 +36,10 @@ export function describeTopologyContract(name: string, factory: () => TopologyCo
       f.seedRequest();
       const r = await f.topology.readRequest();
       expect(r?.owner.uid).toBeTruthy();
+      // Finalizer writes on the owner carry it (finalizersPatch).
+      expect(r?.resourceVersion).toBeTruthy();
       expect(r?.deleting).toBe(false);
+      expect(f.topology.teardownFinalizer).toMatch(/^[a-z0-9.-]+\/[a-z0-9-]+$/);
       expect(['debug', 'info', 'error']).toContain(r?.logLevel);
     });
 

@@ -24,6 +24,7 @@ export function decodeKarpenter(obj: KubeObject): KarpenterRequest {
     deleting: Boolean(obj.metadata.deletionTimestamp),
     finalizers: obj.metadata.finalizers ?? [],
   };
+  if (obj.metadata.resourceVersion) req.resourceVersion = obj.metadata.resourceVersion;
   if (obj.metadata.deletionTimestamp) {
     const t = Date.parse(obj.metadata.deletionTimestamp);
     if (!Number.isNaN(t)) req.deletionRequestedAtMs = t;

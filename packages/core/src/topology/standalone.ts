@@ -31,6 +31,7 @@ export class StandaloneTopology implements Topology {
   readonly workloadStore: ClusterStore;
   readonly operandNamespace: string;
   readonly statusObject: ObjectRef = { ...Types.ClusterOperator, name: Names.clusterOperator };
+  readonly teardownFinalizer = Names.karpenterFinalizer;
   readonly watches: Watch[] = [
     { type: Types.Karpenter },
     { type: Types.Infrastructure, fieldSelector: `metadata.name=${Names.infrastructure}` },

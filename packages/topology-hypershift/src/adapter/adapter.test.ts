@@ -1,4 +1,4 @@
-import { Names, TransientError, Types, type ClusterStore, type KubeObject } from '@karpenter-operator/core';
+import { ConflictError, Names, TransientError, Types, type ClusterStore, type KubeObject } from '@karpenter-operator/core';
 import { FakeClock, MemoryClusterStore, RecordingEvents } from '@karpenter-operator/core/testing';
 import { describe, expect, it } from 'vitest';
 import { HCP_KARPENTER_FINALIZER } from '../hcp.js';
@@ -78,45 +78,40 @@ function finalizerWrites(store: MemoryClusterStore): unknown[] {
 
 describe('HcpFinalizerReconciler', () => {
   const deletedAt = '2026-01-01T00:00:00Z';
+  const reconciler = (management: MemoryClusterStore, guest: ClusterStore, more: { clock?: FakeClock; events?: RecordingEvents; unreachableAfterMs?: number; probeGuest?: () => Promise<void> } = {}) =>
+    new HcpFinalizerReconciler({ management, guest, namespace: NS, clock: more.clock ?? new FakeClock(), events: more.events ?? new RecordingEvents(), retryMs: 1_000, ...more });
 
-  it('adds the finalizer when AutoNode is enabled, once', async () => {
-    const management = new MemoryClusterStore([hcp()]);
-    const r = new HcpFinalizerReconciler({ management, guest: new MemoryClusterStore(), namespace: NS, clock: new FakeClock(), events: new RecordingEvents() });
-    await r.reconcile('demo');
-    expect(finalizerWrites(management)).toEqual([[HCP_KARPENTER_FINALIZER]]);
-    management.clearWrites();
-    await r.reconcile('demo');
+  it.each([
+    { name: 'AutoNode on, no finalizer: the operator adds it, not the adapter', obj: hcp() },
+    { name: 'AutoNode on, finalizer there', obj: hcp({ finalizers: [HCP_KARPENTER_FINALIZER] }) },
+    { name: 'AutoNode off, finalizer there (the operator tears down)', obj: hcp({ finalizers: [HCP_KARPENTER_FINALIZER], autoNode: false }) },
+  ])('never writes while the HCP is not being deleted: $name', async ({ obj }) => {
+    const management = new MemoryClusterStore([obj]);
+    expect(await reconciler(management, new MemoryClusterStore()).reconcile('demo')).toEqual({});
+    expect(await reconciler(management, unreachable(), { unreachableAfterMs: 0 }).reconcile('demo')).toEqual({});
     expect(management.writes).toEqual([]);
   });
 
-  it('does not add it when AutoNode is off', async () => {
-    const management = new MemoryClusterStore([hcp({ autoNode: false })]);
-    const r = new HcpFinalizerReconciler({ management, guest: new MemoryClusterStore(), namespace: NS, clock: new FakeClock(), events: new RecordingEvents() });
-    await r.reconcile('demo');
-    expect(management.writes).toEqual([]);
-  });
-
-  it('waits while the guest still has NodePools or NodeClaims (core teardown is at work), releases once they are gone', async () => {
+  it('never releases while the guest answers, however long the deletion takes and whatever the guest still holds: NodeClaims are not abandoned', async () => {
     const management = new MemoryClusterStore([hcp({ finalizers: [HCP_KARPENTER_FINALIZER, 'other'], deletionTimestamp: deletedAt })]);
     const guest = new MemoryClusterStore([claim('c1', 'n1', '2')]);
-    const events = new RecordingEvents();
-    const r = new HcpFinalizerReconciler({ management, guest, namespace: NS, clock: new FakeClock(), events });
-    expect((await r.reconcile('demo')).requeueAfterMs).toBeGreaterThan(0);
-    expect(management.writes).toEqual([]);
+    const clock = new FakeClock();
+    const r = reconciler(management, guest, { clock, unreachableAfterMs: 0 });
+    for (let i = 0; i < 3; i++) {
+      expect(await r.reconcile('demo')).toEqual({ requeueAfterMs: 1_000 });
+      clock.advance(3_600_000);
+    }
     guest.remove({ ...Types.NodeClaim, name: 'c1' });
-    await r.reconcile('demo');
-    expect(finalizerWrites(management)).toEqual([['other']]);
-    expect(events.events.map((e) => [e.type, e.reason])).toEqual([['Normal', 'FinalizerReleased']]);
-    management.clearWrites();
-    await r.reconcile('demo');
+    // Even with nothing left: the operator's teardown (operand removal) releases it, not the adapter.
+    expect(await r.reconcile('demo')).toEqual({ requeueAfterMs: 1_000 });
     expect(management.writes).toEqual([]);
   });
 
-  it('releases with a Warning only after the guest API has been unreachable for longer than the bound', async () => {
+  it('releases with a Warning only after the guest API has been unreachable for longer than the bound, over the resourceVersion it read', async () => {
     const management = new MemoryClusterStore([hcp({ finalizers: [HCP_KARPENTER_FINALIZER], deletionTimestamp: deletedAt })]);
     const clock = new FakeClock();
     const events = new RecordingEvents();
-    const r = new HcpFinalizerReconciler({ management, guest: unreachable(), namespace: NS, clock, events, unreachableAfterMs: 60_000 });
+    const r = reconciler(management, unreachable(), { clock, events, unreachableAfterMs: 60_000 });
     expect((await r.reconcile('demo')).requeueAfterMs).toBeGreaterThan(0);
     clock.advance(59_000);
     expect((await r.reconcile('demo')).requeueAfterMs).toBe(1_000);
@@ -131,7 +126,7 @@ describe('HcpFinalizerReconciler', () => {
     expect(await r.reconcile('demo')).toEqual({});
   });
 
-  it('with a cached guest that still lists claims, a failing live probe releases both finalizers after the bound, with a Warning', async () => {
+  it('with a cached guest that still lists claims, a failing live probe releases only HyperShift\'s finalizer after the bound', async () => {
     const management = new MemoryClusterStore([hcp({ finalizers: [Names.karpenterFinalizer, HCP_KARPENTER_FINALIZER, 'other'], deletionTimestamp: deletedAt })]);
     const guest = new MemoryClusterStore([claim('c1', 'n1', '4')]);
     const clock = new FakeClock();
@@ -139,29 +134,42 @@ describe('HcpFinalizerReconciler', () => {
     const probeGuest = async (): Promise<void> => {
       throw new TransientError('connect ECONNREFUSED 127.0.0.1:6443');
     };
-    const r = new HcpFinalizerReconciler({ management, guest, namespace: NS, clock, events, unreachableAfterMs: 5_000, probeGuest });
-    expect((await r.reconcile('demo')).requeueAfterMs).toBe(5_000);
+    const r = reconciler(management, guest, { clock, events, unreachableAfterMs: 5_000, probeGuest });
+    expect((await r.reconcile('demo')).requeueAfterMs).toBe(1_000);
     expect(management.writes).toEqual([]);
     clock.advance(5_000);
     await r.reconcile('demo');
-    expect(finalizerWrites(management)).toEqual([['other']]);
+    expect(finalizerWrites(management)).toEqual([[Names.karpenterFinalizer, 'other']]);
     expect(events.events.map((e) => [e.type, e.reason])).toEqual([['Warning', 'GuestUnreachable']]);
-    expect(events.events[0]!.message).toContain(Names.karpenterFinalizer);
   });
 
-  it('AutoNode turned off: keeps the finalizer while the guest has NodeClaims, releases it once they are gone; a failing guest is an error, never a release', async () => {
-    const management = new MemoryClusterStore([hcp({ finalizers: [HCP_KARPENTER_FINALIZER], autoNode: false })]);
-    const guest = new MemoryClusterStore([claim('c1', 'n1', '4')]);
-    const events = new RecordingEvents();
-    const r = new HcpFinalizerReconciler({ management, guest, namespace: NS, clock: new FakeClock(), events, retryMs: 1_000 });
-    expect(await r.reconcile('demo')).toEqual({ requeueAfterMs: 1_000 });
-    expect(management.writes).toEqual([]);
-    const down = new HcpFinalizerReconciler({ management, guest: unreachable(), namespace: NS, clock: new FakeClock(), events, unreachableAfterMs: 0 });
-    await expect(down.reconcile('demo')).rejects.toThrow(/ECONNREFUSED/);
-    expect(management.writes).toEqual([]);
-    await guest.delete({ ...Types.NodeClaim, name: 'c1' });
+  it('a guest that answers again resets the clock', async () => {
+    const management = new MemoryClusterStore([hcp({ finalizers: [HCP_KARPENTER_FINALIZER], deletionTimestamp: deletedAt })]);
+    const clock = new FakeClock();
+    let down = true;
+    const probeGuest = async (): Promise<void> => {
+      if (down) throw new TransientError('connect ECONNREFUSED 127.0.0.1:6443');
+    };
+    const r = reconciler(management, new MemoryClusterStore(), { clock, unreachableAfterMs: 10_000, probeGuest });
     await r.reconcile('demo');
-    expect(finalizerWrites(management)).toEqual([[]]);
-    expect(events.events.map((e) => e.reason)).toEqual(['FinalizerReleased']);
+    clock.advance(9_000);
+    down = false;
+    await r.reconcile('demo');
+    down = true;
+    clock.advance(9_000);
+    expect((await r.reconcile('demo')).requeueAfterMs).toBe(1_000);
+    expect(management.writes).toEqual([]);
+  });
+
+  it('a release over a changed HCP is a conflict, not a lost finalizer', async () => {
+    const management = new MemoryClusterStore([hcp({ finalizers: [HCP_KARPENTER_FINALIZER], deletionTimestamp: deletedAt })]);
+    const read = (await management.get({ apiVersion: 'hypershift.openshift.io/v1beta1', kind: 'HostedControlPlane', namespace: NS, name: 'demo' }))!;
+    // Another controller adds its finalizer between our read and our write.
+    const stale = Object.assign(Object.create(management) as MemoryClusterStore, { get: async () => read });
+    management.seed({ ...read, metadata: { ...read.metadata, finalizers: [HCP_KARPENTER_FINALIZER, 'late'] } });
+    const r = new HcpFinalizerReconciler({ management: stale, guest: unreachable(), namespace: NS, clock: new FakeClock(), events: new RecordingEvents(), unreachableAfterMs: 0 });
+    await expect(r.reconcile('demo')).rejects.toBeInstanceOf(ConflictError);
+    const now = await management.get({ apiVersion: 'hypershift.openshift.io/v1beta1', kind: 'HostedControlPlane', namespace: NS, name: 'demo' });
+    expect(now?.metadata.finalizers).toEqual([HCP_KARPENTER_FINALIZER, 'late']);
   });
 });

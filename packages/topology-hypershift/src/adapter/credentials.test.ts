@@ -2,6 +2,7 @@ import { Names, Types, type KubeObject } from '@karpenter-operator/core';
 import { MemoryClusterStore, RecordingEvents } from '@karpenter-operator/core/testing';
 import { describe, expect, it } from 'vitest';
 import { aHostedControlPlane, HCP_NAME, HCP_NAMESPACE, ROLE_ARN } from '../testing/builders.js';
+import { HCP_KARPENTER_FINALIZER } from '../hcp.js';
 import { CREDENTIALS_MANAGED_LABEL, HcpCredentialsReconciler, webIdentityProfile } from './credentials.js';
 
 const SECRET = { ...Types.Secret, namespace: HCP_NAMESPACE, name: Names.credentialsSecret };
@@ -47,7 +48,8 @@ describe('HcpCredentialsReconciler', () => {
 
   it.each([
     { name: 'AutoNode off, teardown finished: our Secret is removed', finalizers: [], label: true, gone: true },
-    { name: 'AutoNode off, teardown still running: kept', finalizers: [Names.karpenterFinalizer], label: true, gone: false },
+    { name: 'AutoNode off, teardown still running: kept', finalizers: [HCP_KARPENTER_FINALIZER], label: true, gone: false },
+    { name: 'AutoNode off, only a foreign finalizer: removed', finalizers: [Names.karpenterFinalizer], label: true, gone: true },
     { name: 'AutoNode off, a Secret someone else wrote: kept', finalizers: [], label: false, gone: false },
   ])('$name', async ({ finalizers, label, gone }) => {
     const secret: KubeObject = { ...Types.Secret, metadata: { name: Names.credentialsSecret, namespace: HCP_NAMESPACE, ...(label ? { labels: { [CREDENTIALS_MANAGED_LABEL]: 'true' } } : {}) }, data: {} };

@@ -1,5 +1,5 @@
 import { Names, Types, type ClusterStore, type EventRecorder, type KubeObject, type Reconciler, type Result, type Watch } from '@karpenter-operator/core';
-import { decodeHostedControlPlane, HostedControlPlaneType, type HostedControlPlane } from '../hcp.js';
+import { decodeHostedControlPlane, HCP_KARPENTER_FINALIZER, HostedControlPlaneType, type HostedControlPlane } from '../hcp.js';
 import { ADAPTER_FIELD_MANAGER } from './default-nodeclass.js';
 
 export const HCP_CREDENTIALS_CONTROLLER = 'hostedcontrolplane.credentials';
@@ -82,7 +82,7 @@ export class HcpCredentialsReconciler implements Reconciler {
     if (hcp.deleting) return {};
     if (!hcp.autoNode) {
       const current = await management.get(ref);
-      if (current?.metadata.labels?.[CREDENTIALS_MANAGED_LABEL] === 'true' && !hcp.finalizers.includes(Names.karpenterFinalizer)) {
+      if (current?.metadata.labels?.[CREDENTIALS_MANAGED_LABEL] === 'true' && !hcp.finalizers.includes(HCP_KARPENTER_FINALIZER)) {
         if (await management.delete(ref)) events.record(hcp.ref, 'Normal', 'CredentialsRemoved', `AutoNode is off: removed Secret ${namespace}/${Names.credentialsSecret}`);
       }
       return {};

@@ -1,6 +1,6 @@
 import {
+  finalizersPatch,
   isTransientError,
-  Names,
   Types,
   type Clock,
   type ClusterStore,
@@ -34,12 +34,13 @@ export interface HcpFinalizerDeps {
 }
 
 /**
- * `hostedcontrolplane.finalizer`: keeps `hypershift.openshift.io/karpenter-finalizer` on an AutoNode HCP.
- * On deletion, or when AutoNode is turned off, it releases the finalizer only when the guest holds no
- * Karpenter capacity: no NodePools and no NodeClaims left (core's teardown in the operator deletes them and
- * drops its own finalizer). On deletion, when the guest API has failed with transport errors for longer than
- * `unreachableAfterMs`, it releases its finalizer and the operator's teardown finalizer (a teardown against
- * a guest that is gone cannot finish) with a Warning event saying cloud resources may be orphaned.
+ * `hostedcontrolplane.finalizer`: the adapter's one say over `hypershift.openshift.io/karpenter-finalizer`,
+ * HyperShift's own finalizer, which the operator's teardown adds and removes (core `TeardownReconciler`
+ * through `HyperShiftTopology.teardownFinalizer`). When the HCP is being deleted and the guest API has failed
+ * with transport errors for longer than `unreachableAfterMs`, a teardown against a guest that is gone cannot
+ * finish: it releases the finalizer with a Warning event saying cloud resources may be orphaned (what
+ * HyperShift's hosted-cluster controller does when the guest's kube-apiserver is down). While the guest
+ * answers it never releases anything: NodeClaims are not abandoned.
  */
 export class HcpFinalizerReconciler implements Reconciler {
   readonly name = HCP_FINALIZER_CONTROLLER;
@@ -48,6 +49,7 @@ export class HcpFinalizerReconciler implements Reconciler {
   private readonly failingSince = new Map<string, number>();
 
   constructor(private readonly deps: HcpFinalizerDeps) {
+    // NodePools and NodeClaims are watched for their caches (the reads that fail when the guest is gone).
     this.watches = [
       { type: HostedControlPlaneType, cluster: 'control', namespace: deps.namespace },
       { type: Types.NodePool },
@@ -55,11 +57,9 @@ export class HcpFinalizerReconciler implements Reconciler {
     ];
   }
 
-  keysFor(obj: { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } }): string[] {
-    if (obj.apiVersion === HostedControlPlaneType.apiVersion && obj.kind === HostedControlPlaneType.kind) {
-      return this.deps.hcpName && obj.metadata.name !== this.deps.hcpName ? [] : [obj.metadata.name];
-    }
-    return this.deps.hcpName ? [this.deps.hcpName] : [];
+  keysFor(obj: { apiVersion: string; kind: string; metadata: { name: string } }): string[] {
+    if (obj.apiVersion !== HostedControlPlaneType.apiVersion || obj.kind !== HostedControlPlaneType.kind) return [];
+    return this.deps.hcpName && obj.metadata.name !== this.deps.hcpName ? [] : [obj.metadata.name];
   }
 
   async resyncKeys(): Promise<string[]> {
@@ -77,46 +77,33 @@ export class HcpFinalizerReconciler implements Reconciler {
     } catch {
       return {}; // reported by the operator; the watch wakes us when it is fixed
     }
-    const has = hcp.finalizers.includes(HCP_KARPENTER_FINALIZER);
-    // The finalizer list is replaced whole: only over the version it was read from (409 otherwise, retried),
-    // so a finalizer another controller added or removed meanwhile is never undone.
-    const rv = obj.metadata.resourceVersion;
-    const precondition = rv ? { resourceVersion: rv } : {};
-    if (!hcp.deleting && hcp.autoNode) {
+    if (!hcp.deleting || !hcp.finalizers.includes(HCP_KARPENTER_FINALIZER)) {
       this.failingSince.delete(hcp.ref.uid);
-      if (!has) await management.patch(hcp.ref, { metadata: { finalizers: [...hcp.finalizers, HCP_KARPENTER_FINALIZER], ...precondition } });
       return {};
     }
-    if (!has) return {};
     const retry = this.deps.retryMs ?? 10_000;
-    const release = (drop: string[]) => management.patch(hcp.ref, { metadata: { finalizers: hcp.finalizers.filter((f) => !drop.includes(f)), ...precondition } });
-    let left: number;
     try {
-      if (hcp.deleting) await this.deps.probeGuest?.();
-      const [pools, claims] = await Promise.all([guest.list(Types.NodePool), guest.list(Types.NodeClaim)]);
-      left = pools.length + claims.length;
-    } catch (e) {
-      if (!isTransientError(e) || !hcp.deleting) throw e;
-      const now = clock.now();
-      const since = this.failingSince.get(hcp.ref.uid) ?? now;
-      this.failingSince.set(hcp.ref.uid, since);
-      const bound = this.deps.unreachableAfterMs ?? 5 * 60_000;
-      if (now - since < bound) return { requeueAfterMs: Math.min(retry, bound - (now - since)) };
-      const dropped = [HCP_KARPENTER_FINALIZER, Names.karpenterFinalizer].filter((f) => hcp.finalizers.includes(f));
-      events.record(
-        hcp.ref,
-        'Warning',
-        'GuestUnreachable',
-        `guest API unreachable for ${Math.round((now - since) / 1000)} s during deletion: released ${dropped.join(' and ')}; cloud resources (instances of NodeClaims) may be orphaned`,
-      );
-      await release(dropped);
+      await this.deps.probeGuest?.();
+      await Promise.all([guest.list(Types.NodePool), guest.list(Types.NodeClaim)]);
+      // The guest answers: the operator's teardown finishes the job. Look again in a while: the guest may go away.
       this.failingSince.delete(hcp.ref.uid);
-      return {};
+      return { requeueAfterMs: retry };
+    } catch (e) {
+      if (!isTransientError(e)) throw e;
     }
+    const now = clock.now();
+    const since = this.failingSince.get(hcp.ref.uid) ?? now;
+    this.failingSince.set(hcp.ref.uid, since);
+    const bound = this.deps.unreachableAfterMs ?? 5 * 60_000;
+    if (now - since < bound) return { requeueAfterMs: Math.min(retry, bound - (now - since)) };
+    events.record(
+      hcp.ref,
+      'Warning',
+      'GuestUnreachable',
+      `guest API unreachable for ${Math.round((now - since) / 1000)} s during deletion: released ${HCP_KARPENTER_FINALIZER}; cloud resources (instances of NodeClaims) may be orphaned`,
+    );
+    await management.patch(hcp.ref, finalizersPatch(hcp.finalizers.filter((f) => f !== HCP_KARPENTER_FINALIZER), hcp.resourceVersion, hcp.object));
     this.failingSince.delete(hcp.ref.uid);
-    if (left > 0) return { requeueAfterMs: retry };
-    events.record(hcp.ref, 'Normal', 'FinalizerReleased', `no NodePools or NodeClaims left in the guest: released ${HCP_KARPENTER_FINALIZER}`);
-    await release([HCP_KARPENTER_FINALIZER]);
     return {};
   }
 }

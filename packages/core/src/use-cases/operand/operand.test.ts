@@ -58,6 +58,7 @@ function twoClusters(management: MemoryClusterStore, guest: MemoryClusterStore, 
     reportStatus: async () => {},
     watches: [],
     statusObject: hcpRef,
+    teardownFinalizer: 'hypershift.openshift.io/karpenter-finalizer',
   };
 }
 

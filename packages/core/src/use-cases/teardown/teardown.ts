@@ -1,6 +1,7 @@
 import type { KubeObject } from '../../model/kube.js';
 import { refOf, Types } from '../../model/kube.js';
 import { Names } from '../../model/names.js';
+import { finalizersPatch } from '../../policy/finalizers.js';
 import type { Clock } from '../../ports/clock.js';
 import type { EventRecorder } from '../../ports/event-recorder.js';
 import type { Logger } from '../../ports/logger.js';
@@ -16,19 +17,19 @@ export interface TeardownDeps {
   logger: Logger;
   /** After this long, NodeClaims still present get Karpenter's termination-timestamp annotation (forced drain). */
   forceAfterMs?: number;
-  /**
-   * After this long, finalizers of NodeClaims that still exist are removed so deletion cannot hang forever;
-   * a Warning event says instances may be orphaned. Only reached when Karpenter itself is not finishing.
-   */
-  abandonAfterMs?: number;
   pollMs?: number;
 }
 
 /**
- * `karpenter.teardown`: owns the finalizer on the request object. While Karpenter is requested it makes
- * sure the finalizer is there; once deletion is requested it deletes NodePools, waits for NodeClaims to
- * finish (Karpenter drains and terminates their instances), forces after a bound, then removes the
- * operand and releases the finalizer.
+ * `karpenter.teardown`: owns the topology's `teardownFinalizer` on the request object. While Karpenter is
+ * requested it makes sure the finalizer is there; once deletion is requested it deletes NodePools, waits for
+ * NodeClaims to finish (Karpenter drains and terminates their instances), forces their drain after a
+ * bound, then removes the operand and releases the finalizer.
+ *
+ * It never abandons a NodeClaim (never strips its finalizers): while the cluster answers, its instance is
+ * only gone once Karpenter says so. Giving up on a guest that no longer answers is decided outside (HyperShift
+ * removes its finalizer itself; the sidecar adapter does when the guest API stays unreachable). Every
+ * finalizer write carries the owner's resourceVersion (`finalizersPatch`).
  */
 export class TeardownReconciler implements Reconciler {
   readonly name = 'karpenter.teardown';
@@ -52,11 +53,10 @@ export class TeardownReconciler implements Reconciler {
     if (!request) return {};
     const owner = request.owner;
     const ownerRef = { apiVersion: owner.apiVersion, kind: owner.kind, name: owner.name, ...(owner.namespace ? { namespace: owner.namespace } : {}) };
-    const fin = Names.karpenterFinalizer;
+    const fin = topology.teardownFinalizer;
+    const setFinalizers = (list: string[]) => topology.controlStore.patch(ownerRef, finalizersPatch(list, request.resourceVersion, `${owner.kind} ${owner.name}`));
     if (!request.deleting) {
-      if (!request.finalizers.includes(fin)) {
-        await topology.controlStore.patch(ownerRef, { metadata: { finalizers: [...request.finalizers, fin] } });
-      }
+      if (!request.finalizers.includes(fin)) await setFinalizers([...request.finalizers, fin]);
       return {};
     }
     if (!request.finalizers.includes(fin)) return {};
@@ -78,13 +78,13 @@ export class TeardownReconciler implements Reconciler {
     if (await topology.controlStore.delete(dep)) events.record(owner, 'Normal', 'DeletingOperand', 'NodeClaims are gone; removing Karpenter');
     if (await topology.controlStore.get(dep)) return { requeueAfterMs: this.deps.pollMs ?? 5000 };
 
-    await topology.controlStore.patch(ownerRef, { metadata: { finalizers: request.finalizers.filter((f) => f !== fin) } });
+    await setFinalizers(request.finalizers.filter((f) => f !== fin));
     events.record(owner, 'Normal', 'TeardownComplete', 'NodePools, NodeClaims and the operand are removed');
     return {};
   }
 
   private async pushClaims(claims: KubeObject[], elapsedMs: number): Promise<void> {
-    const { topology, clock, events, logger } = this.deps;
+    const { topology, clock, events } = this.deps;
     const store = topology.workloadStore;
     const owner = topology.statusObject;
     for (const c of claims) {
@@ -93,11 +93,6 @@ export class TeardownReconciler implements Reconciler {
       if (elapsedMs >= (this.deps.forceAfterMs ?? 5 * 60_000) && !c.metadata.annotations?.[Names.terminationAnnotation]) {
         await store.patch(ref, { metadata: { annotations: { [Names.terminationAnnotation]: new Date(clock.now()).toISOString() } } });
         events.record(owner, 'Warning', 'ForcingNodeClaimTermination', `NodeClaim ${c.metadata.name} did not terminate in time; forcing its drain`);
-      }
-      if (elapsedMs >= (this.deps.abandonAfterMs ?? 20 * 60_000) && (c.metadata.finalizers ?? []).length) {
-        await store.patch(ref, { metadata: { finalizers: null } });
-        events.record(owner, 'Warning', 'NodeClaimAbandoned', `Removed finalizers of NodeClaim ${c.metadata.name}; its instance may be orphaned`);
-        logger.warn('abandoned NodeClaim during teardown', { nodeclaim: c.metadata.name });
       }
     }
   }
