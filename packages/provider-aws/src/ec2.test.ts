@@ -25,7 +25,7 @@ import {
   TransientError,
   type KubeObject,
 } from '@karpenter-operator/core';
-import { createEc2Client, Ec2Adapter, instanceIdFromProviderId, mapAwsError, rereadEvery } from './ec2.js';
+import { createEc2Client, Ec2Adapter, instanceIdFromProviderId, mapAwsError, rereadEvery, webIdentityTokenFileOf } from './ec2.js';
 import { aFacts, INFRA_ID } from './testing/builders.js';
 
 const ec2Mock = mockClient(EC2Client);
@@ -381,5 +381,17 @@ describe('rereadEvery', () => {
     // The SDK's memoisation would keep OLD forever without an expiration; force the refresh window.
     const again = await c.config.credentials({ forceRefresh: true });
     expect(again.accessKeyId).toBe('NEW');
+  });
+});
+
+describe('webIdentityTokenFileOf', () => {
+  it.each([
+    { name: 'STS profile as the cloud-credential operator writes it', text: '[default]\nsts_regional_endpoints = regional\nrole_arn = arn:aws:iam::1:role/k\nweb_identity_token_file = /var/run/secrets/openshift/serviceaccount/token\n', want: '/var/run/secrets/openshift/serviceaccount/token' },
+    { name: 'static keys', text: '[default]\naws_access_key_id = A\naws_secret_access_key = B\n', want: undefined },
+    { name: 'another profile only', text: '[other]\nweb_identity_token_file = /t\n', want: undefined },
+    { name: 'config-file spelling, CRLF, comments', text: '# c\r\n[profile default]\r\nweb_identity_token_file=/t \r\n', want: '/t' },
+    { name: 'empty', text: '', want: undefined },
+  ])('$name', ({ text, want }) => {
+    expect(webIdentityTokenFileOf(text, 'default')).toBe(want);
   });
 });

@@ -1,4 +1,4 @@
-import { access } from 'node:fs/promises';
+import { access, readFile } from 'node:fs/promises';
 import {
   DescribeImagesCommand,
   DescribeInstancesCommand,
@@ -470,6 +470,24 @@ export class Ec2Adapter {
         throw new InvalidInputError('CloudCredentialsMissing', `credentials file ${file}`, file, 'not readable', { cause: e });
       }
     }
+    if (creds?.type === 'sharedCredentialsFile') {
+      // Short-lived credentials (STS): the profile names a projected ServiceAccount token that the pod
+      // must mount; say so, instead of the SDK's generic "could not load credentials".
+      const token = webIdentityTokenFileOf(await readFile(creds.path, 'utf8').catch(() => ''), creds.profile ?? 'default');
+      if (token !== undefined) {
+        try {
+          await access(token);
+        } catch (e) {
+          throw new InvalidInputError(
+            'WebIdentityTokenMissing',
+            `credentials file ${creds.path}`,
+            'web_identity_token_file',
+            `${token} is not readable: mount the projected ServiceAccount token (audience openshift) there`,
+            { cause: e },
+          );
+        }
+      }
+    }
     const ec2 = this.client(facts);
     await this.call('checking credentials (DescribeInstances DryRun)', async () => {
       try {
@@ -480,6 +498,23 @@ export class Ec2Adapter {
       }
     });
   }
+}
+
+/** `web_identity_token_file` of `profile` in an AWS shared credentials/config file, if it names one. Pure. */
+export function webIdentityTokenFileOf(text: string, profile: string): string | undefined {
+  let section: string | undefined;
+  for (const raw of text.split(/\r?\n/)) {
+    const line = raw.trim();
+    if (line === '' || line.startsWith('#') || line.startsWith(';')) continue;
+    const header = /^\[\s*(?:profile\s+)?([^\]]+?)\s*\]$/.exec(line);
+    if (header) {
+      section = header[1];
+      continue;
+    }
+    const kv = /^([A-Za-z0-9_]+)\s*=\s*(.*)$/.exec(line);
+    if (section === profile && kv && kv[1] === 'web_identity_token_file' && kv[2]) return kv[2].trim();
+  }
+  return undefined;
 }
 
 function toInstanceInfo(i: Instance, clusterTag: string): InstanceInfo {

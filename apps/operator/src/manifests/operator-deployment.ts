@@ -1,6 +1,7 @@
 import {
   Names,
   Types,
+  boundServiceAccountToken,
   controlPlanePlacement,
   restrictedContainerSecurityContext,
   restrictedPodSecurityContext,
@@ -61,7 +62,11 @@ export function operatorDeployment(): KubeObject {
               resources: { requests: { cpu: '10m', memory: '128Mi' } },
               securityContext: restrictedContainerSecurityContext(),
               terminationMessagePolicy: 'FallbackToLogsOnError',
-              volumeMounts: [{ name: 'node-identity-credentials', mountPath: nodeIdentityCredentialsDir, readOnly: true }],
+              volumeMounts: [
+                { name: 'node-identity-credentials', mountPath: nodeIdentityCredentialsDir, readOnly: true },
+                // Short-lived credentials (STS): the credentials file names this token.
+                boundServiceAccountToken.mount(),
+              ],
             },
           ],
           volumes: [
@@ -71,6 +76,7 @@ export function operatorDeployment(): KubeObject {
               // reconciled; the pod must start (and report) before that.
               secret: { secretName: Names.nodeIdentityCredentialsSecret, optional: true },
             },
+            boundServiceAccountToken.volume(),
           ],
         },
       },

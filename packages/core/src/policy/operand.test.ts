@@ -170,8 +170,23 @@ describe('renderOperand: Deployment', () => {
     { name: 'liveness /healthz', path: (o: KubeObject[]) => controller(o)['livenessProbe'].httpGet, want: { path: '/healthz', port: 'http' } },
     { name: 'readiness /readyz', path: (o: KubeObject[]) => controller(o)['readinessProbe'].httpGet, want: { path: '/readyz', port: 'http' } },
     { name: 'image from settings', path: (o: KubeObject[]) => controller(o)['image'], want: 'registry.example.com/karpenter@sha256:abc' },
-    { name: 'credentials mounted read-only', path: (o: KubeObject[]) => controller(o)['volumeMounts'], want: [{ name: 'provider-creds', mountPath: '/etc/provider', readOnly: true }] },
-    { name: 'credentials volume', path: (o: KubeObject[]) => podSpec(o)['volumes'], want: [{ name: 'provider-creds', secret: { secretName: 'karpenter-cloud-credentials' } }] },
+    {
+      name: 'credentials and the bound ServiceAccount token (STS) mounted read-only',
+      path: (o: KubeObject[]) => controller(o)['volumeMounts'],
+      want: [
+        { name: 'provider-creds', mountPath: '/etc/provider', readOnly: true },
+        { name: 'bound-sa-token', mountPath: '/var/run/secrets/openshift/serviceaccount', readOnly: true },
+      ],
+    },
+    {
+      name: 'credentials volume and a projected token for the audience openshift',
+      path: (o: KubeObject[]) => podSpec(o)['volumes'],
+      want: [
+        { name: 'provider-creds', secret: { secretName: 'karpenter-cloud-credentials' } },
+        { name: 'bound-sa-token', projected: { sources: [{ serviceAccountToken: { audience: 'openshift', expirationSeconds: 3600, path: 'token' } }] } },
+      ],
+    },
+
     { name: 'system-node-critical', path: (o: KubeObject[]) => podSpec(o)['priorityClassName'], want: 'system-node-critical' },
     { name: 'grace period 10 s', path: (o: KubeObject[]) => podSpec(o)['terminationGracePeriodSeconds'], want: 10 },
     { name: 'runs as the operand ServiceAccount', path: (o: KubeObject[]) => podSpec(o)['serviceAccountName'], want: 'karpenter' },
@@ -190,6 +205,11 @@ describe('renderOperand: Deployment', () => {
     { name: 'no init container without an operator image', path: (o: KubeObject[]) => podSpec(o)['initContainers'], want: undefined },
   ])('$name', ({ path, want }) => {
     expect(path(renderOperand(input()))).toEqual(want);
+  });
+
+  it('the credentials check mounts the token too (it reads the same credentials file)', () => {
+    const init = podSpec(renderOperand(input({ settings: settings({ operatorImage: 'op:1' }) })))['initContainers'][0];
+    expect(init.volumeMounts.map((m: { name: string }) => m.name)).toEqual(['provider-creds', 'bound-sa-token']);
   });
 
   it('sets no fixed UID, GID or fsGroup anywhere', () => {

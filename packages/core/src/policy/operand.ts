@@ -288,6 +288,26 @@ export function ownerReferenceTo(request: KarpenterRequest): OwnerReference {
 }
 
 /**
+ * OpenShift's short-lived cloud credentials (the cloud-credential operator in manual mode with STS, or
+ * workload identity): the credentials file in the Secret names
+ * `web_identity_token_file = /var/run/secrets/openshift/serviceaccount/token`, a projected token of the
+ * pod's ServiceAccount for the audience `openshift`. Every standalone pod that reads such a Secret mounts
+ * it (the operator and the operand); with long-lived keys it is simply unused.
+ */
+const boundTokenDir = '/var/run/secrets/openshift/serviceaccount';
+export const boundServiceAccountToken = {
+  volumeName: 'bound-sa-token',
+  dir: boundTokenDir,
+  file: `${boundTokenDir}/token`,
+  audience: 'openshift',
+  volume: (): Record<string, unknown> => ({
+    name: 'bound-sa-token',
+    projected: { sources: [{ serviceAccountToken: { audience: 'openshift', expirationSeconds: 3600, path: 'token' } }] },
+  }),
+  mount: (): Record<string, unknown> => ({ name: 'bound-sa-token', mountPath: boundTokenDir, readOnly: true }),
+} as const;
+
+/**
  * Placement of a platform component on OpenShift control-plane nodes (the operand, and the operator's own
  * Deployment in install/): node selector, the NoSchedule taints of both role names, management-workload
  * partitioning, and the SCC the pod is written for.
@@ -326,6 +346,8 @@ interface Placement {
   nodeSelector?: Record<string, string>;
   tolerations?: Array<Record<string, string | number>>;
   annotations: Record<string, string>;
+  /** Volumes every container that reads the cloud credentials mounts (the bound ServiceAccount token). */
+  credentialVolumes: Array<{ volume: Record<string, unknown>; mount: Record<string, unknown> }>;
 }
 
 /**
@@ -338,7 +360,8 @@ function placement(topology: OperandInput['topology'], facts: ClusterFacts, layo
   // Without leader election a second replica would act alongside the first.
   const replicas = layout.leaderElection && facts.controlPlaneTopology !== 'SingleReplica' ? 2 : 1;
   if (topology === 'hypershift') {
-    return { replicas, priorityClassName: 'hypershift-control-plane', annotations: {} };
+    // HyperShift's token minter provides the guest's token there; nothing of the management cluster's.
+    return { replicas, priorityClassName: 'hypershift-control-plane', annotations: {}, credentialVolumes: [] };
   }
   return {
     replicas,
@@ -346,6 +369,7 @@ function placement(topology: OperandInput['topology'], facts: ClusterFacts, layo
     nodeSelector: { ...controlPlanePlacement.nodeSelector },
     tolerations: controlPlanePlacement.tolerations.map((t) => ({ ...t })),
     annotations: { ...controlPlanePlacement.podAnnotations },
+    credentialVolumes: [{ volume: boundServiceAccountToken.volume(), mount: boundServiceAccountToken.mount() }],
   };
 }
 
@@ -406,7 +430,8 @@ function renderDeployment(input: OperandInput, layout: OperandLayout): KubeObjec
     securityContext,
     terminationMessagePolicy: 'FallbackToLogsOnError',
   };
-  const mounts = [...cloud.volumeMounts, ...guest.volumeMounts];
+  const credentialMounts = [...cloud.volumeMounts, ...place.credentialVolumes.map((c) => c.mount)];
+  const mounts = [...credentialMounts, ...guest.volumeMounts];
   if (mounts.length) controller['volumeMounts'] = mounts.map((m) => structuredClone(m));
 
   const podSpec: Record<string, unknown> = {
@@ -430,7 +455,7 @@ function renderDeployment(input: OperandInput, layout: OperandLayout): KubeObjec
       securityContext: restrictedContainerSecurityContext(),
       terminationMessagePolicy: 'FallbackToLogsOnError',
     };
-    if (cloud.volumeMounts.length) check['volumeMounts'] = cloud.volumeMounts.map((m) => structuredClone(m));
+    if (credentialMounts.length) check['volumeMounts'] = credentialMounts.map((m) => structuredClone(m));
     podSpec['initContainers'] = [check];
   }
   if (place.nodeSelector) podSpec['nodeSelector'] = place.nodeSelector;
@@ -444,7 +469,7 @@ function renderDeployment(input: OperandInput, layout: OperandLayout): KubeObjec
       },
     };
   }
-  const volumes = [...cloud.volumes, ...guest.volumes];
+  const volumes = [...cloud.volumes, ...place.credentialVolumes.map((c) => c.volume), ...guest.volumes];
   if (volumes.length) podSpec['volumes'] = volumes.map((v) => structuredClone(v));
 
   const podAnnotations: Record<string, string> = { ...place.annotations };

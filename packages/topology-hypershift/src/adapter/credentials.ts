@@ -1,4 +1,4 @@
-import { Names, Types, type ClusterStore, type EventRecorder, type KubeObject, type Reconciler, type Result, type Watch } from '@karpenter-operator/core';
+import { boundServiceAccountToken, Names, Types, type ClusterStore, type EventRecorder, type KubeObject, type Reconciler, type Result, type Watch } from '@karpenter-operator/core';
 import { decodeHostedControlPlane, HCP_KARPENTER_FINALIZER, HostedControlPlaneType, type HostedControlPlane } from '../hcp.js';
 import { ADAPTER_FIELD_MANAGER } from './default-nodeclass.js';
 
@@ -8,7 +8,7 @@ export const HCP_CREDENTIALS_CONTROLLER = 'hostedcontrolplane.credentials';
  * Where Karpenter finds its web-identity token in an HCP namespace: HyperShift's token minter writes the
  * token of the guest ServiceAccount `kube-system/karpenter` there, beside the Karpenter container.
  */
-export const WEB_IDENTITY_TOKEN_FILE = '/var/run/secrets/openshift/serviceaccount/token';
+export const WEB_IDENTITY_TOKEN_FILE = boundServiceAccountToken.file;
 
 /** Marks the credentials Secret as the adapter's, so it only ever deletes its own. */
 export const CREDENTIALS_MANAGED_LABEL = 'hypershift.openshift.io/karpenter-credentials';
