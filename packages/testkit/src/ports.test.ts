@@ -24,4 +24,9 @@ describe('ports', () => {
     await expect(assertPortFree(port, 'etcd')).resolves.toBeUndefined();
     expect(await portFor(undefined, 'etcd')).toBeGreaterThan(0);
   });
+
+  it('never hands out the same port twice in one process (a probed port is closed again until its server binds)', async () => {
+    const ports = await Promise.all(Array.from({ length: 200 }, () => freePort()));
+    expect(new Set(ports).size).toBe(ports.length);
+  });
 });

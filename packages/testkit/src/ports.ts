@@ -3,8 +3,24 @@ import { LocalClusterError } from './errors.js';
 
 export const LOOPBACK = '127.0.0.1';
 
-/** A TCP port free on 127.0.0.1 right now (the OS picks it). */
-export function freePort(): Promise<number> {
+/**
+ * Ports this process handed out: a port is only probed, then closed, so the OS may offer it again before
+ * the server meant for it binds (seen: kube-scheduler given kube-apiserver's port). Never handed out twice.
+ */
+const handedOut = new Set<number>();
+
+/** A TCP port free on 127.0.0.1 right now (the OS picks it), never one this process handed out before. */
+export async function freePort(): Promise<number> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const port = await probeFreePort();
+    if (handedOut.has(port)) continue;
+    handedOut.add(port);
+    return port;
+  }
+  throw new LocalClusterError('no free TCP port on 127.0.0.1 after 50 attempts');
+}
+
+function probeFreePort(): Promise<number> {
   return new Promise((resolvePort, reject) => {
     const srv = createServer();
     srv.unref();
