@@ -21,13 +21,13 @@ const webIdentityFile = (tokenFile: string) =>
 
 describe('STS (web-identity) credentials', () => {
   beforeAll(async () => {
+    await installManifests(cluster);
+    await resetOperatorWorld(cluster);
     dir = mkdtempSync(join(tmpdir(), 'ko-sts-'));
     // What the kubelet projects into the pod: a token of the operator's ServiceAccount for audience openshift.
     writeFileSync(join(dir, 'token'), await cluster.tokenFor(OPERATOR_NS, 'karpenter-operator', { audiences: ['openshift'], expirationSeconds: 3600 }));
     writeFileSync(join(dir, 'credentials'), webIdentityFile(join(dir, 'token')));
     writeFileSync(join(dir, 'credentials-no-token'), webIdentityFile(join(dir, 'absent-token')));
-    await installManifests(cluster);
-    await resetOperatorWorld(cluster);
     op = await startOperator(cluster, {
       name: 'karpenter-operator-sts',
       env: { NODE_IDENTITY_CREDENTIALS_FILE: join(dir, 'credentials'), AWS_ENDPOINT_URL_STS: cluster.info.ec2Endpoint ?? '' },
