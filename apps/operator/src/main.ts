@@ -109,10 +109,20 @@ async function checkCredentialsCommand(argv: string[], env: NodeJS.ProcessEnv): 
   }
 }
 
-main(process.argv.slice(2), process.env).then(
-  (code) => process.exit(code),
-  (e: unknown) => {
-    process.stderr.write(`karpenter-operator: ${describeError(e)}\n`);
-    process.exit(1);
-  },
-);
+/**
+ * Exits once stdout and stderr are flushed: into a pipe they are asynchronous, and `process.exit` right
+ * after a large write (`render --output json | ...`) cut the output at 64 KiB.
+ */
+function exitAfterFlush(code: number): void {
+  let pending = 2;
+  const done = () => {
+    if (--pending === 0) process.exit(code);
+  };
+  process.stdout.write('', done);
+  process.stderr.write('', done);
+}
+
+main(process.argv.slice(2), process.env).then(exitAfterFlush, (e: unknown) => {
+  process.stderr.write(`karpenter-operator: ${describeError(e)}\n`);
+  exitAfterFlush(1);
+});

@@ -73,3 +73,23 @@ describe('render', () => {
     expect((err as Error).message).toMatch(message);
   });
 });
+
+describe('render through a pipe', () => {
+  it('writes the whole output into a pipe before exiting (more than 64 KiB of JSON parses)', async () => {
+    const { spawnSync } = await import('node:child_process');
+    const { existsSync } = await import('node:fs');
+    const repo = join(import.meta.dirname, '../../../..');
+    const node = join(repo, 'node_modules/.bin/node');
+    const main = join(repo, 'apps/operator/dist/main.js');
+    if (!existsSync(main)) {
+      const b = spawnSync(node, [join(repo, 'apps/operator/scripts/build.mjs')], { cwd: repo, encoding: 'utf8' });
+      expect(b.status, b.stderr).toBe(0);
+    }
+    // stdout is a pipe here (spawnSync reads it), as in `render ... | python3 -c 'json.load(sys.stdin)'`.
+    const r = spawnSync(node, [main, 'render', '--from', dirWith(seed()), '--output', 'json'], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, timeout: 60_000 });
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout.length).toBeGreaterThan(64 * 1024);
+    const parsed = JSON.parse(r.stdout) as { items?: unknown[] } | unknown[];
+    expect(Array.isArray(parsed) ? parsed.length : (parsed.items ?? []).length).toBeGreaterThan(5);
+  }, 90_000);
+});
