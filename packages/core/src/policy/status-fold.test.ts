@@ -10,7 +10,7 @@ const base: StatusInputs = {
   releaseVersion: '4.22.0',
   generation: 2,
 };
-const rolled = { generation: 3, observedGeneration: 3, replicas: 2, updatedReplicas: 2, availableReplicas: 2 };
+const rolled = { generation: 3, observedGeneration: 3, replicas: 2, updatedReplicas: 2, availableReplicas: 2, atRelease: true };
 
 const get = (s: ReturnType<typeof foldStatus>, type: string) => s.conditions.find((c) => c.type === type)!;
 
@@ -24,6 +24,7 @@ describe('foldStatus', () => {
     { name: 'rolled out', in: { operand: rolled }, available: ['True', 'AsExpected'], progressing: ['False', 'AsExpected'], degraded: 'False', version: '4.22.0' },
     { name: 'rolling out is not degraded', in: { operand: { ...rolled, updatedReplicas: 1 } }, available: ['True', 'AsExpected'], progressing: ['True', 'OperandRollingOut'], degraded: 'False', version: undefined },
     { name: 'new generation not observed yet', in: { operand: { ...rolled, generation: 4 } }, available: ['True', 'AsExpected'], progressing: ['True', 'OperandRollingOut'], degraded: 'False', version: undefined },
+    { name: 'a previous release fully rolled out is not this release', in: { operand: { ...rolled, atRelease: false } }, available: ['True', 'AsExpected'], progressing: ['True', 'OperandRollingOut'], degraded: 'False', version: undefined },
     { name: 'no replica available', in: { operand: { ...rolled, availableReplicas: 0 } }, available: ['False', 'OperandNotReady'], progressing: ['True', 'OperandRollingOut'], degraded: 'False', version: undefined },
     { name: 'two failures are not degraded yet', in: { operand: rolled, failures: [{ useCase: 'x', consecutiveFailures: 2, lastError: 'boom' }] }, available: ['True', 'AsExpected'], progressing: ['False', 'AsExpected'], degraded: 'False', version: '4.22.0' },
     { name: 'three failures are degraded', in: { operand: rolled, failures: [{ useCase: 'x', consecutiveFailures: 3, lastError: 'boom' }] }, available: ['True', 'AsExpected'], progressing: ['False', 'AsExpected'], degraded: 'True', version: '4.22.0' },

@@ -24,6 +24,11 @@ export interface OperandState {
   replicas: number;
   updatedReplicas: number;
   availableReplicas: number;
+  /**
+   * The Deployment carries the pod template this release renders. False while an upgrade (or a credentials
+   * rotation) is not applied yet: its counts then describe the previous template, however complete they are.
+   */
+  atRelease: boolean;
 }
 
 export interface StatusInputs {
@@ -56,9 +61,13 @@ export interface FoldedStatus {
   version?: string;
 }
 
-/** True when every replica runs the current template and is available. */
+/**
+ * True when every replica runs this release's template and is available: the Deployment carries the
+ * template, the Deployment controller observed it, and all replicas are updated and available.
+ */
 export function rolledOut(op: OperandState): boolean {
   return (
+    op.atRelease &&
     op.observedGeneration >= op.generation &&
     op.updatedReplicas === op.replicas &&
     op.availableReplicas === op.replicas &&
