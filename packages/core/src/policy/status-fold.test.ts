@@ -41,6 +41,19 @@ describe('foldStatus', () => {
     expect(s.conditions.every((c) => c.observedGeneration === 2)).toBe(true);
   });
 
+  it.each([
+    { name: 'unknown platform, nothing deployed', stranded: undefined, want: 'platform Foo is not supported; no Karpenter operand is deployed' },
+    {
+      name: 'unknown platform, the operand of the previous platform still runs',
+      stranded: 'openshift-karpenter/karpenter',
+      want: 'platform Foo is not supported; Deployment openshift-karpenter/karpenter, deployed before the platform changed, still runs and is no longer managed',
+    },
+  ])('says what is deployed on an unsupported platform: $name', ({ stranded, want }) => {
+    const s = foldStatus({ ...base, unsupported: 'platform Foo is not supported', unknownPlatform: true, ...(stranded ? { strandedOperand: stranded } : {}) });
+    expect(get(s, 'Degraded').message).toBe(want);
+    expect(get(s, 'Available').message).toBe(want);
+  });
+
   it('names the failing use-case and its error in Degraded', () => {
     const s = foldStatus({ ...base, operand: rolled, failures: [{ useCase: 'deployment.operand', consecutiveFailures: 5, lastError: 'applying Deployment: 500' }] });
     expect(get(s, 'Degraded').message).toContain('deployment.operand: applying Deployment: 500');

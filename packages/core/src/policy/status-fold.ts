@@ -37,6 +37,11 @@ export interface StatusInputs {
   unsupported?: string;
   /** True when no provider package serves the platform at all (Degraded), not merely "not yet supported". */
   unknownPlatform?: boolean;
+  /**
+   * With `unsupported`: the operand Deployment (`namespace/name`) still running from before the platform
+   * changed, which nothing manages any more; absent when there is none.
+   */
+  strandedOperand?: string;
   /** Cluster facts could not be read (Infrastructure incomplete). */
   factsError?: string;
   /** Names of runtime CRDs not yet Established; empty when all are. */
@@ -91,7 +96,7 @@ export function foldStatus(input: StatusInputs): FoldedStatus {
   if (input.unsupported) {
     return {
       conditions: [
-        c('Available', 'True', Reasons.PlatformNotSupported, input.unsupported),
+        c('Available', 'True', Reasons.PlatformNotSupported, unsupportedMessage(input.unsupported, input.strandedOperand)),
         c('Progressing', 'False', Reasons.PlatformNotSupported, ''),
         degraded,
         upgradeable,
@@ -152,7 +157,7 @@ function degradedCondition(input: StatusInputs): ConditionInput {
   const gen = input.generation;
   const mk = (status: 'True' | 'False', reason: string, message: string): ConditionInput =>
     gen === undefined ? { type: 'Degraded', status, reason, message } : { type: 'Degraded', status, reason, message, observedGeneration: gen };
-  if (input.unsupported && input.unknownPlatform) return mk('True', Reasons.UnknownPlatform, input.unsupported);
+  if (input.unsupported && input.unknownPlatform) return mk('True', Reasons.UnknownPlatform, unsupportedMessage(input.unsupported, input.strandedOperand));
   if (input.factsError && input.request === 'present') return mk('True', Reasons.InvalidInfrastructure, input.factsError);
   const failed = input.failures
     .filter((f) => f.consecutiveFailures >= input.degradedAfter)
@@ -168,4 +173,11 @@ function degradedCondition(input: StatusInputs): ConditionInput {
     }
   }
   return mk('False', Reasons.AsExpected, '');
+}
+
+/** The provider's word on the platform, and what is (still) deployed: nothing, or an operand left unmanaged. */
+function unsupportedMessage(unsupported: string, stranded: string | undefined): string {
+  return stranded
+    ? `${unsupported}; Deployment ${stranded}, deployed before the platform changed, still runs and is no longer managed`
+    : `${unsupported}; no Karpenter operand is deployed`;
 }

@@ -118,6 +118,9 @@ export class StatusReconciler implements Reconciler {
       if (!isUnsupportedPlatformError(e)) throw e;
       input.unsupported = e.message;
       if (!e.known) input.unknownPlatform = true;
+      if (await topology.controlStore.get({ ...Types.Deployment, namespace: ns, name: Names.operandDeployment })) {
+        input.strandedOperand = `${ns}/${Names.operandDeployment}`;
+      }
     }
     if (input.request === 'present' && !input.unsupported) {
       // What this release would apply; without it the live Deployment cannot count as this release's.
