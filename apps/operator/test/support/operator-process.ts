@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { applyManifests, deleteObject, freePort, getObject, kubeRequest, waitFor, type ClusterClient, type KubeObj } from '@karpenter-operator/testkit';
+import { applyManifests, deleteObject, freePort, getObject, kubeRequest, waitFor, writeKubeconfig, type ClusterClient, type KubeObj } from '@karpenter-operator/testkit';
 
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../../../..');
 export const OPERATOR_NS = 'openshift-karpenter';
@@ -55,6 +55,10 @@ export interface StartOptions {
   args?: string[];
   /** Bundle entry point: the operator (`main`, default) or the HyperShift sidecar adapter (`adapter`). */
   entry?: 'main' | 'adapter';
+  /** The API server URL in the operator's kubeconfig (e.g. a fault proxy's); default the cluster's own. */
+  apiServer?: string;
+  /** Wait for /readyz 200 before returning (default true). */
+  waitReady?: boolean;
 }
 
 /** Starts the bundled operator as `openshift-karpenter/karpenter-operator`, never as admin. */
@@ -62,7 +66,10 @@ export async function startOperator(cluster: ClusterClient, opts: StartOptions =
   ensureBuilt();
   const dir = mkdtempSync(join(tmpdir(), 'ko-operator-'));
   const namespace = opts.namespace ?? OPERATOR_NS;
-  const kubeconfig = await cluster.writeKubeConfigFor(namespace, opts.serviceAccount ?? OPERATOR_SA, join(dir, 'kubeconfig'), { expirationSeconds: 7200 });
+  const sa = opts.serviceAccount ?? OPERATOR_SA;
+  const kubeconfig = opts.apiServer
+    ? writeKubeconfig(join(dir, 'kubeconfig'), { server: opts.apiServer, caFile: cluster.info.caFile, user: { token: await cluster.tokenFor(namespace, sa, { expirationSeconds: 7200 }) } })
+    : await cluster.writeKubeConfigFor(namespace, sa, join(dir, 'kubeconfig'), { expirationSeconds: 7200 });
   const creds = join(dir, 'credentials');
   writeFileSync(creds, '[default]\naws_access_key_id = AKIDEXAMPLEOPERATOR\naws_secret_access_key = c2VjcmV0LW9wZXJhdG9yLWtleQ\n');
   const healthPort = await freePort();
@@ -115,6 +122,7 @@ export async function startOperator(cluster: ClusterClient, opts: StartOptions =
       await exit;
     },
   };
+  if (opts.waitReady === false) return handle;
   await waitFor(
     'the operator to report ready',
     async () => (await fetch(`http://127.0.0.1:${healthPort}/readyz`).catch(() => undefined))?.status === 200,
