@@ -19,7 +19,7 @@ import {
 import { platformRequirements, type OperatorConfig } from '../config.js';
 import { buildContainer, ReconcilersId, StatusBoardId } from '../container.js';
 import { startHttpServer } from '../http/server.js';
-import { createKubeCluster, KubeEventRecorder, LeaderElector, leaderIdentity, loadKubeConfig, WatchedKubeConfig, type KubeCluster, type KubeTransport } from '../kube/index.js';
+import { createKubeCluster, KubeEventRecorder, LeaderElector, leaderIdentity, loadKubeConfig, toCoreError, WatchedKubeConfig, type KubeCluster, type KubeTransport } from '../kube/index.js';
 import { routeByCluster, type CacheFactory } from '../runtime/index.js';
 import { createLogger } from '../observability/logger.js';
 import { PromMetrics } from '../observability/metrics.js';
@@ -56,7 +56,7 @@ async function detectPlatform(
         logger.error('cannot tell the platform; no provider is loaded until Infrastructure is fixed', { error: e.message });
         return `invalid: ${e.message}`;
       }
-      const reason = `reading Infrastructure ${Names.infrastructure}: ${describeError(e)}`;
+      const reason = toCoreError(e, `reading Infrastructure ${Names.infrastructure}`).message;
       const delay = retryDelay(failures, startupBackoff, e, opts.clock.now());
       const fields = { attempt: failures, retryInMs: delay, error: reason };
       if (failures < 5) logger.warn('start-up read failed; retrying', fields);

@@ -42,6 +42,11 @@ describe('API server overloaded (429 + Retry-After) at start-up', () => {
     proxy!.setFault({ kind: 'throttle', retryAfterSeconds: RETRY_AFTER_S });
     const overloadStart = Date.now();
     op = await startOperator(cluster, { name: 'api-overload-2', apiServer: proxy!.url, waitReady: false });
+    await waitFor('the probe server to listen', async () => (await probe(op!.healthPort, '/healthz')) === 200, {
+      timeoutMs: 20_000,
+      intervalMs: 100,
+      abort: () => (op!.exited() ? `operator exited:\n${op!.logs().slice(-4000)}` : undefined),
+    });
     // Drift the operator must repair once it gets through.
     const uid = (await getObject(kc(), ...MCP))!.metadata.uid;
     await deleteObject(kc(), ...MCP);
@@ -59,7 +64,7 @@ describe('API server overloaded (429 + Retry-After) at start-up', () => {
     expect([...healthz]).toEqual([200]);
 
     const throttled = proxy!.requests().filter((r) => r.status === 429);
-    expect(throttled.length).toBeGreaterThan(0);
+    expect(throttled.length, `no request reached the proxy; operator log:\n${op.logs().split('\n').slice(-10).join('\n')}`).toBeGreaterThan(0);
     // One start-up read at a time, each after the Retry-After of the previous answer (timer slack 50 ms).
     const gaps = throttled.slice(1).map((r, i) => r.receivedAt - throttled[i]!.receivedAt);
     expect(Math.min(...gaps)).toBeGreaterThanOrEqual(RETRY_AFTER_S * 1_000 - 50);

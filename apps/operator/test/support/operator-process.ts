@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { applyManifests, deleteObject, freePort, getObject, kubeRequest, waitFor, writeKubeconfig, type ClusterClient, type KubeObj } from '@karpenter-operator/testkit';
+import { applyManifests, deleteObject, freePort, getObject, kubeRequest, waitFor, type ClusterClient, type KubeObj } from '@karpenter-operator/testkit';
 
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../../../..');
 export const OPERATOR_NS = 'openshift-karpenter';
@@ -61,6 +61,20 @@ export interface StartOptions {
   waitReady?: boolean;
 }
 
+/** A kubeconfig for a plain-HTTP API endpoint on 127.0.0.1 (a test proxy); client-node sends HTTP only with TLS checks off. */
+function plainHttpKubeconfig(path: string, server: string, token: string): string {
+  const doc = {
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [{ name: 'proxy', cluster: { server, 'insecure-skip-tls-verify': true } }],
+    users: [{ name: 'operator', user: { token } }],
+    contexts: [{ name: 'proxy', context: { cluster: 'proxy', user: 'operator' } }],
+    'current-context': 'proxy',
+  };
+  writeFileSync(path, JSON.stringify(doc, null, 2), { mode: 0o600 });
+  return path;
+}
+
 /** Starts the bundled operator as `openshift-karpenter/karpenter-operator`, never as admin. */
 export async function startOperator(cluster: ClusterClient, opts: StartOptions = {}): Promise<OperatorProcess> {
   ensureBuilt();
@@ -68,7 +82,7 @@ export async function startOperator(cluster: ClusterClient, opts: StartOptions =
   const namespace = opts.namespace ?? OPERATOR_NS;
   const sa = opts.serviceAccount ?? OPERATOR_SA;
   const kubeconfig = opts.apiServer
-    ? writeKubeconfig(join(dir, 'kubeconfig'), { server: opts.apiServer, caFile: cluster.info.caFile, user: { token: await cluster.tokenFor(namespace, sa, { expirationSeconds: 7200 }) } })
+    ? plainHttpKubeconfig(join(dir, 'kubeconfig'), opts.apiServer, await cluster.tokenFor(namespace, sa, { expirationSeconds: 7200 }))
     : await cluster.writeKubeConfigFor(namespace, sa, join(dir, 'kubeconfig'), { expirationSeconds: 7200 });
   const creds = join(dir, 'credentials');
   writeFileSync(creds, '[default]\naws_access_key_id = AKIDEXAMPLEOPERATOR\naws_secret_access_key = c2VjcmV0LW9wZXJhdG9yLWtleQ\n');
