@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getObject, listObjects, waitFor, type KubeObj } from '@karpenter-operator/testkit';
 import { testCluster } from '@karpenter-operator/testkit/vitest';
 import { adminRequest, clusterOperator, conditionOf } from '../support/k8s.js';
-import { installManifests, OPERATOR_NS, RELEASE, resetOperatorWorld, startOperator, type OperatorProcess } from '../support/operator-process.js';
+import { installManifests, OPERATOR_NS, OPERATOR_USER, RELEASE, resetOperatorWorld, startOperator, type OperatorProcess } from '../support/operator-process.js';
 import { applyKarpenterAndCredentials, isConverged } from '../support/scenario.js';
 
 /**
@@ -143,4 +143,19 @@ describe('CVO upgrade protocol: versions[operator] moves only once the operand r
       })}`,
     );
   }, 240_000);
+
+  it('an annotation edit on the operand Deployment (a new generation, no new pod) flips no condition: no status write', async () => {
+    const co = await clusterOperator(cluster);
+    expect(conditionOf(co, 'Progressing')?.status).toBe('False');
+    const since = new Date();
+    const r = await adminRequest(cluster, 'PATCH', `/apis/apps/v1/namespaces/${OPERATOR_NS}/deployments/karpenter`, { metadata: { annotations: { 'example.com/note': 'edited' } } }, 'application/merge-patch+json');
+    expect(r.status).toBe(200);
+    const d = (await operand())!;
+    await waitFor('the Deployment controller to observe the new generation', async () => ((await operand())?.status?.observedGeneration ?? 0) >= Number(d.metadata.generation), { timeoutMs: 10_000, intervalMs: 100 });
+    // The status reconcile after each Deployment event has run well within this.
+    await new Promise((r) => setTimeout(r, 3_000));
+    const writes = cluster.auditEvents({ user: OPERATOR_USER, verbs: ['create', 'update', 'patch'], resource: 'clusteroperators/status', since });
+    expect(writes.map((e) => `${e.verb} ${e.objectRef?.name}`)).toEqual([]);
+    expect(conditionOf(await clusterOperator(cluster), 'Progressing')?.status).toBe('False');
+  }, 60_000);
 });

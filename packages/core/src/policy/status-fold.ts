@@ -58,6 +58,12 @@ export interface StatusInputs {
   degradedAfter: number;
   releaseVersion: string;
   generation?: number;
+  /**
+   * Progressing as last reported, when the status object has it. While the Deployment controller has not
+   * observed the Deployment's latest generation its counts are stale; a generation bump that changes no pod
+   * (an annotation edit bumps a Deployment's generation too) must not flip Progressing for that instant.
+   */
+  progressing?: 'True' | 'False' | 'Unknown';
 }
 
 export interface FoldedStatus {
@@ -146,6 +152,11 @@ export function foldStatus(input: StatusInputs): FoldedStatus {
     if (rolledOut(op)) {
       progressing = c('Progressing', 'False', Reasons.AsExpected, '');
       version = input.releaseVersion;
+    } else if (input.progressing === 'False' && rolledOut({ ...op, observedGeneration: op.generation })) {
+      // Only the newest generation is unobserved, on a Deployment that carries this release's template and was
+      // fully rolled out: stay as reported until the Deployment controller says whether any pod changes (a
+      // new ReplicaSet then shows in the counts). The version waits for the observation all the same.
+      progressing = c('Progressing', 'False', Reasons.AsExpected, '');
     } else {
       progressing = c('Progressing', 'True', Reasons.OperandRollingOut, 'Rolling out Karpenter');
     }

@@ -205,6 +205,27 @@ describe('standalone flow (in memory)', () => {
     expect(store.writes).toEqual([]);
   });
 
+  it('an annotation edit on the operand (generation bumped, not yet observed) flips nothing and writes nothing', async () => {
+    store.seed(karpenter());
+    store.seed(secret);
+    await all();
+    settle(store);
+    await all();
+    settle(store);
+    await all();
+    expect((await cond('Progressing')).status).toBe('False');
+    const ref = { ...Types.Deployment, namespace: NS, name: 'karpenter' };
+    const dep = (await store.get(ref))!;
+    // The API server bumps a Deployment's generation on an annotation change; the controller has not observed it yet.
+    store.seed({ ...dep, metadata: { ...dep.metadata, annotations: { 'example.com/note': 'x' }, generation: (dep.metadata.generation ?? 1) + 1 } });
+    store.clearWrites();
+    await all();
+    expect(store.writes).toEqual([]);
+    settle(store);
+    await all();
+    expect(store.writes).toEqual([]);
+  });
+
   it('an invalid logLevel on the CR degrades naming the field and deploys nothing', async () => {
     store.seed(karpenter({}, { logLevel: 'loud' }));
     store.seed(secret);

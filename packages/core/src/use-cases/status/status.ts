@@ -142,6 +142,9 @@ export class StatusReconciler implements Reconciler {
       const op = operandState(dep, desired);
       if (op) input.operand = op;
     }
+    const reported = ((await topology.controlStore.get(topology.statusObject))?.status as { conditions?: Array<{ type?: unknown; status?: unknown }> } | undefined)?.conditions;
+    const progressing = Array.isArray(reported) ? reported.find((c) => c.type === 'Progressing')?.status : undefined;
+    if (progressing === 'True' || progressing === 'False' || progressing === 'Unknown') input.progressing = progressing;
     const folded = foldStatus(input);
     const report = { conditions: folded.conditions, relatedObjects: relatedObjects(ns, cloud), ...(folded.version ? { version: folded.version } : {}) };
     await topology.reportStatus(report, request);
