@@ -68,7 +68,9 @@ async function main(argv: string[]): Promise<number> {
   const logger = createLogger('info').child({ container: 'hypershift-adapter' });
   const metrics = new PromMetrics();
   const clock = systemClock;
-  const mgmt = createKubeCluster(loadKubeConfig({ ...(values.kubeconfig ? { kubeconfig: values.kubeconfig } : {}), env: process.env }).config, { metrics, logger, clock });
+  const own = loadKubeConfig({ ...(values.kubeconfig ? { kubeconfig: values.kubeconfig } : {}), env: process.env });
+  // In the pod: a 401 re-reads the rotated ServiceAccount token at once.
+  const mgmt = createKubeCluster(own.config, { metrics, logger, clock, ...(own.refreshCredentials ? { onUnauthorized: own.refreshCredentials } : {}) });
   // The guest kubeconfig is a mounted Secret that HyperShift rotates: re-read it, never restart for it.
   const guestKubeconfig = new WatchedKubeConfig(guestPath, { logger });
   await guestKubeconfig.start();

@@ -61,7 +61,7 @@ export const providerModules: Record<string, (config: OperatorConfig) => Contain
 
 /** A provider for platforms no package serves: nothing is deployed and the operator reports Degraded. */
 export function unknownPlatformModule(platform: string): ContainerModule {
-  const message = `Platform ${JSON.stringify(platform)} is not supported by Karpenter on OpenShift: no provider package serves it, so no operand is deployed`;
+  const message = `Platform ${JSON.stringify(platform)} is not supported by Karpenter on OpenShift: no provider package serves it`;
   const fail = () => {
     throw new UnsupportedPlatformError(platform, message, false);
   };

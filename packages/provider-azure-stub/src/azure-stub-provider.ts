@@ -10,7 +10,7 @@ import {
 } from '@karpenter-operator/core';
 
 export const AZURE_UNSUPPORTED_MESSAGE =
-  'Azure is not supported by Karpenter on OpenShift yet: no Karpenter operand is deployed on this cluster. Nothing else is affected.';
+  'Azure is not supported by Karpenter on OpenShift yet, nothing else on the cluster is affected';
 
 /**
  * The Azure provider as a stub: it passes the CloudProvider contract and says, through

@@ -10,6 +10,7 @@ export * from './wait.js';
 export * from './audit.js';
 export * from './ec2-emulator.js';
 export * from './ec2-fault-proxy.js';
+export * from './api-fault-proxy.js';
 export * from './access.js';
 export * from './cluster.js';
 export * from './seed/openshift-aws.js';

@@ -13,41 +13,60 @@ import {
   type Logger,
   type ObjectRef,
   type Reconciler,
+  type Clock,
   type StatusBoard,
 } from '@karpenter-operator/core';
 import { platformRequirements, type OperatorConfig } from '../config.js';
 import { buildContainer, ReconcilersId, StatusBoardId } from '../container.js';
 import { hostedControlPlaneName } from './hosted-control-plane.js';
 import { startHttpServer } from '../http/server.js';
-import { createKubeCluster, KubeEventRecorder, LeaderElector, leaderIdentity, loadKubeConfig, WatchedKubeConfig, type KubeCluster, type KubeTransport } from '../kube/index.js';
+import { createKubeCluster, KubeEventRecorder, LeaderElector, leaderIdentity, loadKubeConfig, toCoreError, WatchedKubeConfig, type KubeCluster, type KubeTransport } from '../kube/index.js';
 import { routeByCluster, type CacheFactory } from '../runtime/index.js';
 import { createLogger } from '../observability/logger.js';
 import { PromMetrics } from '../observability/metrics.js';
+import { retryDelay, startupBackoff } from '../runtime/backoff.js';
 import { ControllerRuntime } from '../runtime/controller-runtime.js';
+import { sleep, systemTimers, type Timers } from '../runtime/timers.js';
 
 /** Exit codes: 0 graceful stop, 1 fatal start-up error, 2 lost the leader lease, 3 platform changed. */
 export const ExitCodes = { ok: 0, fatal: 1, lostLease: 2, platformChanged: 3 } as const;
 
 /**
  * Reads the platform once at start-up (it never changes on a running cluster). A missing or incomplete
- * Infrastructure does not crash the operator: it runs with no provider and reports the field at fault.
+ * Infrastructure does not crash the operator: it runs with no provider and reports the field at fault. A
+ * read that fails (an overloaded API server's 429, a 401 until a rotated token is read, a network error)
+ * is retried for as long as it takes, honouring `Retry-After`, while the process stays up and not ready;
+ * only `signal` (SIGTERM) ends the wait, with `undefined`.
  */
-async function detectPlatform(transport: KubeTransport, logger: Logger): Promise<string> {
-  try {
-    const infra = await transport.request<KubeObject>({
-      verb: 'get',
-      kind: 'Infrastructure',
-      method: 'GET',
-      path: `/apis/config.openshift.io/v1/infrastructures/${Names.infrastructure}`,
-    });
-    return decodeInfrastructure(infra).platform;
-  } catch (e) {
-    if (isInvalidInputError(e)) {
-      logger.error('cannot tell the platform; no provider is loaded until Infrastructure is fixed', { error: e.message });
-      return `invalid: ${e.message}`;
+async function detectPlatform(
+  transport: KubeTransport,
+  logger: Logger,
+  opts: { signal: AbortSignal; clock: Clock; timers?: Timers; onRetry(reason: string): void },
+): Promise<string | undefined> {
+  for (let failures = 1; !opts.signal.aborted; failures++) {
+    try {
+      const infra = await transport.request<KubeObject>({
+        verb: 'get',
+        kind: 'Infrastructure',
+        method: 'GET',
+        path: `/apis/config.openshift.io/v1/infrastructures/${Names.infrastructure}`,
+      });
+      return decodeInfrastructure(infra).platform;
+    } catch (e) {
+      if (isInvalidInputError(e)) {
+        logger.error('cannot tell the platform; no provider is loaded until Infrastructure is fixed', { error: e.message });
+        return `invalid: ${e.message}`;
+      }
+      const reason = toCoreError(e, `reading Infrastructure ${Names.infrastructure}`).message;
+      const delay = retryDelay(failures, startupBackoff, e, opts.clock.now());
+      const fields = { attempt: failures, retryInMs: delay, error: reason };
+      if (failures < 5) logger.warn('start-up read failed; retrying', fields);
+      else logger.error('start-up read keeps failing; retrying', fields);
+      opts.onRetry(reason);
+      await sleep(opts.timers ?? systemTimers, delay, opts.signal);
     }
-    throw new Error(`reading Infrastructure ${Names.infrastructure}: ${describeError(e)}`, { cause: e });
   }
+  return undefined;
 }
 
 /** Restarts the process when the platform seen in Infrastructure differs from the one the provider was chosen for. */
@@ -104,13 +123,20 @@ export async function runOperator(config: OperatorConfig, env: Record<string, st
   const logger = createLogger(config.logLevel);
   const metrics = new PromMetrics();
   const clock = systemClock;
-  const { config: kc, source } = loadKubeConfig({ kubeconfig: config.kubeconfig, env });
-  const cluster = createKubeCluster(kc, { metrics, logger, clock, userAgent: replicaUserAgent(config) });
+  const { config: kc, source, refreshCredentials } = loadKubeConfig({ kubeconfig: config.kubeconfig, env });
+  const onUnauthorized = refreshCredentials
+    ? () => {
+        const changed = refreshCredentials();
+        if (changed) logger.info('the API server refused the ServiceAccount token; re-read a rotated one');
+        return changed;
+      }
+    : undefined;
+  const cluster = createKubeCluster(kc, { metrics, logger, clock, userAgent: replicaUserAgent(config), ...(onUnauthorized ? { onUnauthorized } : {}) });
   const identity = leaderIdentity(config.podName);
   logger.info('starting karpenter-operator', { version: config.releaseVersion, namespace: config.namespace, kubeconfig: source, identity });
 
   // Assigned once the platform is known; the probes and stop() run before that.
-  const live: { runtime?: ControllerRuntime } = {};
+  const live: { runtime?: ControllerRuntime; waitingFor?: string } = {};
   let elector: LeaderElector | undefined;
   let stopping: Promise<number> | undefined;
   const servers: Server[] = [];
@@ -118,7 +144,8 @@ export async function runOperator(config: OperatorConfig, env: Record<string, st
   const health = await startHttpServer(config.healthProbeBindAddress.host, config.healthProbeBindAddress.port, {
     healthy: () => true,
     ready: () => {
-      if (!live.runtime?.hasSynced()) return { ok: false, detail: 'caches not synced' };
+      if (!live.runtime) return { ok: false, detail: live.waitingFor ?? 'starting' };
+      if (!live.runtime.hasSynced()) return { ok: false, detail: 'caches not synced' };
       return { ok: true, detail: elector && !elector.isLeader() ? 'standby' : 'leading' };
     },
   });
@@ -130,7 +157,20 @@ export async function runOperator(config: OperatorConfig, env: Record<string, st
   });
   servers.push(metricsServer);
 
-  const platform = config.managementCluster ? config.platform! : await detectPlatform(cluster.transport, logger);
+  // SIGTERM while start-up waits for the API server: a clean exit, not a wait for the next retry.
+  const startup = new AbortController();
+  const abortStartup = () => startup.abort();
+  for (const sig of ['SIGTERM', 'SIGINT'] as const) process.once(sig, abortStartup);
+  const platform = config.managementCluster
+    ? config.platform!
+    : await detectPlatform(cluster.transport, logger, { signal: startup.signal, clock, onRetry: (reason) => (live.waitingFor = reason) });
+  for (const sig of ['SIGTERM', 'SIGINT'] as const) process.off(sig, abortStartup);
+  if (platform === undefined) {
+    logger.info('stopping', { reason: 'signal during start-up' });
+    await Promise.all(servers.map((s) => new Promise((r) => s.close(() => r(undefined)))));
+    return ExitCodes.ok;
+  }
+  live.waitingFor = undefined;
   const missing = platformRequirements(config, platform);
   if (missing.length) throw new Error(`missing settings: ${missing.join('; ')}`);
 

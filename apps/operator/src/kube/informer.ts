@@ -11,7 +11,7 @@ import {
   type TypeRef,
   type Watch,
 } from '@karpenter-operator/core';
-import { backoffDelay, watchBackoff, type BackoffPolicy } from '../runtime/backoff.js';
+import { retryDelay, watchBackoff, type BackoffPolicy } from '../runtime/backoff.js';
 import { watchKey, type CacheFactory, type InformerHandler, type SharedInformer } from '../runtime/cache.js';
 import { RuntimeMetrics } from '../runtime/metric-names.js';
 import { sleep, systemTimers, type TimerHandle, type Timers } from '../runtime/timers.js';
@@ -342,7 +342,7 @@ export class Informer implements SharedInformer {
         }
         if (events > 0) failures = 0;
         failures++;
-        const delay = backoffDelay(failures, this.backoff, this.random);
+        const delay = retryDelay(failures, this.backoff, e, this.clock.now(), this.random);
         const reason = e instanceof StaleWatchError ? 'stale' : 'error';
         this.countRestart(reason);
         const fields = { attempt: failures, retryInMs: delay, error: describeError(e) };

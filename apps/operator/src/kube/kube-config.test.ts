@@ -1,8 +1,8 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { loadKubeConfig, WatchedKubeConfig } from './kube-config.js';
+import { loadKubeConfig, TokenFileAuth, WatchedKubeConfig } from './kube-config.js';
 
 const kubeconfig = (server: string, context = 'c', user = 'u') => `apiVersion: v1
 kind: Config
@@ -49,6 +49,51 @@ describe('loadKubeConfig', () => {
     { name: 'unparsable file', kubeconfig: broken, env: {}, error: /--kubeconfig .*broken\.yaml/ },
   ])('fails clearly: $name', ({ kubeconfig: k, env, error }) => {
     expect(() => loadKubeConfig({ kubeconfig: k, env })).toThrow(error);
+  });
+});
+
+describe('in-cluster ServiceAccount token', () => {
+  it('is read from the token file, and again on demand (a 401 after rotation)', async () => {
+    const prefix = join(dir, 'pod');
+    const saDir = join(prefix, 'var/run/secrets/kubernetes.io/serviceaccount');
+    mkdirSync(saDir, { recursive: true });
+    writeFileSync(join(saDir, 'token'), 'token-1');
+    writeFileSync(join(saDir, 'ca.crt'), '');
+    const loaded = loadKubeConfig({ env: { KUBERNETES_SERVICE_HOST: '10.0.0.1', KUBERNETES_SERVICE_PORT: '443' }, inClusterPathPrefix: prefix });
+    expect(loaded.source).toBe('in-cluster');
+    const bearer = async () => {
+      const opts: { headers?: Record<string, string> } = {};
+      await loaded.config.applyToHTTPSOptions(opts);
+      return opts.headers?.['Authorization'];
+    };
+    expect(await bearer()).toBe('Bearer token-1');
+    writeFileSync(join(saDir, 'token'), 'token-2');
+    // Cached until refreshed (the periodic re-read is a minute).
+    expect(await bearer()).toBe('Bearer token-1');
+    expect(loaded.refreshCredentials?.()).toBe(true);
+    expect(await bearer()).toBe('Bearer token-2');
+    expect(loaded.refreshCredentials?.()).toBe(false);
+  });
+
+  it('re-reads the file once its last read is a minute old', async () => {
+    let now = 0;
+    let content = 'a';
+    const auth = new TokenFileAuth('/token', () => now, () => content);
+    const header = async () => {
+      const opts: { headers?: Record<string, unknown> } = {};
+      await auth.applyAuthentication({ name: 'u' }, opts);
+      return opts.headers?.['Authorization'];
+    };
+    expect(await header()).toBe('Bearer a');
+    content = 'b';
+    now = 60_000;
+    expect(await header()).toBe('Bearer a');
+    now = 60_001;
+    expect(await header()).toBe('Bearer b');
+    const failing = new TokenFileAuth('/token', () => now, () => {
+      throw new Error('EACCES');
+    });
+    expect(failing.refresh()).toBe(false);
   });
 });
 

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { readFile as fsReadFile } from 'node:fs/promises';
 import { delimiter, dirname } from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
+import { KubeConfig, type User } from '@kubernetes/client-node';
 import { describeError, silentLogger, type Logger } from '@karpenter-operator/core';
 import { systemTimers, type TimerHandle, type Timers } from '../runtime/timers.js';
 
@@ -10,12 +11,20 @@ export interface KubeConfigSource {
   kubeconfig?: string | undefined;
   /** The process environment (passed in: read once by the app). */
   env: Record<string, string | undefined>;
+  /** Prefix of the in-cluster ServiceAccount files (tests). */
+  inClusterPathPrefix?: string;
 }
 
 export interface LoadedKubeConfig {
   config: KubeConfig;
   /** Where it came from, for the start-up log: a path or `in-cluster`. */
   source: string;
+  /**
+   * Re-reads credentials that live in a file (the in-cluster ServiceAccount token); true when they changed.
+   * Give it to the transport as `onUnauthorized`: a 401 then retries at once with a rotated token instead of
+   * failing until the next periodic re-read.
+   */
+  refreshCredentials?: () => boolean;
 }
 
 /**
@@ -53,13 +62,70 @@ export function loadKubeConfig(source: KubeConfigSource): LoadedKubeConfig {
   }
   if (source.env.KUBERNETES_SERVICE_HOST) {
     try {
-      kc.loadFromCluster();
+      kc.loadFromCluster(source.inClusterPathPrefix);
     } catch (e) {
       fail('the in-cluster ServiceAccount', e);
     }
-    return checked(kc, 'in-cluster');
+    const loaded = checked(kc, 'in-cluster');
+    const tokenFile = useTokenFileAuth(kc);
+    return tokenFile ? { ...loaded, refreshCredentials: () => tokenFile.refresh() } : loaded;
   }
   throw new Error('no kubeconfig: pass --kubeconfig, set KUBECONFIG, or run in a pod (in-cluster ServiceAccount)');
+}
+
+/**
+ * A bearer token read from a file (the ServiceAccount token the kubelet rotates). Like client-go it is
+ * re-read every minute; unlike client-node's own `FileAuth` it can also be re-read on demand, when the API
+ * server refuses it.
+ */
+export class TokenFileAuth {
+  static readonly providerName = 'karpenter-operator-token-file';
+  private token: string | undefined;
+  private readAt = 0;
+
+  constructor(
+    readonly path: string,
+    private readonly now: () => number = Date.now,
+    private readonly readFile: (path: string) => string = (p) => readFileSync(p, 'utf8'),
+  ) {}
+
+  isAuthProvider(user: User): boolean {
+    return (user.authProvider as { name?: unknown } | undefined)?.name === TokenFileAuth.providerName;
+  }
+
+  async applyAuthentication(_user: User, opts: { headers?: Record<string, unknown> | unknown }): Promise<void> {
+    if (this.token === undefined || this.now() - this.readAt > 60_000) this.refresh();
+    const headers = ((opts as { headers?: Record<string, unknown> }).headers ??= {});
+    if (this.token) headers['Authorization'] = `Bearer ${this.token}`;
+  }
+
+  /** Re-reads the file now; true when the token changed. An unreadable file keeps the last token. */
+  refresh(): boolean {
+    let next: string;
+    try {
+      next = this.readFile(this.path).trim();
+    } catch {
+      return false;
+    }
+    this.readAt = this.now();
+    const changed = next !== this.token;
+    this.token = next;
+    return changed;
+  }
+}
+
+/**
+ * Puts the current user's token file (client-node's in-cluster `tokenFile` auth provider) under a
+ * `TokenFileAuth`, which the transport can ask to re-read; `undefined` when the user has no token file.
+ */
+export function useTokenFileAuth(kc: KubeConfig): TokenFileAuth | undefined {
+  const user = kc.getCurrentUser();
+  const path = (user?.authProvider as { config?: { tokenFile?: unknown } } | undefined)?.config?.tokenFile;
+  if (!user || typeof path !== 'string' || !path) return undefined;
+  const auth = new TokenFileAuth(path);
+  kc.users = kc.users.map((u) => (u.name === user.name ? { ...u, authProvider: { name: TokenFileAuth.providerName, config: {} } } : u));
+  kc.addAuthenticator(auth);
+  return auth;
 }
 
 function checked(kc: KubeConfig, source: string): LoadedKubeConfig {

@@ -3,6 +3,10 @@ import type { AddressInfo } from 'node:net';
 import { ApiException, KubeConfig } from '@kubernetes/client-node';
 import { RecordingMetrics } from '@karpenter-operator/core/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { useTokenFileAuth } from './kube-config.js';
 import { ClientNodeTransport, createKubeTransport, isWriteFencedError, type KubeRequest } from './transport.js';
 
 interface Seen {
@@ -161,5 +165,77 @@ describe('ClientNodeTransport (real HTTP)', () => {
     expect(seen.map((r) => r.method)).toEqual(['GET', 'PATCH']);
     expect(asked).toEqual(['PATCH /apis/apps/v1/namespaces/ns/deployments/x', 'PATCH /apis/apps/v1/namespaces/ns/deployments/x']);
     expect(metrics.counters.get('karpenter_operator_api_request_errors_total{code=0,kind=Deployment,verb=apply}')).toBe(1);
+  });
+
+  describe('a ServiceAccount token rotated under it (401)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'transport-token-'));
+    afterAll(() => rmSync(dir, { recursive: true, force: true }));
+    const tokenPath = join(dir, 'token');
+    /** In-cluster shape: the token comes from a file (client-node's `tokenFile` auth provider), put under `TokenFileAuth`. */
+    const inCluster = () => {
+      const { port } = server.address() as AddressInfo;
+      const k = new KubeConfig();
+      k.loadFromOptions({
+        clusters: [{ name: 'c', server: `http://127.0.0.1:${port}`, skipTLSVerify: true }],
+        users: [{ name: 'sa', authProvider: { name: 'tokenFile', config: { tokenFile: tokenPath } } }],
+        contexts: [{ name: 'c', cluster: 'c', user: 'sa' }],
+        currentContext: 'c',
+      });
+      const auth = useTokenFileAuth(k)!;
+      return { k, auth };
+    };
+    let accepted = '';
+    const onlyAccepted = (req: IncomingMessage, res: ServerResponse) =>
+      req.headers.authorization === `Bearer ${accepted}` ? json(res, 200, { metadata: { name: 'x' } }) : json(res, 401, { kind: 'Status', message: 'Unauthorized', code: 401 });
+    const get = { verb: 'get', kind: 'Node', method: 'GET', path: '/api/v1/nodes/x' } as const;
+
+    it('re-reads the token file on 401 and sends the request once more with the new token', async () => {
+      writeFileSync(tokenPath, 'token-1\n');
+      accepted = 'token-1';
+      handler = onlyAccepted;
+      const { k, auth } = inCluster();
+      const t = new ClientNodeTransport(k, { onUnauthorized: () => auth.refresh() });
+      seen.length = 0;
+      await t.request(get);
+      // The kubelet rotates the token; the old one is refused from now on.
+      writeFileSync(tokenPath, 'token-2\n');
+      accepted = 'token-2';
+      await t.request(get);
+      expect(seen.map((r) => r.headers.authorization)).toEqual(['Bearer token-1', 'Bearer token-1', 'Bearer token-2']);
+    });
+
+    it('a 401 with an unchanged token fails at once, without a second request', async () => {
+      writeFileSync(tokenPath, 'revoked');
+      accepted = 'something-else';
+      handler = onlyAccepted;
+      const { k, auth } = inCluster();
+      const t = new ClientNodeTransport(k, { onUnauthorized: () => auth.refresh() });
+      seen.length = 0;
+      const err = await t.request(get).catch((e: unknown) => e);
+      expect((err as ApiException<unknown>).code).toBe(401);
+      expect(seen).toHaveLength(1);
+    });
+
+    it('a watch refused with 401 re-reads the token for its next attempt', async () => {
+      writeFileSync(tokenPath, 'token-1');
+      accepted = 'token-1';
+      handler = onlyAccepted;
+      const { k, auth } = inCluster();
+      const t = new ClientNodeTransport(k, { onUnauthorized: () => auth.refresh() });
+      await t.request(get);
+      writeFileSync(tokenPath, 'token-2');
+      accepted = 'token-2';
+      handler = (req, res) => {
+        if (req.headers.authorization !== `Bearer ${accepted}`) return json(res, 401, { kind: 'Status', code: 401 });
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end();
+      };
+      const watchOnce = () =>
+        new Promise<unknown>((resolve) => {
+          void t.watch({ kind: 'Node', path: '/api/v1/nodes', query: {}, onEvent: () => {}, onDone: resolve }).catch(resolve);
+        });
+      expect((await watchOnce() as { statusCode?: number }).statusCode).toBe(401);
+      expect(await watchOnce()).toBeNull();
+    });
   });
 });

@@ -84,6 +84,12 @@ export interface ClientNodeTransportOptions {
    * fetch library's own.
    */
   userAgent?: string;
+  /**
+   * Called when the API server answers 401: re-reads credentials that may have rotated (the ServiceAccount
+   * token file, `LoadedKubeConfig.refreshCredentials`) and returns true when they changed, in which case the
+   * request is sent once more with them. A watch refused with 401 refreshes them for its next attempt.
+   */
+  onUnauthorized?: () => boolean;
 }
 
 /**
@@ -112,6 +118,7 @@ export class ClientNodeTransport implements KubeTransport {
   private readonly requestTimeoutMs: number;
   private readonly watchInactivityTimeoutMs: number;
   private readonly userAgent: string | undefined;
+  private readonly onUnauthorized: (() => boolean) | undefined;
   private gate: WriteGate | undefined;
 
   constructor(config: KubeConfig | (() => KubeConfig), options: ClientNodeTransportOptions = {}) {
@@ -119,6 +126,7 @@ export class ClientNodeTransport implements KubeTransport {
     this.requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
     this.watchInactivityTimeoutMs = options.watchInactivityTimeoutMs ?? 10 * 60_000;
     this.userAgent = options.userAgent;
+    this.onUnauthorized = options.onUnauthorized;
   }
 
   fence(gate: WriteGate): void {
@@ -126,7 +134,13 @@ export class ClientNodeTransport implements KubeTransport {
   }
 
   async request<T = unknown>(req: KubeRequest): Promise<T> {
-    return this.send<T>(req);
+    try {
+      return await this.send<T>(req);
+    } catch (e) {
+      // A rotated token: the request was refused before it did anything, so sending it again is safe.
+      if ((e as { code?: unknown }).code === 401 && this.onUnauthorized?.()) return this.send<T>(req);
+      throw e;
+    }
   }
 
   async watch(req: KubeWatchRequest): Promise<WatchHandle> {
@@ -139,7 +153,10 @@ export class ClientNodeTransport implements KubeTransport {
       req.path,
       req.query,
       (type, obj) => req.onEvent(type, obj),
-      (err) => req.onDone(err ?? null),
+      (err) => {
+        if ((err as { statusCode?: unknown } | null)?.statusCode === 401) this.onUnauthorized?.();
+        req.onDone(err ?? null);
+      },
     );
     return { abort: () => controller.abort() };
   }

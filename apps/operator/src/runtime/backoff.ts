@@ -27,3 +27,44 @@ export function backoffDelay(failures: number, policy: BackoffPolicy, random: ()
   const jitter = Math.min(1, Math.max(0, policy.jitter));
   return Math.round(exp * (1 - jitter * random()));
 }
+
+/** Start-up reads (the platform from Infrastructure): 1 s doubling to 30 s, retried for as long as it takes. */
+export const startupBackoff: BackoffPolicy = { baseMs: 1_000, capMs: 30_000, jitter: 0.2 };
+
+/**
+ * The wait an HTTP error asks for: its `Retry-After` header (delay-seconds or an HTTP date), found on the
+ * error or its `cause` chain (a core error wrapping a client-node `ApiException`, whose `headers` are
+ * lower-case), in ms. `undefined` when there is none or it cannot be read. Pure; `now` is epoch ms.
+ */
+export function retryAfterMs(error: unknown, now: number): number | undefined {
+  for (let cur: unknown = error, depth = 0; typeof cur === 'object' && cur !== null && depth < 5; depth++) {
+    const headers = (cur as { headers?: unknown }).headers;
+    if (typeof headers === 'object' && headers !== null) {
+      const raw = (headers as Record<string, unknown>)['retry-after'];
+      const value = Array.isArray(raw) ? raw[0] : raw;
+      if (typeof value === 'string' && value.trim()) {
+        const text = value.trim();
+        if (/^\d+$/.test(text)) return Number(text) * 1_000;
+        // An HTTP date names its day and month; Date.parse alone would take "-1" for a year.
+        const at = /[a-z]/i.test(text) ? Date.parse(text) : Number.NaN;
+        return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+      }
+    }
+    cur = (cur as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+/**
+ * Delay before retry number `failures` after `error`. An overloaded API server (429, or 503 from a
+ * restarting one) says when to come back in `Retry-After`: that wait is honoured as given — never sooner,
+ * spread by up to `jitter` later so that retries asked for together do not arrive together, and at most the
+ * cap — instead of the exponential backoff, which would either hammer it sooner or, after a long overload,
+ * come back long after it recovered. Without `Retry-After`, `backoffDelay`. Pure.
+ */
+export function retryDelay(failures: number, policy: BackoffPolicy, error: unknown, now: number, random: () => number = Math.random): number {
+  const asked = retryAfterMs(error, now);
+  if (asked === undefined || asked <= 0) return backoffDelay(failures, policy, random);
+  const jitter = Math.min(1, Math.max(0, policy.jitter));
+  return Math.min(policy.capMs, Math.round(asked * (1 + jitter * random())));
+}

@@ -9,7 +9,7 @@ import {
   type Metrics,
   type Result,
 } from '@karpenter-operator/core';
-import { backoffDelay, queueBackoff, type BackoffPolicy } from './backoff.js';
+import { queueBackoff, retryDelay, type BackoffPolicy } from './backoff.js';
 import { RuntimeMetrics } from './metric-names.js';
 import { systemTimers, type TimerHandle, type Timers } from './timers.js';
 
@@ -39,7 +39,8 @@ export interface ShutdownOptions {
  *
  * 1. A key waiting in the queue is not added twice.
  * 2. A key never runs twice at once; a key added while it runs is marked dirty and runs again right after.
- * 3. A failed run is retried after a per-key exponential backoff with jitter; success resets it.
+ * 3. A failed run is retried after a per-key exponential backoff with jitter, or after the `Retry-After`
+ *    its error carries (`retryDelay`); success resets it.
  * 4. `TerminalError` stops retrying (logged); the key runs again only when it is added again.
  * 5. `Result.requeueAfterMs` schedules the next run; of several pending delays the earliest wins.
  * 6. Keys added before `start()` wait; `shutdown()` refuses new adds, cancels delayed ones and waits for
@@ -238,7 +239,7 @@ export class WorkQueue {
       } else {
         const attempt = (this.failures.get(key) ?? 0) + 1;
         this.failures.set(key, attempt);
-        const delay = backoffDelay(attempt, this.backoff, this.random);
+        const delay = retryDelay(attempt, this.backoff, error, this.clock.now(), this.random);
         this.metrics.inc(RuntimeMetrics.reconcileTotal.name, { controller: this.name, result: 'error' });
         this.metrics.inc(RuntimeMetrics.queueRetries.name, { name: this.name });
         this.logger.warn('reconcile failed; retrying', { key, attempt, retryInMs: delay, error: describeError(error) });

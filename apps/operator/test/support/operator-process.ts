@@ -62,6 +62,24 @@ export interface StartOptions {
   contractArgs?: string[];
   /** Bundle entry point: the operator (`main`, default) or the HyperShift sidecar adapter (`adapter`). */
   entry?: 'main' | 'adapter';
+  /** The API server URL in the operator's kubeconfig (e.g. a fault proxy's); default the cluster's own. */
+  apiServer?: string;
+  /** Wait for /readyz 200 before returning (default true). */
+  waitReady?: boolean;
+}
+
+/** A kubeconfig for a plain-HTTP API endpoint on 127.0.0.1 (a test proxy); client-node sends HTTP only with TLS checks off. */
+function plainHttpKubeconfig(path: string, server: string, token: string): string {
+  const doc = {
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [{ name: 'proxy', cluster: { server, 'insecure-skip-tls-verify': true } }],
+    users: [{ name: 'operator', user: { token } }],
+    contexts: [{ name: 'proxy', context: { cluster: 'proxy', user: 'operator' } }],
+    'current-context': 'proxy',
+  };
+  writeFileSync(path, JSON.stringify(doc, null, 2), { mode: 0o600 });
+  return path;
 }
 
 /** Starts the bundled operator as `openshift-karpenter/karpenter-operator`, never as admin. */
@@ -69,7 +87,10 @@ export async function startOperator(cluster: ClusterClient, opts: StartOptions =
   ensureBuilt();
   const dir = mkdtempSync(join(tmpdir(), 'ko-operator-'));
   const namespace = opts.namespace ?? OPERATOR_NS;
-  const kubeconfig = await cluster.writeKubeConfigFor(namespace, opts.serviceAccount ?? OPERATOR_SA, join(dir, 'kubeconfig'), { expirationSeconds: 7200 });
+  const sa = opts.serviceAccount ?? OPERATOR_SA;
+  const kubeconfig = opts.apiServer
+    ? plainHttpKubeconfig(join(dir, 'kubeconfig'), opts.apiServer, await cluster.tokenFor(namespace, sa, { expirationSeconds: 7200 }))
+    : await cluster.writeKubeConfigFor(namespace, sa, join(dir, 'kubeconfig'), { expirationSeconds: 7200 });
   const creds = join(dir, 'credentials');
   writeFileSync(creds, '[default]\naws_access_key_id = AKIDEXAMPLEOPERATOR\naws_secret_access_key = c2VjcmV0LW9wZXJhdG9yLWtleQ\n');
   const healthPort = await freePort();
@@ -124,6 +145,7 @@ export async function startOperator(cluster: ClusterClient, opts: StartOptions =
       await exit;
     },
   };
+  if (opts.waitReady === false) return handle;
   await waitFor(
     'the operator to report ready',
     async () => (await fetch(`http://127.0.0.1:${healthPort}/readyz`).catch(() => undefined))?.status === 200,

@@ -10,7 +10,7 @@ const base: StatusInputs = {
   releaseVersion: '4.22.0',
   generation: 2,
 };
-const rolled = { generation: 3, observedGeneration: 3, replicas: 2, updatedReplicas: 2, availableReplicas: 2 };
+const rolled = { generation: 3, observedGeneration: 3, replicas: 2, updatedReplicas: 2, availableReplicas: 2, atRelease: true };
 
 const get = (s: ReturnType<typeof foldStatus>, type: string) => s.conditions.find((c) => c.type === type)!;
 
@@ -24,6 +24,11 @@ describe('foldStatus', () => {
     { name: 'rolled out', in: { operand: rolled }, available: ['True', 'AsExpected'], progressing: ['False', 'AsExpected'], degraded: 'False', version: '4.22.0' },
     { name: 'rolling out is not degraded', in: { operand: { ...rolled, updatedReplicas: 1 } }, available: ['True', 'AsExpected'], progressing: ['True', 'OperandRollingOut'], degraded: 'False', version: undefined },
     { name: 'new generation not observed yet', in: { operand: { ...rolled, generation: 4 } }, available: ['True', 'AsExpected'], progressing: ['True', 'OperandRollingOut'], degraded: 'False', version: undefined },
+    { name: 'a previous release fully rolled out is not this release', in: { operand: { ...rolled, atRelease: false } }, available: ['True', 'AsExpected'], progressing: ['True', 'OperandRollingOut'], degraded: 'False', version: undefined },
+    { name: 'an unobserved generation on a rolled-out Deployment (an annotation edit) keeps Progressing=False, no version yet', in: { operand: { ...rolled, generation: 4 }, progressing: 'False' as const }, available: ['True', 'AsExpected'], progressing: ['False', 'AsExpected'], degraded: 'False', version: undefined },
+    { name: 'an unobserved generation while rolling out stays Progressing', in: { operand: { ...rolled, generation: 4 }, progressing: 'True' as const }, available: ['True', 'AsExpected'], progressing: ['True', 'OperandRollingOut'], degraded: 'False', version: undefined },
+    { name: 'an unobserved generation is no reason to stop Progressing for a template not at this release', in: { operand: { ...rolled, generation: 4, atRelease: false }, progressing: 'False' as const }, available: ['True', 'AsExpected'], progressing: ['True', 'OperandRollingOut'], degraded: 'False', version: undefined },
+    { name: 'a new ReplicaSet in the counts is Progressing whatever was reported', in: { operand: { ...rolled, updatedReplicas: 1 }, progressing: 'False' as const }, available: ['True', 'AsExpected'], progressing: ['True', 'OperandRollingOut'], degraded: 'False', version: undefined },
     { name: 'no replica available', in: { operand: { ...rolled, availableReplicas: 0 } }, available: ['False', 'OperandNotReady'], progressing: ['True', 'OperandRollingOut'], degraded: 'False', version: undefined },
     { name: 'two failures are not degraded yet', in: { operand: rolled, failures: [{ useCase: 'x', consecutiveFailures: 2, lastError: 'boom' }] }, available: ['True', 'AsExpected'], progressing: ['False', 'AsExpected'], degraded: 'False', version: '4.22.0' },
     { name: 'three failures are degraded', in: { operand: rolled, failures: [{ useCase: 'x', consecutiveFailures: 3, lastError: 'boom' }] }, available: ['True', 'AsExpected'], progressing: ['False', 'AsExpected'], degraded: 'True', version: '4.22.0' },
@@ -38,6 +43,19 @@ describe('foldStatus', () => {
     expect(get(s, 'Upgradeable').status).toBe('True');
     expect(s.version).toBe(version);
     expect(s.conditions.every((c) => c.observedGeneration === 2)).toBe(true);
+  });
+
+  it.each([
+    { name: 'unknown platform, nothing deployed', stranded: undefined, want: 'platform Foo is not supported; no Karpenter operand is deployed' },
+    {
+      name: 'unknown platform, the operand of the previous platform still runs',
+      stranded: 'openshift-karpenter/karpenter',
+      want: 'platform Foo is not supported; Deployment openshift-karpenter/karpenter, deployed before the platform changed, still runs and is no longer managed',
+    },
+  ])('says what is deployed on an unsupported platform: $name', ({ stranded, want }) => {
+    const s = foldStatus({ ...base, unsupported: 'platform Foo is not supported', unknownPlatform: true, ...(stranded ? { strandedOperand: stranded } : {}) });
+    expect(get(s, 'Degraded').message).toBe(want);
+    expect(get(s, 'Available').message).toBe(want);
   });
 
   it('names the failing use-case and its error in Degraded', () => {

@@ -24,6 +24,11 @@ export interface OperandState {
   replicas: number;
   updatedReplicas: number;
   availableReplicas: number;
+  /**
+   * The Deployment carries the pod template this release renders. False while an upgrade (or a credentials
+   * rotation) is not applied yet: its counts then describe the previous template, however complete they are.
+   */
+  atRelease: boolean;
 }
 
 export interface StatusInputs {
@@ -32,6 +37,11 @@ export interface StatusInputs {
   unsupported?: string;
   /** True when no provider package serves the platform at all (Degraded), not merely "not yet supported". */
   unknownPlatform?: boolean;
+  /**
+   * With `unsupported`: the operand Deployment (`namespace/name`) still running from before the platform
+   * changed, which nothing manages any more; absent when there is none.
+   */
+  strandedOperand?: string;
   /** Cluster facts could not be read (Infrastructure incomplete). */
   factsError?: string;
   /** Names of runtime CRDs not yet Established; empty when all are. */
@@ -48,6 +58,12 @@ export interface StatusInputs {
   degradedAfter: number;
   releaseVersion: string;
   generation?: number;
+  /**
+   * Progressing as last reported, when the status object has it. While the Deployment controller has not
+   * observed the Deployment's latest generation its counts are stale; a generation bump that changes no pod
+   * (an annotation edit bumps a Deployment's generation too) must not flip Progressing for that instant.
+   */
+  progressing?: 'True' | 'False' | 'Unknown';
 }
 
 export interface FoldedStatus {
@@ -56,9 +72,13 @@ export interface FoldedStatus {
   version?: string;
 }
 
-/** True when every replica runs the current template and is available. */
+/**
+ * True when every replica runs this release's template and is available: the Deployment carries the
+ * template, the Deployment controller observed it, and all replicas are updated and available.
+ */
 export function rolledOut(op: OperandState): boolean {
   return (
+    op.atRelease &&
     op.observedGeneration >= op.generation &&
     op.updatedReplicas === op.replicas &&
     op.availableReplicas === op.replicas &&
@@ -82,7 +102,7 @@ export function foldStatus(input: StatusInputs): FoldedStatus {
   if (input.unsupported) {
     return {
       conditions: [
-        c('Available', 'True', Reasons.PlatformNotSupported, input.unsupported),
+        c('Available', 'True', Reasons.PlatformNotSupported, unsupportedMessage(input.unsupported, input.strandedOperand)),
         c('Progressing', 'False', Reasons.PlatformNotSupported, ''),
         degraded,
         upgradeable,
@@ -132,6 +152,11 @@ export function foldStatus(input: StatusInputs): FoldedStatus {
     if (rolledOut(op)) {
       progressing = c('Progressing', 'False', Reasons.AsExpected, '');
       version = input.releaseVersion;
+    } else if (input.progressing === 'False' && rolledOut({ ...op, observedGeneration: op.generation })) {
+      // Only the newest generation is unobserved, on a Deployment that carries this release's template and was
+      // fully rolled out: stay as reported until the Deployment controller says whether any pod changes (a
+      // new ReplicaSet then shows in the counts). The version waits for the observation all the same.
+      progressing = c('Progressing', 'False', Reasons.AsExpected, '');
     } else {
       progressing = c('Progressing', 'True', Reasons.OperandRollingOut, 'Rolling out Karpenter');
     }
@@ -143,7 +168,7 @@ function degradedCondition(input: StatusInputs): ConditionInput {
   const gen = input.generation;
   const mk = (status: 'True' | 'False', reason: string, message: string): ConditionInput =>
     gen === undefined ? { type: 'Degraded', status, reason, message } : { type: 'Degraded', status, reason, message, observedGeneration: gen };
-  if (input.unsupported && input.unknownPlatform) return mk('True', Reasons.UnknownPlatform, input.unsupported);
+  if (input.unsupported && input.unknownPlatform) return mk('True', Reasons.UnknownPlatform, unsupportedMessage(input.unsupported, input.strandedOperand));
   if (input.factsError && input.request === 'present') return mk('True', Reasons.InvalidInfrastructure, input.factsError);
   const failed = input.failures
     .filter((f) => f.consecutiveFailures >= input.degradedAfter)
@@ -159,4 +184,11 @@ function degradedCondition(input: StatusInputs): ConditionInput {
     }
   }
   return mk('False', Reasons.AsExpected, '');
+}
+
+/** The provider's word on the platform, and what is (still) deployed: nothing, or an operand left unmanaged. */
+function unsupportedMessage(unsupported: string, stranded: string | undefined): string {
+  return stranded
+    ? `${unsupported}; Deployment ${stranded}, deployed before the platform changed, still runs and is no longer managed`
+    : `${unsupported}; no Karpenter operand is deployed`;
 }

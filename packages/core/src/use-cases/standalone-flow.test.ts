@@ -167,6 +167,65 @@ describe('standalone flow (in memory)', () => {
     expect(tpl(await store.get(ref))).not.toBe(before);
   });
 
+  it('an upgrade reports the new version only once the new template rolled out, never from the old one', async () => {
+    store.seed(karpenter());
+    store.seed(secret);
+    await all();
+    settle(store);
+    await all();
+    settle(store);
+    await all();
+    const versions = async () => ((await co())?.status as { versions?: unknown }).versions;
+    expect(await versions()).toEqual([{ name: 'operator', version: '4.22.0' }]);
+
+    // The next release: a new operator process with a new version and operand image. Its status reconcile may
+    // run before its operand reconcile: the old Deployment, fully rolled out, is not this release's.
+    const next: OperatorSettings = { ...settings, releaseVersion: '4.23.0', operandImage: 'quay.io/karpenter:2' };
+    const cloud = new FakeCloudProvider({ crds });
+    const topology = new StandaloneTopology({ store, namespace: NS, clock });
+    const status = new StatusReconciler({ topology, cloud, settings: next, board });
+    const operand = new OperandReconciler({ topology, cloud, settings: next, events, logger: silentLogger });
+    await status.reconcile();
+    expect(await versions()).toEqual([{ name: 'operator', version: '4.22.0' }]);
+    expect((await cond('Progressing'))).toMatchObject({ status: 'True', reason: 'OperandRollingOut' });
+
+    // Applied, not rolled out: the old version stays.
+    await operand.reconcile();
+    await status.reconcile();
+    expect(await versions()).toEqual([{ name: 'operator', version: '4.22.0' }]);
+
+    // Observed and rolled out: the new version, once; a second pass writes nothing.
+    settle(store);
+    await status.reconcile();
+    expect(await versions()).toEqual([{ name: 'operator', version: '4.23.0' }]);
+    expect((await cond('Progressing')).status).toBe('False');
+    store.clearWrites();
+    await operand.reconcile();
+    await status.reconcile();
+    expect(store.writes).toEqual([]);
+  });
+
+  it('an annotation edit on the operand (generation bumped, not yet observed) flips nothing and writes nothing', async () => {
+    store.seed(karpenter());
+    store.seed(secret);
+    await all();
+    settle(store);
+    await all();
+    settle(store);
+    await all();
+    expect((await cond('Progressing')).status).toBe('False');
+    const ref = { ...Types.Deployment, namespace: NS, name: 'karpenter' };
+    const dep = (await store.get(ref))!;
+    // The API server bumps a Deployment's generation on an annotation change; the controller has not observed it yet.
+    store.seed({ ...dep, metadata: { ...dep.metadata, annotations: { 'example.com/note': 'x' }, generation: (dep.metadata.generation ?? 1) + 1 } });
+    store.clearWrites();
+    await all();
+    expect(store.writes).toEqual([]);
+    settle(store);
+    await all();
+    expect(store.writes).toEqual([]);
+  });
+
   it('an invalid logLevel on the CR degrades naming the field and deploys nothing', async () => {
     store.seed(karpenter({}, { logLevel: 'loud' }));
     store.seed(secret);

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import { isInvalidInputError } from '../../errors.js';
-import type { OperatorSettings } from '../../model/cluster.js';
+import type { ClusterFacts, KarpenterRequest, OperatorSettings } from '../../model/cluster.js';
 import { refOf, Types, type KubeObject } from '../../model/kube.js';
 import { Names } from '../../model/names.js';
-import { operandLayout, operandScopes, planOperand } from '../../policy/operand.js';
+import { operandLayout, operandScopes, planOperand, type PlacedObject } from '../../policy/operand.js';
 import { foreignEntries } from '../../policy/subset.js';
 import type { CloudProvider } from '../../ports/cloud-provider.js';
 import type { EventRecorder } from '../../ports/event-recorder.js';
@@ -28,6 +28,28 @@ export function secretDigest(secret: KubeObject): string {
   const h = createHash('sha256');
   for (const k of Object.keys(data).sort()) h.update(`${k}\0${data[k]}\0`);
   return h.digest('hex').slice(0, 16);
+}
+
+/**
+ * What this release renders for the operand, from the same inputs whoever asks: the operand use-case
+ * applies it, the status use-case compares the live Deployment with it (the CVO's version moves only once
+ * the Deployment carries this release's pod template). Pure.
+ */
+export function planOperandFor(
+  deps: Pick<OperandDeps, 'topology' | 'cloud' | 'settings'>,
+  inputs: { request: KarpenterRequest; facts: ClusterFacts; credentials: KubeObject },
+): PlacedObject[] {
+  const { topology, cloud, settings } = deps;
+  const shape = { namespace: topology.operandNamespace, settings, topology: topology.name };
+  return planOperand({
+    ...shape,
+    facts: inputs.facts,
+    request: inputs.request,
+    cloud: cloud.operandCloudConfig(inputs.facts, settings),
+    // The provider binds its roles to the ServiceAccount Karpenter acts as, which need not be the pod's.
+    providerRbac: cloud.operandRbac(operandLayout(shape).apiIdentity.namespace),
+    credentialsHash: secretDigest(inputs.credentials),
+  });
 }
 
 /**
@@ -91,16 +113,7 @@ export class OperandReconciler implements Reconciler {
     const secret = await topology.controlStore.get({ ...Types.Secret, namespace: ns, name: cloudConfig.credentialsSecret });
     if (!secret) return {};
 
-    const shape = { namespace: ns, settings, topology: topology.name };
-    const placed = planOperand({
-      ...shape,
-      facts,
-      request,
-      cloud: cloudConfig,
-      // The provider binds its roles to the ServiceAccount Karpenter acts as, which need not be the pod's.
-      providerRbac: cloud.operandRbac(operandLayout(shape).apiIdentity.namespace),
-      credentialsHash: secretDigest(secret),
-    });
+    const placed = planOperandFor(this.deps, { request, facts, credentials: secret });
     for (const { cluster, object: obj, ownedWhole = [] } of placed) {
       const store = cluster === 'control' ? topology.controlStore : topology.workloadStore;
       const current = ownedWhole.length ? await store.get(refOf(obj)) : undefined;

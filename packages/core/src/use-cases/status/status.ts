@@ -3,11 +3,13 @@ import type { KarpenterRequest, OperatorSettings } from '../../model/cluster.js'
 import type { KubeObject, ObjectRef } from '../../model/kube.js';
 import { Types } from '../../model/kube.js';
 import { Names } from '../../model/names.js';
+import { isSubset } from '../../policy/subset.js';
 import { foldStatus, Reasons, type OperandState, type StatusInputs } from '../../policy/status-fold.js';
 import type { CloudProvider, RelatedObject } from '../../ports/cloud-provider.js';
 import type { Topology } from '../../ports/topology.js';
 import type { Reconciler, Result, Watch } from '../../runtime/reconciler.js';
 import { pendingCrds } from '../crds/crds.js';
+import { planOperandFor } from '../operand/operand.js';
 import type { StatusBoard } from '../status-board.js';
 
 export const STATUS_KEY = 'status';
@@ -21,16 +23,23 @@ export interface StatusDeps {
   degradedAfter?: number;
 }
 
-export function operandState(d: KubeObject | undefined): OperandState | undefined {
+/**
+ * The live operand Deployment `d` as the status fold sees it. `desired` is the Deployment this release
+ * renders (absent when it cannot be rendered yet): `d` is at this release when its pod template carries
+ * everything `desired`'s does, the same test the apply makes before skipping a write.
+ */
+export function operandState(d: KubeObject | undefined, desired: KubeObject | undefined): OperandState | undefined {
   if (!d) return undefined;
-  const spec = (d.spec ?? {}) as { replicas?: number };
+  const spec = (d.spec ?? {}) as { replicas?: number; template?: unknown };
   const st = (d.status ?? {}) as { observedGeneration?: number; updatedReplicas?: number; availableReplicas?: number };
+  const template = (desired?.spec as { template?: unknown } | undefined)?.template;
   return {
     generation: d.metadata.generation ?? 1,
     observedGeneration: st.observedGeneration ?? 0,
     replicas: spec.replicas ?? 1,
     updatedReplicas: st.updatedReplicas ?? 0,
     availableReplicas: st.availableReplicas ?? 0,
+    atRelease: template !== undefined && isSubset(template, spec.template),
   };
 }
 
@@ -118,22 +127,33 @@ export class StatusReconciler implements Reconciler {
       if (!isUnsupportedPlatformError(e)) throw e;
       input.unsupported = e.message;
       if (!e.known) input.unknownPlatform = true;
+      if (await topology.controlStore.get({ ...Types.Deployment, namespace: ns, name: Names.operandDeployment })) {
+        input.strandedOperand = `${ns}/${Names.operandDeployment}`;
+      }
     }
     if (input.request === 'present' && !input.unsupported) {
+      // What this release would apply; without it the live Deployment cannot count as this release's.
+      let desired: KubeObject | undefined;
       try {
         const facts = await topology.clusterFacts();
         input.crdsPending = await pendingCrds(topology, cloud);
         const cfg = cloud.operandCloudConfig(facts, settings);
         const secret = await topology.controlStore.get({ ...Types.Secret, namespace: ns, name: cfg.credentialsSecret });
         if (!secret) input.missingCredentials = `${ns}/${cfg.credentialsSecret}`;
+        else if (request) {
+          desired = planOperandFor(this.deps, { request, facts, credentials: secret }).find((p) => p.object.kind === Types.Deployment.kind)?.object;
+        }
       } catch (e) {
         if (!isInvalidInputError(e)) throw e;
         input.factsError = describeError(e);
       }
       const dep = await topology.controlStore.get({ ...Types.Deployment, namespace: ns, name: Names.operandDeployment });
-      const op = operandState(dep);
+      const op = operandState(dep, desired);
       if (op) input.operand = op;
     }
+    const reported = ((await topology.controlStore.get(topology.statusObject))?.status as { conditions?: Array<{ type?: unknown; status?: unknown }> } | undefined)?.conditions;
+    const progressing = Array.isArray(reported) ? reported.find((c) => c.type === 'Progressing')?.status : undefined;
+    if (progressing === 'True' || progressing === 'False' || progressing === 'Unknown') input.progressing = progressing;
     const folded = foldStatus(input);
     const report = {
       conditions: folded.conditions,
