@@ -12,4 +12,6 @@ export * from './ec2-emulator.js';
 export * from './ec2-fault-proxy.js';
 export * from './access.js';
 export * from './cluster.js';
+export * from './operand-runner.js';
+export * from './kubelet-simulator.js';
 export * from './seed/openshift-aws.js';
