@@ -14,4 +14,5 @@ export * from './access.js';
 export * from './cluster.js';
 export * from './operand-runner.js';
 export * from './kubelet-simulator.js';
+export * from './credentials-minter.js';
 export * from './seed/openshift-aws.js';
