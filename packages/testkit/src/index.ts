@@ -15,4 +15,5 @@ export * from './cluster.js';
 export * from './operand-runner.js';
 export * from './kubelet-simulator.js';
 export * from './credentials-minter.js';
+export * from './mco-standin.js';
 export * from './seed/openshift-aws.js';

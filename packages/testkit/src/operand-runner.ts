@@ -70,7 +70,13 @@ interface PodSpec {
   terminationGracePeriodSeconds?: number;
   containers: ContainerSpec[];
   initContainers?: ContainerSpec[];
-  volumes?: Array<{ name: string; secret?: { secretName: string; items?: Array<{ key: string; path: string }>; optional?: boolean }; configMap?: { name: string; items?: Array<{ key: string; path: string }> } }>;
+  volumes?: Array<{
+    name: string;
+    secret?: { secretName: string; items?: Array<{ key: string; path: string }>; optional?: boolean };
+    configMap?: { name: string; items?: Array<{ key: string; path: string }> };
+    emptyDir?: unknown;
+    projected?: unknown;
+  }>;
 }
 
 type Pod = KubeObj & { spec: PodSpec; status?: { podIP?: string; hostIP?: string; phase?: string } };
@@ -244,9 +250,11 @@ export function startDeploymentRunner(opts: DeploymentRunnerOptions): Deployment
         const cm = await getObject<KubeObj & { data?: Record<string, string> }>(kc, 'v1', 'ConfigMap', v.configMap.name, pod.metadata.namespace);
         if (!cm) throw new Error(`ConfigMap ${pod.metadata.namespace}/${v.configMap.name} of volume ${v.name} does not exist`);
         writeItems(target, Object.fromEntries(Object.entries(cm.data ?? {}).map(([k, t]) => [k, Buffer.from(t)])), v.configMap.items);
-      } else {
-        throw new Error(`volume ${v.name}: only Secret and ConfigMap volumes can be run locally`);
+      } else if (!v.emptyDir && !v.projected) {
+        throw new Error(`volume ${v.name}: only Secret, ConfigMap, emptyDir and projected volumes can be run locally`);
       }
+      // projected (the ServiceAccount token the API server injects): the process gets its own token
+      // kubeconfig instead; emptyDir: the directory itself.
       mounts.set(v.name, target);
     }
     const sa = pod.spec.serviceAccountName ?? 'default';

@@ -12,6 +12,7 @@ import {
   loadToolchain,
   startKarpenterRunner,
   startKubeletSimulator,
+  startMachineConfigRenderer,
   waitFor,
   type DeploymentRunner,
   type KubeletSimulator,
@@ -29,7 +30,8 @@ import { applyKarpenterAndCredentials, KARPENTER } from '../support/scenario.js'
  * needed, and deleting the Karpenter CR leaves nothing behind. EC2 is the emulator; machines are simulated
  * kubelets that bootstrap through the node-bootstrapper CSR the operator approves.
  *
- * Time bounds are several times what a quiet two-core machine needs (measured: first node Ready ~40 s).
+ * Time bounds are several times what a loaded two-core machine needed (load average 14: Karpenter up and the
+ * NodeClass Ready in 110 s, pod pending → Running 7 s, consolidation 41 s, CR teardown 23 s).
  */
 const cluster = testCluster();
 const kc = () => cluster.kubeConfig();
@@ -45,7 +47,11 @@ type WithConditions = KubeObj & { status?: { conditions?: Cond[]; providerID?: s
 let op: OperatorProcess | undefined;
 let runner: DeploymentRunner | undefined;
 let kubelets: KubeletSimulator | undefined;
+let stopRenderer: (() => void) | undefined;
 const forgedFor = new Set<string>();
+/** What the runner and the simulated kubelets reported, newest last (for failure messages). */
+const harnessLog: string[] = [];
+const note = (who: string) => (line: string) => harnessLog.push(`${new Date().toISOString()} ${who}: ${line}`);
 
 /** What a failed wait says besides its own message: the operand's log, NodeClaims, simulated kubelets. */
 async function diagnostics(): Promise<string> {
@@ -58,6 +64,7 @@ async function diagnostics(): Promise<string> {
   return [
     `NodeClaims:\n${claimLines.join('\n') || '  none'}`,
     `simulated kubelets:\n${(kubelets?.kubelets() ?? []).map((k) => `  ${k.nodeClaim} ${k.phase} ${k.nodeName ?? ''} client=${k.clientCsr ?? '-'} serving=${k.servingCsr ?? '-'} ${k.error ?? ''}`).join('\n') || '  none'}`,
+    `harness log:\n${harnessLog.slice(-30).join('\n')}`,
     `operand crashes: ${JSON.stringify(runner?.crashes().map((c) => ({ pod: c.pod, container: c.container, exitCode: c.exitCode })) ?? [])}`,
     `operand logs:\n${runner?.logTails(25) ?? '(runner not started)'}`,
     `operator log tail:\n${op?.logs().split('\n').slice(-15).join('\n') ?? ''}`,
@@ -132,10 +139,13 @@ describe('the real Karpenter provisions an OpenShift node through this operator'
         LOG_LEVEL: 'info',
       },
     });
+    // MCO's render step, so the NodeClass's userData may point at its own pool.
+    stopRenderer = startMachineConfigRenderer(cluster, { log: note('mco') });
     const baseDir = mkdtempSync(join(tmpdir(), 'ko-real-operand-'));
-    runner = startKarpenterRunner({ cluster, karpenterBinary: binary, operatorEntry: join(REPO, 'apps/operator/dist/main.js'), baseDir });
+    runner = startKarpenterRunner({ cluster, karpenterBinary: binary, operatorEntry: join(REPO, 'apps/operator/dist/main.js'), baseDir, log: note('runner') });
     kubelets = startKubeletSimulator({
       cluster,
+      log: note('kubelet'),
       // The first machine also gets a forged client CSR (an extra organization) for its instance.
       forgeCsr: (claim) => {
         if (forgedFor.size > 0 && !forgedFor.has(claim)) return undefined;
@@ -150,6 +160,7 @@ describe('the real Karpenter provisions an OpenShift node through this operator'
     await deleteObject(kc(), 'v1', 'Namespace', WORKLOAD_NS).catch(() => false);
     await deleteObject(kc(), 'karpenter.sh/v1', 'NodePool', POOL).catch(() => false);
     await kubelets?.stop();
+    stopRenderer?.();
     await runner?.stop();
     await op?.stop();
     await resetOperatorWorld(cluster).catch(() => undefined);
@@ -158,7 +169,7 @@ describe('the real Karpenter provisions an OpenShift node through this operator'
 
   it('Karpenter CR + credentials: the operand runs the real controller and EC2NodeClass default is Ready', async () => {
     await applyKarpenterAndCredentials(cluster);
-    await eventually('two operand replicas running the real controller', async () => runner!.replicas().filter((r) => r.state === 'running').length === 2, 240_000);
+    await eventually('two operand replicas running the real controller', async () => runner!.replicas().filter((r) => r.state === 'running').length === 2, 360_000);
     const nc = await eventually(
       'EC2NodeClass default Ready=True (all its conditions True)',
       async () => {
@@ -166,7 +177,7 @@ describe('the real Karpenter provisions an OpenShift node through this operator'
         const conds = o?.status?.conditions ?? [];
         return conds.length > 0 && conds.every((c) => c.status === 'True') && condTrue(o, 'Ready') ? o : undefined;
       },
-      240_000,
+      360_000,
     );
     expect((nc.status?.conditions ?? []).map((c) => c.type)).toEqual(expect.arrayContaining(['Ready', 'AMIsReady', 'SubnetsReady', 'SecurityGroupsReady', 'InstanceProfileReady']));
     // Machines must boot from the NodeClass's own pool; a later rewrite would drift every node launched before it.
@@ -176,7 +187,7 @@ describe('the real Karpenter provisions an OpenShift node through this operator'
       60_000,
     );
     expect(runner!.crashes()).toEqual([]);
-  }, 500_000);
+  }, 900_000);
 
   it('a pod only a new node can host becomes Running on a node Karpenter launched and the operator let join', async () => {
     const world = seededWorld();
