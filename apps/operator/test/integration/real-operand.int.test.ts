@@ -305,8 +305,20 @@ describe('the real Karpenter provisions an OpenShift node through this operator'
   });
 });
 
-/** The default NodeClass re-derived from the seed's MachineSets (other files edit both). */
+/**
+ * The default NodeClass re-derived from the seed's MachineSets (other files edit both), and no Node or
+ * NodeClaim of another file's fake Karpenter nodes: Karpenter waits for every Node labelled with a
+ * NodePool to have its NodeClaim before it provisions anything ("waiting on cluster sync").
+ */
 async function resetNodeClassWorld(): Promise<void> {
+  for (const c of await nodeClaims().catch(() => [] as WithConditions[])) {
+    await adminRequest(cluster, 'PATCH', `/apis/karpenter.sh/v1/nodeclaims/${c.metadata.name}`, { metadata: { finalizers: null } }, 'application/merge-patch+json');
+    await deleteObject(kc(), ...NODECLAIM, c.metadata.name).catch(() => false);
+  }
+  for (const n of await listObjects(kc(), 'v1', 'Node', undefined, 'karpenter.sh/nodepool').catch(() => [] as KubeObj[])) {
+    await adminRequest(cluster, 'PATCH', `/api/v1/nodes/${n.metadata.name}`, { metadata: { finalizers: null } }, 'application/merge-patch+json');
+    await deleteObject(kc(), 'v1', 'Node', n.metadata.name).catch(() => false);
+  }
   const { aWorkerMachineSet, SEED_FIELD_MANAGER } = await import('@karpenter-operator/testkit');
   const world = seededWorld();
   for (const zone of world.facts.zones) await applyObject(kc(), aWorkerMachineSet(zone, world.facts), { fieldManager: SEED_FIELD_MANAGER });
