@@ -1,4 +1,4 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DescribeInstancesCommand, EC2Client, type Instance } from '@aws-sdk/client-ec2';
@@ -48,6 +48,7 @@ let op: OperatorProcess | undefined;
 let runner: DeploymentRunner | undefined;
 let kubelets: KubeletSimulator | undefined;
 let stopRenderer: (() => void) | undefined;
+let runnerDir: string | undefined;
 const forgedFor = new Set<string>();
 /** What the runner and the simulated kubelets reported, newest last (for failure messages). */
 const harnessLog: string[] = [];
@@ -141,8 +142,8 @@ describe('the real Karpenter provisions an OpenShift node through this operator'
     });
     // MCO's render step, so the NodeClass's userData may point at its own pool.
     stopRenderer = startMachineConfigRenderer(cluster, { log: note('mco') });
-    const baseDir = mkdtempSync(join(tmpdir(), 'ko-real-operand-'));
-    runner = startKarpenterRunner({ cluster, karpenterBinary: binary, operatorEntry: join(REPO, 'apps/operator/dist/main.js'), baseDir, log: note('runner') });
+    runnerDir = mkdtempSync(join(tmpdir(), 'ko-real-operand-'));
+    runner = startKarpenterRunner({ cluster, karpenterBinary: binary, operatorEntry: join(REPO, 'apps/operator/dist/main.js'), baseDir: runnerDir, log: note('runner') });
     kubelets = startKubeletSimulator({
       cluster,
       log: note('kubelet'),
@@ -165,6 +166,8 @@ describe('the real Karpenter provisions an OpenShift node through this operator'
     await op?.stop();
     await resetOperatorWorld(cluster).catch(() => undefined);
     await dropKarpenterFinalizers();
+    // The operand's logs stay with the cluster's when it is kept.
+    if (runnerDir && process.env.KO_KEEP_CLUSTER !== '1') rmSync(runnerDir, { recursive: true, force: true });
   }, 120_000);
 
   it('Karpenter CR + credentials: the operand runs the real controller and EC2NodeClass default is Ready', async () => {
