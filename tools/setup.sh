@@ -3,9 +3,11 @@
 # Python). Idempotent and fast when nothing changed. Each missing prerequisite stops with one line.
 #   1. npm ci when node_modules is missing or older than package-lock.json (brings Node 24)
 #   2. control-plane binaries from pinned Go modules (tools/cluster/build-binaries.sh, cached per version)
-#   3. the real CRDs from pinned Go modules into generated/crds (tools/cluster/fetch-crds.sh)
-#   4. a Python virtualenv with moto[server] (the EC2 emulator)
-#   5. .local/toolchain.json: where all of that is, for packages/testkit
+#   3. the real Karpenter controller from its Go module (tools/cluster/build-karpenter.sh, cached per version)
+#   4. the real CRDs from pinned Go modules into generated/crds (tools/cluster/fetch-crds.sh)
+#   5. a Python virtualenv with moto[server] (the EC2 emulator)
+#   6. .local/toolchain.json: where all of that is, for packages/testkit
+# Long builds print a progress line every 30 s (elapsed, the previous build's duration, the log).
 set -euo pipefail
 KO_SCRIPT=setup
 # shellcheck source=cluster/lib.sh
@@ -25,14 +27,21 @@ node_major=$(node_modules/.bin/node -p 'process.versions.node.split(".")[0]' 2>/
 [ "$node_major" -ge 24 ] || ko_fail "node_modules/.bin/node is not Node >= 24; delete node_modules and re-run npm run setup"
 
 # 2. Binaries (minutes cold, instant warm; Go is needed only when something must be built).
-if ! bin_dir=$(bash tools/cluster/build-binaries.sh 2> "$logs/build-binaries.log"); then
+if ! ko_with_progress control-plane "step 2 of 6: building the control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok)" \
+  "$logs/build-binaries.log" bash tools/cluster/build-binaries.sh; then
   ko_fail "$(grep -E '^build-binaries: ' "$logs/build-binaries.log" | tail -n1 | sed 's/^build-binaries: //') (full log: $logs/build-binaries.log)"
 fi
+bin_dir=$ko_progress_out
 
-# 3. CRDs.
+# 3. The real operand (about 5 minutes cold on two cores; it prints its own progress).
+if ! karpenter_bin=$(bash tools/cluster/build-karpenter.sh); then
+  ko_fail "building the Karpenter controller failed: see the lines above; re-run with: bash tools/cluster/build-karpenter.sh"
+fi
+
+# 4. CRDs.
 crd_dir=$(bash tools/cluster/fetch-crds.sh) || exit 1
 
-# 4. The EC2 emulator. venv scripts embed their absolute path, so the venv is built in place and
+# 5. The EC2 emulator. venv scripts embed their absolute path, so the venv is built in place and
 #    marked complete by a stamp written last.
 command -v python3 >/dev/null 2>&1 || ko_fail "Python 3 is not installed: install Python >= 3.9 with venv (apt-get install python3 python3-venv) and re-run"
 python3 -c 'import sys; sys.exit(0 if sys.version_info >= (3, 9) else 1)' || ko_fail "Python $(python3 -V 2>&1) is too old: moto ${MOTO_VERSION} needs Python >= 3.9"
@@ -48,10 +57,11 @@ if [ "$(cat "$ko_venv_dir/.stamp" 2>/dev/null)" != "moto[server]==${MOTO_VERSION
 fi
 [ -x "$ko_venv_dir/bin/moto_server" ] || ko_fail "moto_server is missing from $ko_venv_dir; delete that directory and re-run npm run setup"
 
-# 5. What packages/testkit reads to find the toolchain.
+# 6. What packages/testkit reads to find the toolchain.
 cat > "$ko_local_dir/toolchain.json.tmp" <<JSON
 {
   "binDir": "$bin_dir",
+  "karpenterBinary": "$karpenter_bin",
   "crdDir": "$crd_dir",
   "kwokStages": "$ko_kwok_stages",
   "motoServer": "$ko_venv_dir/bin/moto_server",

@@ -31,3 +31,28 @@ ko_go_module_dir() {
   fi
   printf '%s\n' "$dir"
 }
+
+# Runs "$@" (stdout kept for the caller in $ko_progress_out, stderr to $log) and prints a progress line
+# every 30 s: what, elapsed time, the previous run's duration as an estimate, where the log is. A run
+# that took longer than 10 s records its duration under "$ko_cache_root/durations/<key>" for next time.
+#   ko_with_progress <key> "<what>" <log> cmd...
+ko_with_progress() {
+  local key="$1" what="$2" log="$3"; shift 3
+  local dfile="$ko_cache_root/durations/$key" previous est="" t0=$SECONDS out pid rc=0 ticks=0
+  mkdir -p "$(dirname "$dfile")"
+  previous=$(cat "$dfile" 2>/dev/null || true)
+  [ -n "$previous" ] && est=", the previous run took $((previous / 60))m$((previous % 60))s"
+  out=$(mktemp)
+  "$@" > "$out" 2> "$log" &
+  pid=$!
+  while kill -0 "$pid" 2>/dev/null; do
+    sleep 1
+    ticks=$((ticks + 1))
+    [ $((ticks % 30)) -eq 0 ] && ko_log "$what: $(((SECONDS - t0) / 60))m$(((SECONDS - t0) % 60))s elapsed${est} (log: $log)"
+  done
+  wait "$pid" || rc=$?
+  ko_progress_out=$(cat "$out")
+  rm -f "$out"
+  if [ "$rc" -eq 0 ] && [ $((SECONDS - t0)) -gt 10 ]; then echo $((SECONDS - t0)) > "$dfile"; fi
+  return "$rc"
+}

@@ -4,12 +4,16 @@ import { copyFileSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node
 import { join, relative } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { ClusterHandle } from './cluster.js';
+import { startCredentialsMinter } from './credentials-minter.js';
+import { startMachineConfigRenderer } from './mco-standin.js';
 import { isLocalClusterError } from './errors.js';
+import { startKubeletSimulator, type KubeletSimulator } from './kubelet-simulator.js';
+import { startKarpenterRunner, type DeploymentRunner } from './operand-runner.js';
 import { freePort, LOOPBACK } from './ports.js';
 import { ProcessSupervisor, tailLog, type ManagedProcess } from './processes.js';
 import { applyManifests, listObjects, getObject, type KubeObj } from './resources.js';
 import { openShiftAws, startOpenShiftAwsCluster } from './seed/openshift-aws.js';
-import { findRepoRoot } from './toolchain.js';
+import { findRepoRoot, karpenterBinary, loadToolchain } from './toolchain.js';
 
 const OPERATOR_NS = 'openshift-karpenter';
 const OPERATOR_SA = 'karpenter-operator';
@@ -29,6 +33,15 @@ export interface DevState {
   ec2Endpoint?: string;
   startedAt: string;
   operator: string;
+  /** The real Karpenter controller, or why it does not run. */
+  karpenter: string;
+}
+
+/** What runs beside the cluster: the operator, the real operand, simulated kubelets, the CCO stand-in. */
+interface Workers {
+  operator?: ManagedProcess;
+  karpenter?: DeploymentRunner;
+  kubelets?: KubeletSimulator;
 }
 
 async function main(): Promise<void> {
@@ -43,12 +56,16 @@ async function main(): Promise<void> {
   const say = (l: string) => console.log(`dev: ${l}`);
 
   // Filled in as things start; shutdown stops whatever is there.
-  const live: { cluster?: ClusterHandle; operatorSup?: ProcessSupervisor } = {};
+  const live: { cluster?: ClusterHandle; operatorSup?: ProcessSupervisor; workers?: Workers; stopMinter?: () => void; stopRenderer?: () => void } = {};
   let stopping = false;
   const shutdown = async (code: number) => {
     if (stopping) return;
     stopping = true;
     say('stopping...');
+    live.stopMinter?.();
+    live.stopRenderer?.();
+    await live.workers?.kubelets?.stop().catch(() => undefined);
+    await live.workers?.karpenter?.stop().catch(() => undefined);
     await live.operatorSup?.stopAll().catch(() => undefined);
     await live.cluster?.stop().catch(() => undefined);
     rmSync(statePath, { force: true });
@@ -79,6 +96,29 @@ async function main(): Promise<void> {
 
   live.operatorSup = new ProcessSupervisor(join(baseDir, 'operator'));
   const operator = await startOperator(cluster, live.operatorSup, root, devDir);
+  // The local cluster stands in for the cloud-credential operator: it mints the Secrets the
+  // CredentialsRequests of install/ ask for, pointing at the emulator.
+  live.stopMinter = startCredentialsMinter(cluster, { log: say });
+  // ... and for the MCO's render step, so NodeClass userData can point at its own pool.
+  live.stopRenderer = startMachineConfigRenderer(cluster, { log: say });
+  const workers: Workers = { operator };
+  live.workers = workers;
+  let karpenterState: string;
+  try {
+    const binary = karpenterBinary(loadToolchain(root));
+    workers.karpenter = startKarpenterRunner({
+      cluster,
+      karpenterBinary: binary,
+      operatorEntry: join(root, 'apps', 'operator', 'dist', 'main.js'),
+      baseDir: join(baseDir, 'karpenter'),
+      log: (l) => say(`karpenter: ${l}`),
+    });
+    workers.kubelets = startKubeletSimulator({ cluster, log: (l) => say(`kubelet: ${l}`) });
+    karpenterState = `runs Deployment ${OPERATOR_NS}/karpenter with ${relative(root, binary)}`;
+  } catch (e) {
+    karpenterState = `not running: ${(e as Error).message}`;
+    say(`karpenter ${karpenterState}`);
+  }
   const state: DevState = {
     pid: process.pid,
     kubeconfig,
@@ -86,6 +126,7 @@ async function main(): Promise<void> {
     ec2Endpoint: cluster.info.ec2Endpoint,
     startedAt: new Date().toISOString(),
     operator: operator ? `running, log ${relative(root, operator.logFile)}` : 'not started (apps/operator/dist/main.js missing: npx nx build operator)',
+    karpenter: karpenterState,
   };
   writeFileSync(statePath, JSON.stringify(state, null, 2) + '\n');
 
@@ -94,7 +135,7 @@ async function main(): Promise<void> {
     if (stopping) return;
     let text: string;
     try {
-      text = await summary(kc, state, root, operator, started);
+      text = await summary(kc, state, root, workers, started);
     } catch (e) {
       text = `summary unavailable: ${(e as Error).message}`;
     }
@@ -129,6 +170,9 @@ async function startOperator(cluster: ClusterHandle, sup: ProcessSupervisor, roo
         REGION: openShiftAws.region,
         AWS_REGION: openShiftAws.region,
         KARPENTER_IMAGE_AWS: process.env.KARPENTER_IMAGE_AWS ?? 'quay.io/openshift/origin-aws-karpenter-provider-aws:latest',
+        // Renders the check-credentials init container; the operand's EC2 calls go to the emulator.
+        OPERATOR_IMAGE: process.env.OPERATOR_IMAGE ?? 'quay.io/openshift/origin-karpenter-operator:latest',
+        OPERAND_AWS_ENDPOINT_URL_EC2: cluster.info.ec2Endpoint,
         AWS_ENDPOINT_URL: cluster.info.ec2Endpoint,
         AWS_ACCESS_KEY_ID: 'testing',
         AWS_SECRET_ACCESS_KEY: 'testing',
@@ -146,7 +190,8 @@ const cond = (list: Condition[] | undefined, type: string) => {
   return c ? `${type}=${c.status}${c.reason ? ` (${c.reason})` : ''}` : `${type}=?`;
 };
 
-async function summary(kc: KubeConfig, state: DevState, root: string, operator: ManagedProcess | undefined, started: number): Promise<string> {
+async function summary(kc: KubeConfig, state: DevState, root: string, workers: Workers, started: number): Promise<string> {
+  const { operator } = workers;
   const up = Math.round((Date.now() - started) / 1000);
   const lines = [
     `karpenter-operator local cluster — up ${Math.floor(up / 60)}m${String(up % 60).padStart(2, '0')}s`,
@@ -173,6 +218,27 @@ async function summary(kc: KubeConfig, state: DevState, root: string, operator: 
   const csrs = await listObjects<WithStatus>(kc, 'certificates.k8s.io/v1', 'CertificateSigningRequest').catch(() => [] as WithStatus[]);
   const pending = csrs.filter((c) => !(c.status?.conditions ?? []).some((x) => ['Approved', 'Denied', 'Failed'].includes(x.type)));
   lines.push(`  CSRs         ${pending.length} pending of ${csrs.length}${pending.length ? `: ${pending.map((c) => c.metadata.name).slice(0, 5).join(', ')}` : ''}`);
+
+  if (!workers.karpenter) {
+    lines.push(`  Karpenter    ${state.karpenter}`);
+  } else {
+    const replicas = workers.karpenter.replicas();
+    lines.push(`  Karpenter    ${replicas.length ? replicas.map((r) => `${r.pod} ${r.state}${r.pid ? ` pid ${r.pid}` : ''}${r.restarts ? `, ${r.restarts} restarts` : ''}`).join('; ') : 'no operand pod yet (create the Karpenter CR)'}`);
+    const crash = workers.karpenter.crashes().at(-1);
+    if (crash) lines.push(`      last crash: ${crash.pod}/${crash.container} exit ${String(crash.exitCode)} at ${crash.at.toISOString()} (log ${relative(root, crash.logFile)}):\n${crash.logTail.split('\n').slice(-5).join('\n').replace(/^/gm, '        ')}`);
+  }
+  const pools = await listObjects<WithStatus>(kc, 'karpenter.sh/v1', 'NodePool').catch(() => undefined);
+  if (pools !== undefined) lines.push(`  NodePools    ${pools.length ? pools.map((p) => `${p.metadata.name} ${cond(p.status?.conditions, 'Ready')}`).join(', ') : 'none'}`);
+  const claims = await listObjects<WithStatus>(kc, 'karpenter.sh/v1', 'NodeClaim').catch(() => undefined);
+  if (claims !== undefined) {
+    lines.push(`  NodeClaims   ${claims.length ? '' : 'none'}`);
+    for (const c of claims) {
+      const phase = ['Ready', 'Initialized', 'Registered', 'Launched'].find((t) => c.status?.conditions?.some((x) => x.type === t && x.status === 'True')) ?? 'Pending';
+      lines.push(`      ${c.metadata.name} ${c.metadata.deletionTimestamp ? 'Deleting' : phase}  node ${String(c.status?.nodeName ?? '-')}`);
+    }
+  }
+  const sims = workers.kubelets?.kubelets().filter((k) => k.phase !== 'gone') ?? [];
+  if (workers.kubelets) lines.push(`  Nodes joined ${sims.filter((k) => k.phase === 'joined').length}${sims.length ? ` (${sims.map((k) => `${k.nodeName ?? k.instanceId} ${k.phase}${k.error ? `: ${k.error}` : ''}`).join('; ')})` : ''}`);
   return lines.join('\n');
 }
 

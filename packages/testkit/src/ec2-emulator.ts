@@ -1,9 +1,19 @@
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { LocalClusterError } from './errors.js';
 import type { ProcessSupervisor, ManagedProcess } from './processes.js';
 import { tailLog } from './processes.js';
 import { LOOPBACK } from './ports.js';
+import { findRepoRoot } from './toolchain.js';
 import { waitFor } from './wait.js';
+
+/**
+ * The launcher that starts moto's server with the fixes the real Karpenter needs (each pinned to
+ * MOTO_VERSION and covered by test/integration/moto-gaps.int.test.ts).
+ */
+export function motoLauncherPath(repoRoot = findRepoRoot()): string {
+  return join(repoRoot, 'packages', 'testkit', 'moto', 'launch_moto.py');
+}
 
 export interface Ec2EmulatorOptions {
   motoServer: string;
@@ -50,7 +60,11 @@ export function ec2ClientConfig(endpoint: string, region: string) {
 export async function startEc2Emulator(sup: ProcessSupervisor, opts: Ec2EmulatorOptions): Promise<Ec2Emulator> {
   const amisPath = join(opts.baseDir, 'moto-amis.json');
   writeFileSync(amisPath, JSON.stringify(opts.amis, null, 2));
-  const proc = sup.spawn('moto', opts.motoServer, ['-H', LOOPBACK, '-p', String(opts.port)], {
+  // The venv's interpreter sits beside its moto_server script.
+  const python = join(dirname(opts.motoServer), 'python');
+  const launcher = motoLauncherPath();
+  if (!existsSync(launcher)) throw new LocalClusterError(`the moto launcher ${launcher} is missing`);
+  const proc = sup.spawn('moto', python, [launcher, '-H', LOOPBACK, '-p', String(opts.port)], {
     env: { MOTO_AMIS_PATH: amisPath, AWS_EC2_METADATA_DISABLED: 'true', PYTHONUNBUFFERED: '1' },
   });
   const endpoint = `http://${LOOPBACK}:${opts.port}`;

@@ -13,4 +13,8 @@ export * from './ec2-fault-proxy.js';
 export * from './api-fault-proxy.js';
 export * from './access.js';
 export * from './cluster.js';
+export * from './operand-runner.js';
+export * from './kubelet-simulator.js';
+export * from './credentials-minter.js';
+export * from './mco-standin.js';
 export * from './seed/openshift-aws.js';

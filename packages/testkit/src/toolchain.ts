@@ -11,6 +11,8 @@ export interface Toolchain {
   /** KWOK Stage documents (node and pod lifecycles). */
   kwokStages: string;
   motoServer: string;
+  /** The real karpenter-provider-aws controller (`tools/cluster/build-karpenter.sh`); checked by `karpenterBinary()`. */
+  karpenterBinary: string;
   versions: Record<string, string>;
 }
 
@@ -55,6 +57,7 @@ export function loadToolchain(repoRoot = findRepoRoot()): Toolchain {
     crdDir: process.env.KO_CRD_DIR ?? raw.crdDir ?? join(repoRoot, 'generated', 'crds'),
     kwokStages: raw.kwokStages ?? join(repoRoot, 'generated', 'kwok', 'stages.yaml'),
     motoServer: process.env.KO_MOTO_SERVER ?? raw.motoServer ?? '',
+    karpenterBinary: process.env.KO_KARPENTER_BINARY ?? raw.karpenterBinary ?? '',
     versions: raw.versions ?? {},
   };
   for (const b of CLUSTER_BINARIES) assertExecutable(join(tc.binDir, b), `binary ${b}`);
@@ -69,4 +72,20 @@ export function assertExecutable(path: string, what: string): void {
   } catch {
     throw new LocalClusterError(`${what} is missing (${path}): ${SETUP_HINT}`);
   }
+}
+
+/**
+ * The real Karpenter controller binary, or a LocalClusterError in one line naming the command that builds
+ * it (never a silent skip: CI builds it in `npm run setup`). Env override: `KO_KARPENTER_BINARY`.
+ */
+export function karpenterBinary(tc: Toolchain = loadToolchain()): string {
+  const path = tc.karpenterBinary;
+  const build = 'build it with `bash tools/cluster/build-karpenter.sh` (or `npm run setup`; about 5 minutes cold)';
+  if (!path) throw new LocalClusterError(`the karpenter-provider-aws controller binary is not in .local/toolchain.json: ${build}`);
+  try {
+    accessSync(path, constants.X_OK);
+  } catch {
+    throw new LocalClusterError(`the karpenter-provider-aws controller binary is missing (${path}): ${build}`);
+  }
+  return path;
 }

@@ -157,6 +157,8 @@ export interface OperatorOptions {
   name: string;
   leaderElect?: boolean;
   logLevel?: 'debug' | 'info' | 'warn' | 'error';
+  /** More env for the operator (e.g. `OPERATOR_IMAGE`, `OPERAND_AWS_ENDPOINT_URL_EC2` for the real operand). */
+  env?: Record<string, string>;
 }
 
 const supervisors = new WeakMap<BenchContext, { sup: ProcessSupervisor; kubeconfig: string; creds: string }>();
@@ -211,6 +213,7 @@ export async function startOperator(ctx: BenchContext, opts: OperatorOptions): P
     AWS_ACCESS_KEY_ID: undefined,
     AWS_SECRET_ACCESS_KEY: undefined,
     LOG_LEVEL: opts.logLevel ?? 'info',
+    ...opts.env,
   };
   const spawnedAt = Date.now();
   const proc = sup.spawn(opts.name, join(ctx.root, 'node_modules/.bin/node'), args, { cwd: ctx.root, env });

@@ -75,7 +75,10 @@ export class TeardownReconciler implements Reconciler {
     if (pools.length) return { requeueAfterMs: this.deps.pollMs ?? 5000 };
 
     const dep = { ...Types.Deployment, namespace: topology.operandNamespace, name: Names.operandDeployment };
-    if (await topology.controlStore.delete(dep)) events.record(owner, 'Normal', 'DeletingOperand', 'NodeClaims are gone; removing Karpenter');
+    // Foreground: the Deployment stays until its pods are gone, and only then is the finalizer released and
+    // the operand's RBAC garbage-collected. In the other order Karpenter loses its Lease permissions while it
+    // still runs ("leader election lost").
+    if (await topology.controlStore.delete(dep, { propagation: 'Foreground' })) events.record(owner, 'Normal', 'DeletingOperand', 'NodeClaims are gone; removing Karpenter');
     if (await topology.controlStore.get(dep)) return { requeueAfterMs: this.deps.pollMs ?? 5000 };
 
     await setFinalizers(request.finalizers.filter((f) => f !== fin));

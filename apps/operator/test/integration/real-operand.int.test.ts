@@ -1,0 +1,350 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DescribeInstancesCommand, EC2Client, type Instance } from '@aws-sdk/client-ec2';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  applyObject,
+  deleteObject,
+  getObject,
+  karpenterBinary,
+  listObjects,
+  loadToolchain,
+  startKarpenterRunner,
+  startKubeletSimulator,
+  startMachineConfigRenderer,
+  waitFor,
+  type DeploymentRunner,
+  type KubeletSimulator,
+  type KubeObj,
+} from '@karpenter-operator/testkit';
+import { seededWorld, testCluster } from '@karpenter-operator/testkit/vitest';
+import { adminRequest, conditionOf, type Cond } from '../support/k8s.js';
+import { ensureBuilt, installManifests, OPERATOR_NS, REPO, resetOperatorWorld, startOperator, type OperatorProcess } from '../support/operator-process.js';
+import { applyKarpenterAndCredentials, KARPENTER } from '../support/scenario.js';
+
+/**
+ * The whole point of Karpenter on OpenShift, end to end, with the real karpenter-provider-aws controller
+ * (built from its Go module by `npm run setup`) running the Deployment the operator rendered, under the
+ * RBAC the operator applied: a pending pod becomes a Ready node, that node goes away when it is no longer
+ * needed, and deleting the Karpenter CR leaves nothing behind. EC2 is the emulator; machines are simulated
+ * kubelets that bootstrap through the node-bootstrapper CSR the operator approves.
+ *
+ * Time bounds are several times what a loaded two-core machine needed (load average 14: Karpenter up and the
+ * NodeClass Ready in 110 s, pod pending → Running 7 s, consolidation 41 s, CR teardown 23 s).
+ */
+const cluster = testCluster();
+const kc = () => cluster.kubeConfig();
+const OPERAND_USER = `system:serviceaccount:${OPERATOR_NS}:karpenter`;
+const POOL = 'e2e';
+const WORKLOAD_NS = 'e2e-real-operand';
+const NC = ['karpenter.k8s.aws/v1', 'EC2NodeClass'] as const;
+const NODECLAIM = ['karpenter.sh/v1', 'NodeClaim'] as const;
+const started = new Date();
+
+type WithConditions = KubeObj & { status?: { conditions?: Cond[]; providerID?: string; nodeName?: string } };
+
+let op: OperatorProcess | undefined;
+let runner: DeploymentRunner | undefined;
+let kubelets: KubeletSimulator | undefined;
+let stopRenderer: (() => void) | undefined;
+let runnerDir: string | undefined;
+const forgedFor = new Set<string>();
+/** What the runner and the simulated kubelets reported, newest last (for failure messages). */
+const harnessLog: string[] = [];
+const note = (who: string) => (line: string) => harnessLog.push(`${new Date().toISOString()} ${who}: ${line}`);
+
+/** What a failed wait says besides its own message: the operand's log, NodeClaims, simulated kubelets. */
+async function diagnostics(): Promise<string> {
+  const claims = await listObjects<WithConditions>(kc(), ...NODECLAIM).catch(() => [] as WithConditions[]);
+  const claimLines = claims.map(
+    (c) =>
+      `  ${c.metadata.name} providerID=${c.status?.providerID ?? '-'} node=${c.status?.nodeName ?? '-'} ` +
+      (c.status?.conditions ?? []).map((x) => `${x.type}=${x.status}${x.reason ? `(${x.reason})` : ''}`).join(' '),
+  );
+  return [
+    `NodeClaims:\n${claimLines.join('\n') || '  none'}`,
+    `simulated kubelets:\n${(kubelets?.kubelets() ?? []).map((k) => `  ${k.nodeClaim} ${k.phase} ${k.nodeName ?? ''} client=${k.clientCsr ?? '-'} serving=${k.servingCsr ?? '-'} ${k.error ?? ''}`).join('\n') || '  none'}`,
+    `harness log:\n${harnessLog.slice(-30).join('\n')}`,
+    `operand crashes: ${JSON.stringify(runner?.crashes().map((c) => ({ pod: c.pod, container: c.container, exitCode: c.exitCode })) ?? [])}`,
+    `operand logs:\n${runner?.logTails(25) ?? '(runner not started)'}`,
+    `operator log tail:\n${op?.logs().split('\n').slice(-15).join('\n') ?? ''}`,
+  ].join('\n');
+}
+
+/** `waitFor` whose failure carries the diagnostics above. */
+async function eventually<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs: number): Promise<T> {
+  try {
+    return await waitFor(what, probe, { timeoutMs, intervalMs: 1000, abort: () => (op?.exited() ? `the operator exited:\n${op.logs().slice(-3000)}` : undefined) });
+  } catch (e) {
+    throw new Error(`${(e as Error).message}\n${await diagnostics()}`, { cause: e });
+  }
+}
+
+const nodeClaims = () => listObjects<WithConditions>(kc(), ...NODECLAIM);
+const condTrue = (o: WithConditions | undefined, type: string) => conditionOf(o, type)?.status === 'True';
+
+async function instancesOfPool(): Promise<Instance[]> {
+  const ec2 = new EC2Client(cluster.ec2Config());
+  try {
+    const r = await ec2.send(
+      new DescribeInstancesCommand({
+        Filters: [
+          { Name: 'tag:karpenter.sh/nodepool', Values: [POOL] },
+          { Name: 'instance-state-name', Values: ['pending', 'running', 'stopping', 'stopped'] },
+        ],
+      }),
+    );
+    return (r.Reservations ?? []).flatMap((x) => x.Instances ?? []);
+  } finally {
+    ec2.destroy();
+  }
+}
+
+async function setWorkloadReplicas(replicas: number): Promise<void> {
+  await applyObject(kc(), {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name: 'inflate', namespace: WORKLOAD_NS },
+    spec: {
+      replicas,
+      selector: { matchLabels: { app: 'inflate' } },
+      template: {
+        metadata: { labels: { app: 'inflate' } },
+        spec: {
+          // Only a node of this pool can host it.
+          nodeSelector: { 'karpenter.sh/nodepool': POOL },
+          terminationGracePeriodSeconds: 0,
+          containers: [{ name: 'app', image: 'registry.k8s.io/pause:3.10', resources: { requests: { cpu: '1', memory: '1Gi' } } }],
+        },
+      },
+    },
+  });
+}
+
+describe('the real Karpenter provisions an OpenShift node through this operator', () => {
+  beforeAll(async () => {
+    // One line naming the command that builds it when it is missing: never a silent skip.
+    const binary = karpenterBinary(loadToolchain());
+    ensureBuilt();
+    await installManifests(cluster);
+    await resetOperatorWorld(cluster);
+    // Other files may have edited the default NodeClass and the MachineSets: start from the seed.
+    await resetNodeClassWorld();
+    op = await startOperator(cluster, {
+      name: 'karpenter-operator-real-operand',
+      env: {
+        // Renders the check-credentials init container (the operator's image) into the operand Deployment.
+        OPERATOR_IMAGE: 'quay.io/openshift/origin-karpenter-operator:test',
+        OPERAND_AWS_ENDPOINT_URL_EC2: cluster.info.ec2Endpoint!,
+        LOG_LEVEL: 'info',
+      },
+    });
+    // MCO's render step, so the NodeClass's userData may point at its own pool.
+    stopRenderer = startMachineConfigRenderer(cluster, { log: note('mco') });
+    runnerDir = mkdtempSync(join(tmpdir(), 'ko-real-operand-'));
+    runner = startKarpenterRunner({ cluster, karpenterBinary: binary, operatorEntry: join(REPO, 'apps/operator/dist/main.js'), baseDir: runnerDir, log: note('runner') });
+    kubelets = startKubeletSimulator({
+      cluster,
+      log: note('kubelet'),
+      // The first machine also gets a forged client CSR (an extra organization) for its instance.
+      forgeCsr: (claim) => {
+        if (forgedFor.size > 0 && !forgedFor.has(claim)) return undefined;
+        forgedFor.add(claim);
+        return { organizations: ['system:nodes', 'system:masters'] };
+      },
+    });
+    await applyObject(kc(), { apiVersion: 'v1', kind: 'Namespace', metadata: { name: WORKLOAD_NS } });
+  }, 300_000);
+
+  afterAll(async () => {
+    await deleteObject(kc(), 'v1', 'Namespace', WORKLOAD_NS).catch(() => false);
+    await deleteObject(kc(), 'karpenter.sh/v1', 'NodePool', POOL).catch(() => false);
+    await kubelets?.stop();
+    stopRenderer?.();
+    await runner?.stop();
+    await op?.stop();
+    await resetOperatorWorld(cluster).catch(() => undefined);
+    await dropKarpenterFinalizers();
+    // The operand's logs stay with the cluster's when it is kept.
+    if (runnerDir && process.env.KO_KEEP_CLUSTER !== '1') rmSync(runnerDir, { recursive: true, force: true });
+  }, 120_000);
+
+  it('Karpenter CR + credentials: the operand runs the real controller and EC2NodeClass default is Ready', async () => {
+    await applyKarpenterAndCredentials(cluster);
+    await eventually('two operand replicas running the real controller', async () => runner!.replicas().filter((r) => r.state === 'running').length === 2, 360_000);
+    const nc = await eventually(
+      'EC2NodeClass default Ready=True (all its conditions True)',
+      async () => {
+        const o = await getObject<WithConditions>(kc(), ...NC, 'default');
+        const conds = o?.status?.conditions ?? [];
+        return conds.length > 0 && conds.every((c) => c.status === 'True') && condTrue(o, 'Ready') ? o : undefined;
+      },
+      360_000,
+    );
+    expect((nc.status?.conditions ?? []).map((c) => c.type)).toEqual(expect.arrayContaining(['Ready', 'AMIsReady', 'SubnetsReady', 'SecurityGroupsReady', 'InstanceProfileReady']));
+    // Machines must boot from the NodeClass's own pool; a later rewrite would drift every node launched before it.
+    await eventually(
+      'the userData of EC2NodeClass default to merge from /config/karpenter-default',
+      async () => ((await getObject<KubeObj & { spec?: { userData?: string } }>(kc(), ...NC, 'default'))?.spec?.userData ?? '').includes('/config/karpenter-default"'),
+      60_000,
+    );
+    expect(runner!.crashes()).toEqual([]);
+  }, 900_000);
+
+  it('a pod only a new node can host becomes Running on a node Karpenter launched and the operator let join', async () => {
+    const world = seededWorld();
+    await applyObject(kc(), {
+      apiVersion: 'karpenter.sh/v1',
+      kind: 'NodePool',
+      metadata: { name: POOL },
+      spec: {
+        template: {
+          spec: {
+            nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' },
+            requirements: [
+              { key: 'kubernetes.io/arch', operator: 'In', values: ['amd64'] },
+              { key: 'karpenter.sh/capacity-type', operator: 'In', values: ['on-demand'] },
+              { key: 'node.kubernetes.io/instance-type', operator: 'In', values: ['m6i.large', 'm6i.xlarge', 'm5.large', 'm5.xlarge'] },
+            ],
+          },
+        },
+        disruption: { consolidationPolicy: 'WhenEmptyOrUnderutilized', consolidateAfter: '5s' },
+      },
+    });
+    await setWorkloadReplicas(1);
+
+    const launched = await eventually(
+      'a NodeClaim of the pool Launched with a providerID',
+      async () => (await nodeClaims()).find((c) => c.metadata.labels?.['karpenter.sh/nodepool'] === POOL && c.status?.providerID && condTrue(c, 'Launched')),
+      240_000,
+    );
+    const instanceId = launched.status!.providerID!.split('/').pop()!;
+    const [instance] = (await instancesOfPool()).filter((i) => i.InstanceId === instanceId);
+    expect(instance, `instance ${instanceId} in the emulator`).toBeDefined();
+    expect(instance!.Tags).toContainEqual({ Key: world.facts.clusterTagKey, Value: 'owned' });
+    // The groups of the NodeClass, not the VPC default (else Karpenter would see SecurityGroupDrift).
+    expect((instance!.SecurityGroups ?? []).map((g) => g.GroupId).sort()).toEqual([world.ec2!.securityGroupIds.node, world.ec2!.securityGroupIds.lb].sort());
+
+    const ready = await eventually(
+      'the NodeClaim Registered, Initialized and Ready',
+      async () => {
+        const c = await getObject<WithConditions>(kc(), ...NODECLAIM, launched.metadata.name);
+        return c && ['Registered', 'Initialized', 'Ready'].every((t) => condTrue(c, t)) ? c : undefined;
+      },
+      300_000,
+    );
+    const nodeName = ready.status!.nodeName!;
+    const sim = kubelets!.kubelets().find((k) => k.nodeClaim === launched.metadata.name)!;
+    expect(sim.nodeName).toBe(nodeName);
+    expect(nodeName).toBe(instance!.PrivateDnsName!.toLowerCase());
+
+    // The operator approved both CSRs; the forged one for the same instance stays pending.
+    await eventually('the serving CSR approved', async () => kubelets!.kubelets().find((k) => k.nodeClaim === launched.metadata.name)?.phase === 'joined', 120_000);
+    const csr = (name: string) => getObject<KubeObj & { status?: { conditions?: Cond[] } }>(kc(), 'certificates.k8s.io/v1', 'CertificateSigningRequest', name);
+    for (const name of [sim.clientCsr!, kubelets!.kubelets().find((k) => k.nodeClaim === launched.metadata.name)!.servingCsr!]) {
+      expect(conditionOf(await csr(name), 'Approved')?.status, `CSR ${name}`).toBe('True');
+    }
+    expect(sim.forgedCsr).toBeDefined();
+    expect((await csr(sim.forgedCsr!))?.status?.conditions ?? []).toEqual([]);
+
+    const node = (await getObject<KubeObj & { spec?: { taints?: Array<{ key: string }>; providerID?: string } }>(kc(), 'v1', 'Node', nodeName))!;
+    expect(node.spec?.providerID).toBe(launched.status!.providerID);
+    expect((node.spec?.taints ?? []).map((t) => t.key)).not.toContain('karpenter.sh/unregistered');
+    // MachineConfigPool karpenter-default selects it (the MCO would configure it through that pool).
+    const pool = await getObject<KubeObj & { spec: { nodeSelector: { matchLabels: Record<string, string> } } }>(kc(), 'machineconfiguration.openshift.io/v1', 'MachineConfigPool', 'karpenter-default');
+    for (const [k, v] of Object.entries(pool!.spec.nodeSelector.matchLabels)) expect(node.metadata.labels?.[k], `Node label ${k}`).toBe(v);
+
+    await eventually(
+      'the workload pod Running on the new node',
+      async () => {
+        const pods = await listObjects<KubeObj & { spec: { nodeName?: string }; status?: { phase?: string } }>(kc(), 'v1', 'Pod', WORKLOAD_NS, 'app=inflate');
+        return pods.some((p) => p.spec.nodeName === nodeName && p.status?.phase === 'Running');
+      },
+      120_000,
+    );
+  }, 900_000);
+
+  it('the node stays: no drift, no replacement, no second NodeClaim over 30 s', async () => {
+    const before = (await nodeClaims()).filter((c) => c.metadata.labels?.['karpenter.sh/nodepool'] === POOL);
+    expect(before).toHaveLength(1);
+    await new Promise((r) => setTimeout(r, 30_000));
+    const after = (await nodeClaims()).filter((c) => c.metadata.labels?.['karpenter.sh/nodepool'] === POOL);
+    expect(after.map((c) => c.metadata.uid)).toEqual(before.map((c) => c.metadata.uid));
+    expect(after[0]!.metadata.deletionTimestamp, (await diagnostics())).toBeUndefined();
+    expect(conditionOf(after[0], 'Drifted')?.status ?? 'False', JSON.stringify(conditionOf(after[0], 'Drifted'))).not.toBe('True');
+    expect(runner!.crashes()).toEqual([]);
+  }, 120_000);
+
+  it('scaled to zero: Karpenter consolidates the empty node and the instance is terminated', async () => {
+    await setWorkloadReplicas(0);
+    await eventually('the NodeClaims of the pool gone', async () => (await nodeClaims()).every((c) => c.metadata.labels?.['karpenter.sh/nodepool'] !== POOL), 420_000);
+    await eventually('no instance of the pool left running in the emulator', async () => (await instancesOfPool()).length === 0, 120_000);
+    const joined = kubelets!.kubelets().filter((k) => k.nodeName);
+    for (const k of joined) expect(await getObject(kc(), 'v1', 'Node', k.nodeName!), `Node ${k.nodeName}`).toBeUndefined();
+  }, 600_000);
+
+  it('deleting the Karpenter CR: NodePools, NodeClaims, instances and the operand go, nothing is orphaned', async () => {
+    // A node in flight when the CR goes: it must be cleaned up too.
+    await setWorkloadReplicas(1);
+    await eventually('a NodeClaim of the pool registered again', async () => (await nodeClaims()).some((c) => c.metadata.labels?.['karpenter.sh/nodepool'] === POOL && condTrue(c, 'Registered')), 300_000);
+
+    await deleteObject(kc(), KARPENTER.apiVersion, KARPENTER.kind, 'default');
+    await eventually('the Karpenter CR gone', async () => (await getObject(kc(), KARPENTER.apiVersion, KARPENTER.kind, 'default')) === undefined, 300_000);
+    expect(await listObjects(kc(), 'karpenter.sh/v1', 'NodePool')).toEqual([]);
+    expect(await nodeClaims()).toEqual([]);
+    await eventually('no instance of the pool left in the emulator', async () => (await instancesOfPool()).length === 0, 120_000);
+    await eventually('the operand Deployment gone and its processes stopped', async () => !(await getObject(kc(), 'apps/v1', 'Deployment', 'karpenter', OPERATOR_NS)) && runner!.replicas().length === 0, 120_000);
+    const logs = runner!.logTails(400);
+    expect(logs).not.toMatch(/leader election lost/i);
+    expect(runner!.crashes()).toEqual([]);
+  }, 900_000);
+
+  it('the operand never got a 403 (it ran under exactly the RBAC the operator applied)', () => {
+    const requests = cluster.auditEvents({ user: OPERAND_USER, since: started });
+    expect(requests.length).toBeGreaterThan(0);
+    const denied = cluster.auditEvents({ user: OPERAND_USER, codes: [403], since: started });
+    expect(denied.map((e) => `${e.verb} ${e.requestURI}`)).toEqual([]);
+  });
+});
+
+/**
+ * The default NodeClass re-derived from the seed's MachineSets (other files edit both), and no Node or
+ * NodeClaim of another file's fake Karpenter nodes: Karpenter waits for every Node labelled with a
+ * NodePool to have its NodeClaim before it provisions anything ("waiting on cluster sync").
+ */
+async function resetNodeClassWorld(): Promise<void> {
+  for (const c of await nodeClaims().catch(() => [] as WithConditions[])) {
+    await adminRequest(cluster, 'PATCH', `/apis/karpenter.sh/v1/nodeclaims/${c.metadata.name}`, { metadata: { finalizers: null } }, 'application/merge-patch+json');
+    await deleteObject(kc(), ...NODECLAIM, c.metadata.name).catch(() => false);
+  }
+  for (const n of await listObjects(kc(), 'v1', 'Node', undefined, 'karpenter.sh/nodepool').catch(() => [] as KubeObj[])) {
+    await adminRequest(cluster, 'PATCH', `/api/v1/nodes/${n.metadata.name}`, { metadata: { finalizers: null } }, 'application/merge-patch+json');
+    await deleteObject(kc(), 'v1', 'Node', n.metadata.name).catch(() => false);
+  }
+  const { aWorkerMachineSet, SEED_FIELD_MANAGER } = await import('@karpenter-operator/testkit');
+  const world = seededWorld();
+  for (const zone of world.facts.zones) await applyObject(kc(), aWorkerMachineSet(zone, world.facts), { fieldManager: SEED_FIELD_MANAGER });
+  for (const nc of await listObjects(kc(), ...NC).catch(() => [] as KubeObj[])) {
+    await adminRequest(cluster, 'PATCH', `/apis/karpenter.k8s.aws/v1/ec2nodeclasses/${nc.metadata.name}`, { metadata: { finalizers: null } }, 'application/merge-patch+json');
+    await deleteObject(kc(), ...NC, nc.metadata.name);
+  }
+}
+
+/**
+ * With Karpenter gone nobody would release its finalizers: files after this one must be able to delete
+ * NodeClasses, and a failed run must not leave NodeClaims or Nodes of this pool behind.
+ */
+async function dropKarpenterFinalizers(): Promise<void> {
+  const strip = async (path: string) => adminRequest(cluster, 'PATCH', path, { metadata: { finalizers: null } }, 'application/merge-patch+json').catch(() => undefined);
+  for (const nc of await listObjects(kc(), ...NC).catch(() => [] as KubeObj[])) await strip(`/apis/karpenter.k8s.aws/v1/ec2nodeclasses/${nc.metadata.name}`);
+  for (const c of await nodeClaims().catch(() => [] as WithConditions[])) {
+    if (c.metadata.labels?.['karpenter.sh/nodepool'] !== POOL) continue;
+    await strip(`/apis/karpenter.sh/v1/nodeclaims/${c.metadata.name}`);
+    await deleteObject(kc(), ...NODECLAIM, c.metadata.name).catch(() => false);
+  }
+  for (const n of await listObjects(kc(), 'v1', 'Node', undefined, `karpenter.sh/nodepool=${POOL}`).catch(() => [] as KubeObj[])) {
+    await strip(`/api/v1/nodes/${n.metadata.name}`);
+    await deleteObject(kc(), 'v1', 'Node', n.metadata.name).catch(() => false);
+  }
+}

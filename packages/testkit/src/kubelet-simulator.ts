@@ -1,0 +1,305 @@
+import { DescribeInstanceAttributeCommand, DescribeInstancesCommand, DescribeInstanceTypesCommand, EC2Client, type Instance } from '@aws-sdk/client-ec2';
+import { KubeConfig } from '@kubernetes/client-node';
+import type { ClusterClient } from './access.js';
+import { KWOK_NODE_ANNOTATION, KWOK_NODE_ANNOTATION_VALUE } from './cluster.js';
+import { kubeRequest } from './kube-request.js';
+import { createKubeletClientCsr, type KubeletCsr } from './pki.js';
+import { getObject, listObjects, type KubeObj } from './resources.js';
+
+/**
+ * A simulated RHCOS kubelet for every Karpenter NodeClaim whose instance exists in the EC2 emulator. What a
+ * real machine would do between CreateFleet and a Ready node, in order:
+ *
+ * 1. Read what IMDS tells a kubelet: the instance's private DNS name (the node name, lower-case, no
+ *    trailing dot), private IP, zone, instance type.
+ * 2. Read the Ignition pointer config the machine boots with (the instance's userData, else its
+ *    NodeClass's) and check it merges from the MCS path of its NodeClass's pool, `/config/karpenter-<nc>`.
+ * 3. Read the registration taints from the KubeletConfig the MCO would render into the kubelet
+ *    (`set-karpenter-taint`): never hard-coded.
+ * 4. Submit a client CSR as `openshift-machine-config-operator/node-bootstrapper` (a token of that SA):
+ *    CN `system:node:<name>`, O `system:nodes`, no SANs, usages digital signature + client auth.
+ * 5. Wait for the approval and the signed certificate, then create the Node *with that certificate*
+ *    (NodeRestriction applies): providerID of the NodeClaim, the registration taints, kubelet-settable
+ *    labels, capacity; KWOK keeps it Ready from then on.
+ * 6. Submit the serving CSR as the node (SANs: its DNS name and IP) and wait for its approval.
+ *
+ * Knobs let a test withhold the CSR, also submit a forged one, or delay the Node.
+ */
+export interface KubeletSimulatorOptions {
+  cluster: ClusterClient;
+  log?: (line: string) => void;
+  pollMs?: number;
+  /** KubeletConfig holding `registerWithTaints` for Karpenter's pools. */
+  kubeletConfigName?: string;
+  /** true: never submit a client CSR for this NodeClaim (the node never joins). */
+  withholdCsr?: (nodeClaim: string) => boolean;
+  /**
+   * Before the real client CSR, also submit a forged one for the same instance as the bootstrapper, built
+   * with these overrides of the kubelet's request (e.g. an extra organization). `undefined`: none.
+   */
+  forgeCsr?: (nodeClaim: string, nodeName: string) => Parameters<typeof createKubeletClientCsr>[1] | undefined;
+  /** Delay between the signed client certificate and creating the Node. */
+  nodeDelayMs?: (nodeClaim: string) => number;
+}
+
+export type KubeletPhase = 'booting' | 'withheld' | 'client-csr-pending' | 'node-delayed' | 'serving-csr-pending' | 'joined' | 'failed' | 'gone';
+
+export interface SimulatedKubelet {
+  nodeClaim: string;
+  providerID: string;
+  instanceId: string;
+  nodeName?: string;
+  ip?: string;
+  phase: KubeletPhase;
+  clientCsr?: string;
+  forgedCsr?: string;
+  servingCsr?: string;
+  /** Why the machine did not join (phase `failed`). */
+  error?: string;
+  /** Milliseconds from first seeing the NodeClaim to each step. */
+  timings: Partial<Record<'clientCsrApproved' | 'nodeCreated' | 'servingCsrApproved', number>>;
+}
+
+export interface KubeletSimulator {
+  kubelets(): SimulatedKubelet[];
+  stop(): Promise<void>;
+}
+
+const MCO = 'openshift-machine-config-operator';
+const BOOTSTRAPPER = 'node-bootstrapper';
+const CLIENT_SIGNER = 'kubernetes.io/kube-apiserver-client-kubelet';
+const SERVING_SIGNER = 'kubernetes.io/kubelet-serving';
+
+type NodeClaim = KubeObj & {
+  spec?: { nodeClassRef?: { name?: string } };
+  status?: { providerID?: string; capacity?: Record<string, string>; allocatable?: Record<string, string> };
+};
+type Csr = KubeObj & { status?: { certificate?: string; conditions?: Array<{ type: string; status: string }> } };
+
+export function startKubeletSimulator(opts: KubeletSimulatorOptions): KubeletSimulator {
+  const log = opts.log ?? (() => undefined);
+  const kc = opts.cluster.kubeConfig();
+  const ec2 = new EC2Client(opts.cluster.ec2Config());
+  const kubelets = new Map<string, SimulatedKubelet>();
+  const tasks = new Set<Promise<void>>();
+  let stopped = false;
+  let bootstrapper: KubeConfig | undefined;
+
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  /** Polls until `probe` yields a value; undefined when the simulator stops or the NodeClaim is gone first. */
+  const until = async <T>(k: SimulatedKubelet, probe: () => Promise<T | undefined>, intervalMs = 500): Promise<T | undefined> => {
+    while (!stopped && k.phase !== 'gone') {
+      try {
+        const v = await probe();
+        if (v !== undefined) return v;
+      } catch {
+        // the API or emulator is briefly unavailable: try again
+      }
+      await sleep(intervalMs);
+    }
+    return undefined;
+  };
+
+  const submitCsr = async (as: KubeConfig, csr: KubeletCsr, signerName: string, usages: string[]): Promise<string> => {
+    const res = await kubeRequest<Csr>(as, 'POST', '/apis/certificates.k8s.io/v1/certificatesigningrequests', {
+      body: { apiVersion: 'certificates.k8s.io/v1', kind: 'CertificateSigningRequest', metadata: { generateName: 'csr-' }, spec: { request: Buffer.from(csr.csrPem).toString('base64'), signerName, usages } },
+    });
+    if (res.status !== 201) throw new Error(`submitting a ${signerName} CSR: HTTP ${res.status}: ${res.text.slice(0, 300)}`);
+    return res.body.metadata.name;
+  };
+  const certificateOf = async (name: string) => {
+    const csr = await getObject<Csr>(kc, 'certificates.k8s.io/v1', 'CertificateSigningRequest', name);
+    return csr?.status?.certificate || undefined;
+  };
+
+  const join = async (k: SimulatedKubelet, claim: NodeClaim) => {
+    const t0 = Date.now();
+    // 1. IMDS.
+    const instance = await until(k, async () => {
+      const r = await ec2.send(new DescribeInstancesCommand({ InstanceIds: [k.instanceId] }));
+      const i = r.Reservations?.[0]?.Instances?.[0];
+      return i && ['pending', 'running'].includes(i.State?.Name ?? '') ? i : undefined;
+    });
+    if (!instance) return;
+    const nodeName = (instance.PrivateDnsName ?? '').toLowerCase().replace(/\.$/, '');
+    const ip = instance.PrivateIpAddress ?? '';
+    if (!nodeName || !ip) throw new Error(`instance ${k.instanceId} has no private DNS name or IP`);
+    k.nodeName = nodeName;
+    k.ip = ip;
+
+    // 2. Ignition pointer.
+    const nodeClass = claim.spec?.nodeClassRef?.name ?? '';
+    const pool = `/config/karpenter-${nodeClass}`;
+    const pointer = await pointerSource(k.instanceId, nodeClass);
+    if (!pointer.endsWith(pool)) throw new Error(`the Ignition pointer merges from ${pointer || '(nothing)'}, not the pool of NodeClass ${nodeClass} (${pool})`);
+
+    // 3. Registration taints.
+    const kcName = opts.kubeletConfigName ?? 'set-karpenter-taint';
+    const taints = await until(k, async () => {
+      const o = await getObject<KubeObj & { spec?: { kubeletConfig?: { registerWithTaints?: unknown[] } } }>(kc, 'machineconfiguration.openshift.io/v1', 'KubeletConfig', kcName);
+      return o?.spec?.kubeletConfig?.registerWithTaints;
+    });
+    if (!taints) return;
+
+    // 4. Client CSR (and the forged one, when asked).
+    if (opts.withholdCsr?.(k.nodeClaim)) {
+      k.phase = 'withheld';
+      log(`${k.nodeClaim}: client CSR withheld (${nodeName})`);
+      return;
+    }
+    bootstrapper ??= await opts.cluster.kubeConfigFor(MCO, BOOTSTRAPPER, { expirationSeconds: 48 * 3600 });
+    const forged = opts.forgeCsr?.(k.nodeClaim, nodeName);
+    if (forged) k.forgedCsr = await submitCsr(bootstrapper, await createKubeletClientCsr(nodeName, forged), CLIENT_SIGNER, ['digital signature', 'client auth']);
+    const client = await createKubeletClientCsr(nodeName);
+    k.clientCsr = await submitCsr(bootstrapper, client, CLIENT_SIGNER, ['digital signature', 'client auth']);
+    k.phase = 'client-csr-pending';
+    log(`${k.nodeClaim}: client CSR ${k.clientCsr} for ${nodeName} submitted`);
+
+    // 5. The certificate, then the Node as the node.
+    const certificate = await until(k, () => certificateOf(k.clientCsr!));
+    if (!certificate) return;
+    k.timings.clientCsrApproved = Date.now() - t0;
+    const delay = opts.nodeDelayMs?.(k.nodeClaim) ?? 0;
+    if (delay > 0) {
+      k.phase = 'node-delayed';
+      await sleep(delay);
+    }
+    const asNode = new KubeConfig();
+    asNode.loadFromOptions({
+      clusters: [{ name: 'local', server: opts.cluster.info.server, caFile: opts.cluster.info.caFile }],
+      users: [{ name: 'node', certData: certificate, keyData: Buffer.from(client.privateKeyPem).toString('base64') }],
+      contexts: [{ name: 'node', cluster: 'local', user: 'node' }],
+      currentContext: 'node',
+    });
+    const node = await nodeObject(k, claim, instance, taints);
+    const created = await kubeRequest(asNode, 'POST', '/api/v1/nodes', { body: node });
+    if (created.status !== 201 && created.status !== 409) throw new Error(`creating Node ${nodeName} as the node: HTTP ${created.status}: ${created.text.slice(0, 300)}`);
+    k.timings.nodeCreated = Date.now() - t0;
+    k.phase = 'serving-csr-pending';
+    log(`${k.nodeClaim}: Node ${nodeName} registered`);
+
+    // 6. Serving CSR.
+    const serving = await createKubeletClientCsr(nodeName, { dnsNames: [nodeName], ipAddresses: [ip] });
+    k.servingCsr = await submitCsr(asNode, serving, SERVING_SIGNER, ['digital signature', 'server auth']);
+    if (!(await until(k, () => certificateOf(k.servingCsr!)))) return;
+    k.timings.servingCsrApproved = Date.now() - t0;
+    k.phase = 'joined';
+    log(`${k.nodeClaim}: serving CSR ${k.servingCsr} approved; ${nodeName} joined`);
+  };
+
+  /** `ignition.config.merge[0].source` of what the machine boots with. */
+  const pointerSource = async (instanceId: string, nodeClass: string): Promise<string> => {
+    let b64: string | undefined;
+    try {
+      b64 = (await ec2.send(new DescribeInstanceAttributeCommand({ InstanceId: instanceId, Attribute: 'userData' }))).UserData?.Value;
+    } catch {
+      b64 = undefined;
+    }
+    let text = b64 ? Buffer.from(b64, 'base64').toString('utf8') : '';
+    if (!text) {
+      const nc = await getObject<KubeObj & { spec?: { userData?: string } }>(kc, 'karpenter.k8s.aws/v1', 'EC2NodeClass', nodeClass);
+      text = nc?.spec?.userData ?? '';
+    }
+    try {
+      const cfg = JSON.parse(text) as { ignition?: { config?: { merge?: Array<{ source?: string }> } } };
+      return cfg.ignition?.config?.merge?.[0]?.source ?? '';
+    } catch {
+      return '';
+    }
+  };
+
+  const nodeObject = async (k: SimulatedKubelet, claim: NodeClaim, instance: Instance, taints: unknown[]): Promise<Record<string, unknown>> => {
+    const type = instance.InstanceType ?? '';
+    const info = (await ec2.send(new DescribeInstanceTypesCommand({ InstanceTypes: [type] as never }))).InstanceTypes?.[0];
+    const arch = info?.ProcessorInfo?.SupportedArchitectures?.includes('arm64') ? 'arm64' : 'amd64';
+    const zone = instance.Placement?.AvailabilityZone ?? '';
+    const fromClaim = claim.status?.capacity ?? {};
+    const capacity: Record<string, string> = {
+      cpu: String(info?.VCpuInfo?.DefaultVCpus ?? fromClaim.cpu ?? '2'),
+      memory: info?.MemoryInfo?.SizeInMiB ? `${info.MemoryInfo.SizeInMiB}Mi` : fromClaim.memory ?? '8Gi',
+      pods: fromClaim.pods ?? '250',
+      'ephemeral-storage': fromClaim['ephemeral-storage'] ?? '120Gi',
+    };
+    const allocatable = { ...capacity, ...(claim.status?.allocatable ?? {}) };
+    const name = k.nodeName!;
+    return {
+      apiVersion: 'v1',
+      kind: 'Node',
+      metadata: {
+        name,
+        // What the kubelet sets about itself (NodeRestriction refuses the rest, e.g. node-role.kubernetes.io/*).
+        labels: {
+          'kubernetes.io/arch': arch,
+          'kubernetes.io/os': 'linux',
+          'beta.kubernetes.io/arch': arch,
+          'beta.kubernetes.io/os': 'linux',
+          'kubernetes.io/hostname': name.split('.')[0]!,
+          'node.kubernetes.io/instance-type': type,
+          'beta.kubernetes.io/instance-type': type,
+          'topology.kubernetes.io/region': opts.cluster.info.region,
+          'topology.kubernetes.io/zone': zone,
+          'node.openshift.io/os_id': 'rhcos',
+        },
+        annotations: { [KWOK_NODE_ANNOTATION]: KWOK_NODE_ANNOTATION_VALUE },
+      },
+      spec: { providerID: k.providerID, taints },
+      status: {
+        addresses: [
+          { type: 'InternalIP', address: k.ip },
+          { type: 'Hostname', address: name },
+          { type: 'InternalDNS', address: name },
+        ],
+        capacity,
+        allocatable,
+        nodeInfo: { architecture: arch, operatingSystem: 'linux', osImage: 'Red Hat Enterprise Linux CoreOS (simulated)', kubeletVersion: 'v1.36.3', containerRuntimeVersion: 'cri-o://1.36.0' },
+      },
+    };
+  };
+
+  const poll = async () => {
+    const claims = await listObjects<NodeClaim>(kc, 'karpenter.sh/v1', 'NodeClaim').catch(() => undefined);
+    if (!claims) return;
+    const seen = new Set<string>();
+    for (const claim of claims) {
+      const uid = String(claim.metadata.uid ?? claim.metadata.name);
+      seen.add(uid);
+      const providerID = claim.status?.providerID;
+      if (kubelets.has(uid) || !providerID || claim.metadata.deletionTimestamp) continue;
+      const instanceId = providerID.split('/').pop() ?? '';
+      const k: SimulatedKubelet = { nodeClaim: claim.metadata.name, providerID, instanceId, phase: 'booting', timings: {} };
+      kubelets.set(uid, k);
+      log(`${k.nodeClaim}: instance ${instanceId} booting`);
+      const task = join(k, claim)
+        .catch((e: Error) => {
+          if (k.phase === 'gone' || stopped) return;
+          k.phase = 'failed';
+          k.error = e.message;
+          log(`${k.nodeClaim}: the machine failed to join: ${e.message}`);
+        })
+        .finally(() => tasks.delete(task));
+      tasks.add(task);
+    }
+    for (const [uid, k] of kubelets) if (!seen.has(uid)) k.phase = 'gone';
+  };
+
+  let timer: NodeJS.Timeout | undefined;
+  let current: Promise<void> = Promise.resolve();
+  const loop = () => {
+    if (stopped) return;
+    current = poll().finally(() => {
+      if (!stopped) timer = setTimeout(loop, opts.pollMs ?? 1000);
+    });
+  };
+  loop();
+
+  return {
+    kubelets: () => [...kubelets.values()].map((k) => ({ ...k, timings: { ...k.timings } })),
+    stop: async () => {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      await current.catch(() => undefined);
+      await Promise.all([...tasks]);
+      ec2.destroy();
+    },
+  };
+}
