@@ -152,7 +152,7 @@ describe('InstanceLookup answers read after a given moment (readAfterMs)', () =>
     for (const f of fresh) for (const i of f.values()) expect(i.readAtMs).toBeGreaterThanOrEqual(moment);
   });
 
-  it('collects fresh IDs for freshBatchWindowMs before the call', async () => {
+  it('sends the first fresh batch at once, then at most one per freshBatchWindowMs', async () => {
     const clock = new FakeClock();
     const cloud = new FakeCloudProvider({ instances: ['i-1', 'i-2'].map(inst) });
     const timers: Array<{ fn: () => void; ms: number }> = [];
@@ -169,9 +169,17 @@ describe('InstanceLookup answers read after a given moment (readAfterMs)', () =>
     });
     const a = lookup.lookup(['i-1'], { readAfterMs: 0 });
     const b = lookup.lookup(['i-2'], { readAfterMs: 0 });
-    expect(timers.map((t) => t.ms)).toEqual([250]);
+    expect(timers.map((t) => t.ms)).toEqual([2]); // after a quiet spell: the ordinary window
     timers[0]!.fn();
     await Promise.all([a, b]);
     expect(cloud.callsOf('describeInstances').map((c) => c.args[0])).toEqual([['i-1', 'i-2']]);
+    // 100 ms later, two more CSRs need fresh answers: they wait out the rest of the 250 ms, together.
+    clock.advance(100);
+    const c = lookup.lookup(['i-1'], { readAfterMs: clock.now() });
+    const d = lookup.lookup(['i-2'], { readAfterMs: clock.now() });
+    expect(timers.map((t) => t.ms)).toEqual([2, 150]);
+    timers[1]!.fn();
+    await Promise.all([c, d]);
+    expect(cloud.callsOf('describeInstances').map((c) => c.args[0])).toEqual([['i-1', 'i-2'], ['i-1', 'i-2']]);
   });
 });

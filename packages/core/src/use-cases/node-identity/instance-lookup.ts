@@ -22,8 +22,9 @@ export interface InstanceLookupOptions {
    */
   refreshAheadMs?: number;
   /**
-   * How long IDs that need an answer read after a given moment (`readAfterMs`) are collected before one
-   * call: longer than `batchWindowMs`, so that a burst of CSRs, each needing a fresh answer, shares few calls.
+   * The least time between two calls made for IDs that need an answer read after a given moment
+   * (`readAfterMs`): the first after a quiet spell goes out within `batchWindowMs`, later ones collect IDs
+   * until this long after the previous one, so a burst of CSRs, each needing a fresh answer, shares few calls.
    */
   freshBatchWindowMs?: number;
   /** Runs `fn` after `ms`; injectable so tests and other runtimes control the batching timer. */
@@ -64,6 +65,8 @@ export class InstanceLookup {
   private readonly inFlight = new Map<string, Batch>();
   private next: Batch | undefined;
   private nextFresh: Batch | undefined;
+  /** When the last batch of fresh IDs was sent. */
+  private lastFreshSentAt = Number.NEGATIVE_INFINITY;
   private readonly schedule: (fn: () => void, ms: number) => void;
 
   constructor(private readonly options: InstanceLookupOptions) {
@@ -143,7 +146,10 @@ export class InstanceLookup {
       if (useFresh) this.nextFresh = batch;
       else this.next = batch;
       const scheduled = batch;
-      const window = useFresh ? (this.options.freshBatchWindowMs ?? this.options.batchWindowMs) : this.options.batchWindowMs;
+      const interval = this.options.freshBatchWindowMs ?? this.options.batchWindowMs;
+      const window = useFresh
+        ? Math.max(this.options.batchWindowMs, this.lastFreshSentAt + interval - this.options.clock.now())
+        : this.options.batchWindowMs;
       this.schedule(() => void this.send(scheduled), window);
     }
     batch.ids.add(id);
@@ -156,7 +162,10 @@ export class InstanceLookup {
     if (batch.sentAtMs !== undefined) return;
     batch.sentAtMs = this.options.clock.now();
     if (this.next === batch) this.next = undefined;
-    if (this.nextFresh === batch) this.nextFresh = undefined;
+    if (this.nextFresh === batch) {
+      this.nextFresh = undefined;
+      this.lastFreshSentAt = batch.sentAtMs;
+    }
     const ids = [...batch.ids];
     try {
       const facts = await this.options.facts();

@@ -123,8 +123,8 @@ const Defaults = {
   instanceCacheTtlMs: 60_000,
   instanceNegativeCacheTtlMs: 3_000,
   lookupBatchWindowMs: 5,
-  // Every client CSR needs an answer read after it was seen: CSRs arriving over a while share one call per
-  // second (a few calls for a burst, at most one a second however long it lasts).
+  // Every client CSR needs an answer read after it was seen: a lone CSR gets it at once; CSRs arriving over
+  // a while share one call per second (a few calls for a burst, at most one a second however long it lasts).
   freshLookupBatchWindowMs: 1_000,
   // EC2 takes at most 200 values per filter; batches of that size run in parallel.
   lookupMaxBatchSize: 200,
