@@ -152,7 +152,7 @@ describe('InstanceLookup answers read after a given moment (readAfterMs)', () =>
     for (const f of fresh) for (const i of f.values()) expect(i.readAtMs).toBeGreaterThanOrEqual(moment);
   });
 
-  it('sends the first fresh batch at once, then at most one per freshBatchWindowMs', async () => {
+  it('paces fresh batches by a token bucket: a few at once, then one per freshBatchWindowMs', async () => {
     const clock = new FakeClock();
     const cloud = new FakeCloudProvider({ instances: ['i-1', 'i-2'].map(inst) });
     const timers: Array<{ fn: () => void; ms: number }> = [];
@@ -163,23 +163,22 @@ describe('InstanceLookup answers read after a given moment (readAfterMs)', () =>
       ttlMs: 15_000,
       negativeTtlMs: 3_000,
       batchWindowMs: 2,
-      freshBatchWindowMs: 250,
+      freshBatchWindowMs: 1_000,
+      freshBurst: 2,
       maxBatchSize: 1000,
       schedule: (fn, ms) => void timers.push({ fn, ms }),
     });
-    const a = lookup.lookup(['i-1'], { readAfterMs: 0 });
-    const b = lookup.lookup(['i-2'], { readAfterMs: 0 });
-    expect(timers.map((t) => t.ms)).toEqual([2]); // after a quiet spell: the ordinary window
-    timers[0]!.fn();
-    await Promise.all([a, b]);
-    expect(cloud.callsOf('describeInstances').map((c) => c.args[0])).toEqual([['i-1', 'i-2']]);
-    // 100 ms later, two more CSRs need fresh answers: they wait out the rest of the 250 ms, together.
-    clock.advance(100);
-    const c = lookup.lookup(['i-1'], { readAfterMs: clock.now() });
-    const d = lookup.lookup(['i-2'], { readAfterMs: clock.now() });
-    expect(timers.map((t) => t.ms)).toEqual([2, 150]);
-    timers[1]!.fn();
-    await Promise.all([c, d]);
-    expect(cloud.callsOf('describeInstances').map((c) => c.args[0])).toEqual([['i-1', 'i-2'], ['i-1', 'i-2']]);
+    const fresh = async (ids: string[]) => {
+      const done = Promise.all(ids.map((id) => lookup.lookup([id], { readAfterMs: clock.now() })));
+      timers.at(-1)!.fn();
+      await done;
+    };
+    await fresh(['i-1', 'i-2']); // one batch: both IDs, sent within the ordinary window
+    clock.advance(10);
+    await fresh(['i-1']); // the bucket's second token
+    clock.advance(10);
+    await fresh(['i-2']); // empty bucket: waits for the next token
+    expect(timers.map((t) => t.ms)).toEqual([2, 2, 980]);
+    expect(cloud.callsOf('describeInstances').map((c) => c.args[0])).toEqual([['i-1', 'i-2'], ['i-1'], ['i-2']]);
   });
 });

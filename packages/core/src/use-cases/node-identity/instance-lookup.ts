@@ -22,11 +22,14 @@ export interface InstanceLookupOptions {
    */
   refreshAheadMs?: number;
   /**
-   * The least time between two calls made for IDs that need an answer read after a given moment
-   * (`readAfterMs`): the first after a quiet spell goes out within `batchWindowMs`, later ones collect IDs
-   * until this long after the previous one, so a burst of CSRs, each needing a fresh answer, shares few calls.
+   * Calls made for IDs that need an answer read after a given moment (`readAfterMs`) are paced by a token
+   * bucket: up to `freshBurst` of them go out within `batchWindowMs`, then one per `freshBatchWindowMs`
+   * (IDs collect meanwhile), so a few nodes joining get their answers at once and a burst of CSRs shares
+   * few calls.
    */
   freshBatchWindowMs?: number;
+  /** See `freshBatchWindowMs` (default 5). */
+  freshBurst?: number;
   /** Runs `fn` after `ms`; injectable so tests and other runtimes control the batching timer. */
   schedule?: (fn: () => void, ms: number) => void;
 }
@@ -65,8 +68,9 @@ export class InstanceLookup {
   private readonly inFlight = new Map<string, Batch>();
   private next: Batch | undefined;
   private nextFresh: Batch | undefined;
-  /** When the last batch of fresh IDs was sent. */
-  private lastFreshSentAt = Number.NEGATIVE_INFINITY;
+  /** Token bucket pacing the batches of fresh IDs: tokens, and when they were last counted. */
+  private freshTokens: number | undefined;
+  private freshCountedAt = 0;
   private readonly schedule: (fn: () => void, ms: number) => void;
 
   constructor(private readonly options: InstanceLookupOptions) {
@@ -146,10 +150,7 @@ export class InstanceLookup {
       if (useFresh) this.nextFresh = batch;
       else this.next = batch;
       const scheduled = batch;
-      const interval = this.options.freshBatchWindowMs ?? this.options.batchWindowMs;
-      const window = useFresh
-        ? Math.max(this.options.batchWindowMs, this.lastFreshSentAt + interval - this.options.clock.now())
-        : this.options.batchWindowMs;
+      const window = useFresh ? Math.max(this.options.batchWindowMs, this.freshWait()) : this.options.batchWindowMs;
       this.schedule(() => void this.send(scheduled), window);
     }
     batch.ids.add(id);
@@ -158,13 +159,30 @@ export class InstanceLookup {
     return batch;
   }
 
+  /** Refills the fresh-call bucket for the time passed; it starts full. */
+  private countFreshTokens(): void {
+    const now = this.options.clock.now();
+    const burst = this.options.freshBurst ?? 5;
+    const interval = Math.max(1, this.options.freshBatchWindowMs ?? this.options.batchWindowMs);
+    this.freshTokens = Math.min(burst, (this.freshTokens ?? burst) + (now - this.freshCountedAt) / interval);
+    this.freshCountedAt = now;
+  }
+
+  /** How long a new batch of fresh IDs waits for a token (0 when one is there). */
+  private freshWait(): number {
+    this.countFreshTokens();
+    const interval = Math.max(1, this.options.freshBatchWindowMs ?? this.options.batchWindowMs);
+    return this.freshTokens! >= 1 ? 0 : Math.ceil((1 - this.freshTokens!) * interval);
+  }
+
   private async send(batch: Batch): Promise<void> {
     if (batch.sentAtMs !== undefined) return;
     batch.sentAtMs = this.options.clock.now();
     if (this.next === batch) this.next = undefined;
     if (this.nextFresh === batch) {
       this.nextFresh = undefined;
-      this.lastFreshSentAt = batch.sentAtMs;
+      this.countFreshTokens();
+      this.freshTokens = this.freshTokens! - 1;
     }
     const ids = [...batch.ids];
     try {
