@@ -412,4 +412,26 @@ describe('certificatesigningrequest.node-identity', () => {
     await w.reconciler.reconcile('real');
     expect(w.approvals()).toEqual(['real']);
   });
+
+  it('a CSR re-created under the same name is seen anew: an answer read for the old one does not approve it', async () => {
+    const w = world();
+    w.store.seed(aNodeClaim(8));
+    w.cloud.putInstance(anInstance(8));
+    w.clock.advance(60_000);
+    // A first CSR named "same" for another name: its reconcile reads (and caches) instance 8 as running.
+    w.store.seed(await aClientCsr('same', dnsOf(88)));
+    w.clock.advance(1_000);
+    await w.reconciler.reconcile('same');
+    expect(w.describeCalls()).toBe(1);
+    // Deleted and re-created under the same name (one reconcile sees only the new object), for instance 8,
+    // which has been terminated meanwhile.
+    w.store.remove({ ...Types.CertificateSigningRequest, name: 'same' });
+    w.cloud.removeInstance(idOf(8));
+    w.clock.advance(1_000);
+    w.store.seed(await aClientCsr('same', dnsOf(8)));
+    w.clock.advance(1_000);
+    await w.reconciler.reconcile('same');
+    expect(w.approvals()).toEqual([]);
+    expect(w.describeCalls()).toBe(2);
+  });
 });

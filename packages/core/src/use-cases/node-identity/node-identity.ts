@@ -189,7 +189,7 @@ export class NodeIdentityReconciler implements Reconciler {
   private readonly lastDecision = new Map<string, string>();
   private readonly pending = new Map<string, PendingEntry>();
   /** When this process first saw each pending CSR (its clock): after the CSR's creation, whatever the skew. */
-  private readonly firstSeen = new Map<string, number>();
+  private readonly firstSeen = new Map<string, { uid: string | undefined; ms: number }>();
   /** Canonical node names of the instances of unregistered NodeClaims, as of the last client reconcile. */
   private candidateNames = new Set<string>();
   /** NodeClaim uid (or name) → names of client CSRs this process approved for it. */
@@ -318,7 +318,7 @@ export class NodeIdentityReconciler implements Reconciler {
     const instances = await this.lookupOrThrow(wanted, {}, pre.nodeName, log);
     if (isClient) this.candidateNames = namesOf(instances);
 
-    const seenMs = this.firstSeen.get(name) ?? now;
+    const seenMs = this.firstSeen.get(name)?.ms ?? now;
     const decide = () => {
       const input = {
         csr,
@@ -425,7 +425,7 @@ export class NodeIdentityReconciler implements Reconciler {
     for (const [csr, e] of this.pending) {
       if (e.signer !== KubeletClientSigner || !e.nodeName) continue;
       const i = byName.get(e.nodeName);
-      const seen = this.firstSeen.get(csr);
+      const seen = this.firstSeen.get(csr)?.ms;
       if (i && seen !== undefined && i.readAtMs < seen) out.push(i.instanceId);
     }
     return out;
@@ -477,7 +477,13 @@ export class NodeIdentityReconciler implements Reconciler {
     const fromCn = csr.metadata.uid ? this.parsedByUid.get(csr.metadata.uid)?.nodeName : undefined;
     const nodeName = fromUser ?? fromCn;
     this.pending.set(csr.metadata.name, nodeName ? { signer: view.signerName, nodeName } : { signer: view.signerName });
-    if (!this.firstSeen.has(csr.metadata.name)) this.firstSeen.set(csr.metadata.name, this.deps.clock.now());
+    // Keyed by name, valid for one uid: a CSR deleted and re-created under the same name is a new CSR,
+    // seen now (an answer read for the old one must not approve it).
+    const seen = this.firstSeen.get(csr.metadata.name);
+    if (!seen || seen.uid !== csr.metadata.uid) {
+      this.firstSeen.set(csr.metadata.name, { uid: csr.metadata.uid, ms: this.deps.clock.now() });
+      if (seen) this.lastDecision.delete(csr.metadata.name);
+    }
   }
 
   private forget(name: string): void {
