@@ -1,7 +1,8 @@
 import 'reflect-metadata';
 import { webcrypto } from 'node:crypto';
 import { Pkcs10CertificateRequestGenerator, SubjectAlternativeNameExtension, type JsonGeneralName } from '@peculiar/x509';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
+import { parseCertificateRequestPem } from '../../policy/csr-parse.js';
 import { TransientError } from '../../errors.js';
 import type { ClusterFacts } from '../../model/cluster.js';
 import type { KubeObject } from '../../model/kube.js';
@@ -16,6 +17,12 @@ import { FakeCloudProvider } from '../../testing/fake-cloud-provider.js';
 import { MemoryClusterStore } from '../../testing/memory-cluster-store.js';
 import { RecordingEvents, RecordingMetrics } from '../../testing/recording.js';
 import { CsrDecisionsMetric, NodeIdentityReconciler, type NodeIdentityLimits } from './node-identity.js';
+
+// The real parser, observed: which requests the reconciler parses (to prove it skips what cannot count).
+vi.mock('../../policy/csr-parse.js', async (original) => {
+  const real = await original<typeof import('../../policy/csr-parse.js')>();
+  return { ...real, parseCertificateRequestPem: vi.fn(real.parseCertificateRequestPem) };
+});
 
 const facts: ClusterFacts = {
   platform: 'AWS',
@@ -251,6 +258,41 @@ describe('certificatesigningrequest.node-identity', () => {
     w.store.clearWrites();
     await again.reconcile(loser);
     expect(w.store.writes).toEqual([]);
+  });
+
+  it('counts only client CSRs approved since the NodeClaim was created, and parses only those', async () => {
+    const w = world();
+    const approvedCsr = async (name: string, created: string) => {
+      const c = await aClientCsr(name, dnsOf(7));
+      c.metadata.creationTimestamp = created;
+      c.status = { conditions: [{ type: 'Approved', status: 'True', reason: 'Test', message: '' }] };
+      return c;
+    };
+    // Approved for the same name before this NodeClaim existed (an earlier machine): not this NodeClaim's.
+    const old = await approvedCsr('csr-7-old', new Date(w.clock.now() - 3_600_000).toISOString());
+    const oldPem = await aClientCsr('x', dnsOf(7)).then((c) => (c.spec as { request: string }).request);
+    (old.spec as { request: string }).request = oldPem;
+    w.store.seed(old);
+    w.store.seed(aNodeClaim(7, { created: new Date(w.clock.now()).toISOString() }));
+    w.cloud.putInstance(anInstance(7));
+    w.clock.advance(60_000);
+    w.store.seed(await aClientCsr('csr-7a', dnsOf(7)));
+    const parsedRequests = () => vi.mocked(parseCertificateRequestPem).mock.calls.map(([pem]) => pem);
+    vi.mocked(parseCertificateRequestPem).mockClear();
+    expect(await w.reconciler.reconcile('csr-7a')).toEqual({});
+    expect(w.approvals()).toEqual(['csr-7a']);
+    // The old approval was neither counted nor parsed.
+    expect(parsedRequests()).not.toContain(Buffer.from(oldPem, 'base64').toString('latin1'));
+    expect(parsedRequests().length).toBeGreaterThan(0);
+
+    // One approved after the NodeClaim by someone else counts, for a process that did not approve it itself.
+    const other = new NodeIdentityReconciler({ store: w.store, cloud: w.cloud, facts: async () => facts, clock: w.clock, events: w.events, metrics: w.metrics, logger: silentLogger });
+    w.store.seed(await aClientCsr('csr-7b', dnsOf(7)));
+    w.clock.advance(1_000);
+    w.store.clearWrites();
+    expect(await other.reconcile('csr-7b')).toEqual({});
+    expect(w.approvals()).toEqual([]);
+    expect(w.events.events.find((e) => e.regarding.name === 'csr-7b')?.reason).toBe('ClientCsrAlreadyApproved');
   });
 
   it('stops approving and reports TooManyPendingCSRs above the bound', async () => {

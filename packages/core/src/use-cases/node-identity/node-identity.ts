@@ -159,8 +159,12 @@ interface ClaimSnapshot {
 interface CsrSnapshot {
   /** Names of pending kubelet CSRs. */
   pending: string[];
-  /** Approved (or issued) client CSRs by normalised node name. */
-  approvedByNode: Map<string, Array<{ name: string; createdMs: number }>>;
+  /**
+   * Approved (or issued) client CSRs, unparsed. Only those created after a NodeClaim can count against it,
+   * so each decision parses (once per uid) just the ones newer than its NodeClaims: a fresh start among
+   * thousands of approved CSRs does not parse them all before the first pending one is decided.
+   */
+  approvedClient: Array<{ object: KubeObject; createdMs: number }>;
 }
 
 type AnyObject = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } } & Record<string, unknown>;
@@ -319,7 +323,7 @@ export class NodeIdentityReconciler implements Reconciler {
     if (isClient) this.candidateNames = namesOf(instances);
 
     const seenMs = this.firstSeen.get(name)?.ms ?? now;
-    const decide = () => {
+    const decide = async () => {
       const input = {
         csr,
         request: parsed,
@@ -330,11 +334,11 @@ export class NodeIdentityReconciler implements Reconciler {
         csrSeenMs: seenMs,
         windowMs: limits.windowMs ?? DefaultApprovalWindowMs,
         launchDeadlineMs: limits.launchDeadlineMs ?? LaunchDeadlineMs,
-        approvedClientCsrs: isClient ? this.approvedCounts(pre.nodeName, nodeClaims, instances, csrs) : new Map<string, number>(),
+        approvedClientCsrs: isClient ? await this.approvedCounts(pre.nodeName, nodeClaims, instances, csrs) : new Map<string, number>(),
       };
       return isClient ? decideClientCsr(input) : decideServingCsr(input);
     };
-    let decision = decide();
+    let decision = await decide();
     if (decision.reason === 'InstanceAnswerStale' && decision.instanceId) {
       // The answer that approves must have been read after the CSR was seen. One call serves every
       // pending client CSR seen so far whose instance answer is older than it.
@@ -345,7 +349,7 @@ export class NodeIdentityReconciler implements Reconciler {
         if (info) instances.set(id, info);
         else instances.delete(id);
       }
-      decision = decide();
+      decision = await decide();
     }
 
     const census = this.census(csrs.pending, nodeClaims);
@@ -508,7 +512,7 @@ export class NodeIdentityReconciler implements Reconciler {
   /** The census of kubelet CSRs (shared by concurrent reconciles). */
   private async listCsrs(): Promise<CsrSnapshot> {
     const objects = await this.deps.store.list(Types.CertificateSigningRequest);
-    const out: CsrSnapshot = { pending: [], approvedByNode: new Map() };
+    const out: CsrSnapshot = { pending: [], approvedClient: [] };
     for (const c of objects) {
       const v = csrView(c);
       if (!KubeletSigners.has(v.signerName)) continue;
@@ -520,10 +524,19 @@ export class NodeIdentityReconciler implements Reconciler {
         this.track(c);
       }
       if (v.signerName !== KubeletClientSigner || (state !== 'approved' && state !== 'issued')) continue;
-      await this.parse(c);
-      const nodeName = c.metadata.uid ? this.parsedByUid.get(c.metadata.uid)?.nodeName : undefined;
-      if (!nodeName) continue;
-      out.approvedByNode.set(nodeName, [...(out.approvedByNode.get(nodeName) ?? []), { name: c.metadata.name, createdMs: v.createdMs }]);
+      out.approvedClient.push({ object: c, createdMs: v.createdMs });
+    }
+    return out;
+  }
+
+  /** Names of approved client CSRs for `nodeName` created at or after `sinceMs` (parsed once per uid). */
+  private async approvedClientCsrsFor(csrs: CsrSnapshot, nodeName: string, sinceMs: number): Promise<string[]> {
+    const out: string[] = [];
+    for (const { object, createdMs } of csrs.approvedClient) {
+      if (createdMs < sinceMs) continue;
+      await this.parse(object);
+      const uid = object.metadata.uid;
+      if (uid && this.parsedByUid.get(uid)?.nodeName === nodeName) out.push(object.metadata.name);
     }
     return out;
   }
@@ -532,19 +545,17 @@ export class NodeIdentityReconciler implements Reconciler {
    * Client CSRs already approved for the NodeClaims whose instance is `nodeName`: those the cache shows
    * (created after the NodeClaim) and those this process approved.
    */
-  private approvedCounts(
+  private async approvedCounts(
     nodeName: string,
     nodeClaims: CsrNodeClaim[],
     instances: ReadonlyMap<string, InstanceInfo>,
     csrs: CsrSnapshot,
-  ): Map<string, number> {
-    const name = nodeName;
-    const approved = csrs.approvedByNode.get(name) ?? [];
+  ): Promise<Map<string, number>> {
     const counts = new Map<string, number>();
     for (const nc of nodeClaims) {
       const dns = nc.instanceId ? instances.get(nc.instanceId)?.privateDnsName : undefined;
-      if (!dns || normalizeDns(dns) !== name) continue;
-      const seen = new Set(approved.filter((a) => a.createdMs >= nc.createdMs).map((a) => a.name));
+      if (!dns || normalizeDns(dns) !== nodeName) continue;
+      const seen = new Set(await this.approvedClientCsrsFor(csrs, nodeName, nc.createdMs));
       for (const n of this.approvedHere.get(nc.uid ?? nc.name) ?? []) seen.add(n);
       if (seen.size) counts.set(nc.name, seen.size);
     }
