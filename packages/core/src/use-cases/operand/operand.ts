@@ -114,21 +114,28 @@ export class OperandReconciler implements Reconciler {
     if (!secret) return {};
 
     const placed = planOperandFor(this.deps, { request, facts, credentials: secret });
-    for (const { cluster, object: obj, ownedWhole = [] } of placed) {
-      const store = cluster === 'control' ? topology.controlStore : topology.workloadStore;
-      const current = ownedWhole.length ? await store.get(refOf(obj)) : undefined;
-      const foreign = current ? foreignEntries(obj, current, ownedWhole) : [];
-      const r = await store.apply(obj, { ownedWhole });
-      if (r.changed && foreign.length) {
-        const what = `${obj.kind} ${ns}/${obj.metadata.name}`;
-        this.deps.events.record(request.owner, 'Warning', 'ForeignEntriesRemoved', `Removed from ${what} what the operator does not render: ${foreign.join(', ')}`);
-        this.deps.logger.warn('removed foreign entries from the operand', { kind: obj.kind, name: obj.metadata.name, namespace: ns, removed: foreign });
-      }
-      if (r.changed && obj.kind === 'Deployment') {
-        this.deps.events.record(request.owner, 'Normal', 'OperandApplied', `Applied Deployment ${ns}/${obj.metadata.name}`);
-        this.deps.logger.info('applied operand', { kind: obj.kind, name: obj.metadata.name, namespace: ns });
-      }
-    }
+    // Identity and RBAC first, all at once (independent objects: one round trip instead of one each), so
+    // that the operand's pods start with their permissions in place; then the workloads.
+    const isWorkload = (p: PlacedObject) => p.object.kind === 'Deployment';
+    await Promise.all(placed.filter((p) => !isWorkload(p)).map((p) => this.applyOne(p, request.owner, ns)));
+    for (const p of placed.filter(isWorkload)) await this.applyOne(p, request.owner, ns);
     return {};
+  }
+
+  private async applyOne({ cluster, object: obj, ownedWhole = [] }: PlacedObject, owner: KarpenterRequest['owner'], ns: string): Promise<void> {
+    const { topology } = this.deps;
+    const store = cluster === 'control' ? topology.controlStore : topology.workloadStore;
+    const current = ownedWhole.length ? await store.get(refOf(obj)) : undefined;
+    const foreign = current ? foreignEntries(obj, current, ownedWhole) : [];
+    const r = await store.apply(obj, { ownedWhole });
+    if (r.changed && foreign.length) {
+      const what = `${obj.kind} ${ns}/${obj.metadata.name}`;
+      this.deps.events.record(owner, 'Warning', 'ForeignEntriesRemoved', `Removed from ${what} what the operator does not render: ${foreign.join(', ')}`);
+      this.deps.logger.warn('removed foreign entries from the operand', { kind: obj.kind, name: obj.metadata.name, namespace: ns, removed: foreign });
+    }
+    if (r.changed && obj.kind === 'Deployment') {
+      this.deps.events.record(owner, 'Normal', 'OperandApplied', `Applied Deployment ${ns}/${obj.metadata.name}`);
+      this.deps.logger.info('applied operand', { kind: obj.kind, name: obj.metadata.name, namespace: ns });
+    }
   }
 }
