@@ -1,4 +1,4 @@
-import { Types, type KubeObject, type Watch } from '@karpenter-operator/core';
+import { Names, Types, type KubeObject, type Watch } from '@karpenter-operator/core';
 import { RecordingMetrics } from '@karpenter-operator/core/testing';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Informer, InformerFactory, inScope, type InformerOptions } from './informer.js';
@@ -305,6 +305,57 @@ describe('InformerFactory', () => {
     expect(a).toBe(b);
     expect(c).not.toBe(a);
     expect(f.informersOf(Types.Node)).toEqual([a, c]);
+  });
+
+  it('a kind whose CRD the operator installs is not listed until the CRD is Established (no 404 LIST)', async () => {
+    vi.useFakeTimers();
+    try {
+      const transport = new FakeTransport();
+      const crdsPath = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
+      const poolsPath = '/apis/karpenter.sh/v1/nodepools';
+      transport.on({ verb: 'list', path: crdsPath }, { metadata: { resourceVersion: '10' }, items: [] });
+      transport.on({ verb: 'list', path: poolsPath }, { metadata: { resourceVersion: '12' }, items: [{ metadata: { name: 'default', resourceVersion: '12' } }] });
+      const f = new InformerFactory({ transport, resources: new ResourceResolver(transport), random: () => 0, staleAfterMs: 600_000, watchTimeoutSeconds: () => 300 });
+      const pools = f.informerFor({ type: Types.NodePool });
+      pools.start();
+      await pools.waitForSync();
+      await vi.advanceTimersByTimeAsync(5_000);
+      // Synced and empty while the CRD does not exist, and never asked for.
+      expect(pools.list()).toEqual([]);
+      expect(transport.requests.filter((r) => r.path === poolsPath)).toEqual([]);
+      const crd = (established: boolean) => ({
+        ...Types.CustomResourceDefinition,
+        metadata: { name: 'nodepools.karpenter.sh', resourceVersion: established ? '12' : '11', labels: { [Names.managedLabel]: 'true' } },
+        status: { conditions: [{ type: 'Established', status: established ? 'True' : 'False' }] },
+      });
+      const crdWatch = transport.watches.find((w) => w.path === crdsPath)!;
+      expect(crdWatch.query).toMatchObject({ labelSelector: `${Names.managedLabel}=true` });
+      crdWatch.send('ADDED', crd(false));
+      await vi.advanceTimersByTimeAsync(1_000);
+      expect(transport.requests.filter((r) => r.path === poolsPath)).toEqual([]);
+      crdWatch.send('MODIFIED', crd(true));
+      await vi.advanceTimersByTimeAsync(0);
+      expect(pools.list().map((o) => o.metadata.name)).toEqual(['default']);
+      expect(transport.requests.filter((r) => r.path === poolsPath).map((r) => r.verb)).toEqual(['list']);
+      await f.stop();
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('a kind whose CRD is already Established is never reported synced before its first list', async () => {
+    const transport = new FakeTransport();
+    transport.on({ verb: 'list', path: '/apis/apiextensions.k8s.io/v1/customresourcedefinitions' }, {
+      metadata: { resourceVersion: '10' },
+      items: [{ metadata: { name: 'nodeclaims.karpenter.sh', resourceVersion: '9' }, status: { conditions: [{ type: 'Established', status: 'True' }] } }],
+    });
+    transport.on({ verb: 'list', path: '/apis/karpenter.sh/v1/nodeclaims' }, { metadata: { resourceVersion: '12' }, items: [{ metadata: { name: 'default-abc', resourceVersion: '12' } }] });
+    const f = new InformerFactory({ transport, resources: new ResourceResolver(transport), staleAfterMs: 600_000 });
+    const claims = f.informerFor({ type: Types.NodeClaim });
+    claims.start();
+    await claims.waitForSync();
+    expect(claims.list().map((o) => o.metadata.name)).toEqual(['default-abc']);
+    await f.stop();
   });
 
   it('after an outage, the first watch that gets through cuts the other informers\' backoff short', async () => {

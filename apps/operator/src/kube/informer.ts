@@ -1,6 +1,8 @@
 import {
+  crdEstablished as isEstablished,
   describeError,
   isNotFoundError,
+  ManagedCrdsWatch,
   noopMetrics,
   silentLogger,
   systemClock,
@@ -16,7 +18,7 @@ import { watchKey, type CacheFactory, type InformerHandler, type SharedInformer 
 import { RuntimeMetrics } from '../runtime/metric-names.js';
 import { sleep, systemTimers, type TimerHandle, type Timers } from '../runtime/timers.js';
 import { httpStatusOf, serverMessage } from './errors.js';
-import { resourcePath, type ResourceResolver } from './resources.js';
+import { crdNameOf, resourcePath, type ResourceResolver } from './resources.js';
 import type { KubeTransport, QueryParams, WatchHandle } from './transport.js';
 
 /** How often an informer whose kind is not served re-checks for it. */
@@ -49,6 +51,13 @@ export interface InformerOptions {
    * connection succeeded). The factory uses it to cut the other informers' backoff short.
    */
   onReachable?: () => void;
+  /**
+   * Resolves once CRD `name` is Established (or `signal` aborts); calls `whileAbsent` first when it is not
+   * (once the CRD cache has synced, so a served kind is never reported empty). Given by the factory; used before listing a
+   * kind whose CRD the operator installs (`ResourceInfo.installedCrd`), so no LIST is answered 404 while the
+   * CRD does not exist. Without it, such a kind is polled like any other kind that is not served.
+   */
+  crdEstablished?: (name: string, signal: AbortSignal, whileAbsent: () => void) => Promise<void>;
 }
 
 /** The watch ended because the resource version is too old (HTTP 410 / ERROR event with code 410): relist. */
@@ -153,6 +162,7 @@ export class Informer implements SharedInformer {
   private backoffWake: AbortController | undefined;
   private failing = false;
   private readonly onReachable: (() => void) | undefined;
+  private readonly crdEstablished: InformerOptions['crdEstablished'];
   /** Restarts so far, for tests and diagnostics. */
   restarts = 0;
 
@@ -169,6 +179,7 @@ export class Informer implements SharedInformer {
     this.watchTimeoutSeconds = options.watchTimeoutSeconds ?? (() => Math.floor(300 * (1 + this.random())));
     this.pageSize = options.pageSize ?? 500;
     this.onReachable = options.onReachable;
+    this.crdEstablished = options.crdEstablished;
     const extra = options.transform;
     this.transform = extra ? (o) => extra(defaultTransform(o)) : defaultTransform;
     this.logger = (options.logger ?? silentLogger).child({
@@ -308,6 +319,10 @@ export class Informer implements SharedInformer {
       try {
         const info = await this.resources.resolve(this.watch.type);
         const path = resourcePath(this.watch.type, info, { namespace: this.watch.namespace });
+        const crd = info.installedCrd && this.crdEstablished ? crdNameOf(this.watch.type, info) : undefined;
+        // Until the operator has installed the CRD the cache is empty and synced (start-up does not wait).
+        if (!this.resourceVersion && crd) await this.crdEstablished!(crd, signal, () => this.setSynced());
+        if (signal.aborted) break;
         if (!this.resourceVersion) {
           await this.relist(path);
           this.reached();
@@ -337,6 +352,7 @@ export class Informer implements SharedInformer {
           if (this.objects.size) this.replace([]);
           if (!this.synced) this.logger.info('kind not served yet; treating it as empty until it is');
           this.setSynced();
+          // Then, for a kind whose CRD the operator installs, the next pass waits for the CRD (above).
           await sleep(this.timers, NOT_SERVED_POLL_MS, signal);
           continue;
         }
@@ -524,10 +540,37 @@ export class InformerFactory implements CacheFactory {
       const onReachable = () => {
         for (const [k, other] of this.informers) if (k !== self) other.retryNow();
       };
-      informer = new Informer({ ...this.options, watch, onReachable });
+      const crdEstablished = (name: string, signal: AbortSignal, whileAbsent: () => void) => this.crdEstablished(name, signal, whileAbsent);
+      informer = new Informer({ ...this.options, watch, onReachable, crdEstablished });
       this.informers.set(key, informer);
     }
     return informer;
+  }
+
+  /**
+   * Resolves once the CRD `name` is Established, as the cache of the operator's managed CRDs shows it (the
+   * same watch the use-cases use, started here if nobody has yet). Every change of that cache re-checks.
+   */
+  private crdEstablished(name: string, signal: AbortSignal, whileAbsent: () => void): Promise<void> {
+    const crds = this.informerFor(ManagedCrdsWatch);
+    crds.start();
+    return new Promise<void>((resolve) => {
+      let absent = false;
+      const check = () => {
+        if (!signal.aborted && !crds.hasSynced()) return;
+        if (!signal.aborted && !isEstablished(crds.get(name))) {
+          if (!absent) whileAbsent();
+          absent = true;
+          return;
+        }
+        unsubscribe();
+        signal.removeEventListener('abort', check);
+        resolve();
+      };
+      const unsubscribe = crds.addHandler(() => check());
+      signal.addEventListener('abort', check, { once: true });
+      crds.waitForSync(signal).then(check, check);
+    });
   }
 
   /** Informers of a kind, in creation order. */

@@ -6,6 +6,11 @@ export interface ResourceInfo {
   /** Lower-case plural used in paths, e.g. `deployments`. */
   plural: string;
   namespaced: boolean;
+  /**
+   * Set for kinds whose CRD the operator itself installs (labelled as managed): their informers wait for
+   * the CRD to be Established instead of listing a kind the API server does not serve yet.
+   */
+  installedCrd?: true;
 }
 
 const typeId = (t: TypeRef) => `${t.apiVersion}|${t.kind}`;
@@ -33,10 +38,10 @@ export const knownResources: ReadonlyMap<string, ResourceInfo> = new Map<string,
   [typeId(Types.MachineConfigPool), { plural: 'machineconfigpools', namespaced: false }],
   [typeId(Types.KubeletConfig), { plural: 'kubeletconfigs', namespaced: false }],
   [typeId(Types.Karpenter), { plural: 'karpenters', namespaced: false }],
-  [typeId(Types.NodePool), { plural: 'nodepools', namespaced: false }],
-  [typeId(Types.NodeClaim), { plural: 'nodeclaims', namespaced: false }],
-  [typeId(Types.NodeOverlay), { plural: 'nodeoverlays', namespaced: false }],
-  [typeId(Types.EC2NodeClass), { plural: 'ec2nodeclasses', namespaced: false }],
+  [typeId(Types.NodePool), { plural: 'nodepools', namespaced: false, installedCrd: true }],
+  [typeId(Types.NodeClaim), { plural: 'nodeclaims', namespaced: false, installedCrd: true }],
+  [typeId(Types.NodeOverlay), { plural: 'nodeoverlays', namespaced: false, installedCrd: true }],
+  [typeId(Types.EC2NodeClass), { plural: 'ec2nodeclasses', namespaced: false, installedCrd: true }],
   [typeId(Types.CredentialsRequest), { plural: 'credentialsrequests', namespaced: true }],
   [typeId({ apiVersion: 'events.k8s.io/v1', kind: 'Event' }), { plural: 'events', namespaced: true }],
   [typeId({ apiVersion: 'v1', kind: 'Event' }), { plural: 'events', namespaced: true }],
@@ -51,6 +56,12 @@ export const knownResources: ReadonlyMap<string, ResourceInfo> = new Map<string,
   [typeId({ apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicy' }), { plural: 'validatingadmissionpolicies', namespaced: false }],
   [typeId({ apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicyBinding' }), { plural: 'validatingadmissionpolicybindings', namespaced: false }],
 ]);
+
+/** `<plural>.<group>`: the name of the CRD serving a kind of a named group. */
+export function crdNameOf(type: TypeRef, info: ResourceInfo): string | undefined {
+  const slash = type.apiVersion.indexOf('/');
+  return slash > 0 ? `${info.plural}.${type.apiVersion.slice(0, slash)}` : undefined;
+}
 
 export interface PathOptions {
   namespace?: string | undefined;

@@ -14,6 +14,9 @@ export interface CrdsDeps {
   cloud: CloudProvider;
 }
 
+/** The watch of the CRDs the operator installs (they carry the managed label): one informer for every user. */
+export const ManagedCrdsWatch: Watch = { type: Types.CustomResourceDefinition, labels: { [Names.managedLabel]: 'true' } };
+
 /** True when the CRD reports `Established=True`. */
 export function crdEstablished(crd: KubeObject | undefined): boolean {
   const conds = (crd?.status as { conditions?: Array<{ type: string; status: string }> } | undefined)?.conditions;
@@ -80,7 +83,7 @@ export class CrdsReconciler implements Reconciler {
   constructor(private readonly deps: CrdsDeps) {
     this.watches = [
       ...deps.topology.watches,
-      { type: Types.CustomResourceDefinition, labels: { [Names.managedLabel]: 'true' } },
+      ManagedCrdsWatch,
     ];
   }
 

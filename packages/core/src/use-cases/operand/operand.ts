@@ -10,7 +10,7 @@ import type { EventRecorder } from '../../ports/event-recorder.js';
 import type { Logger } from '../../ports/logger.js';
 import type { Topology } from '../../ports/topology.js';
 import type { Reconciler, Result, Watch } from '../../runtime/reconciler.js';
-import { activeRequest, pendingCrds } from '../crds/crds.js';
+import { activeRequest, ManagedCrdsWatch, pendingCrds } from '../crds/crds.js';
 
 export const OPERAND_KEY = 'operand';
 
@@ -72,7 +72,7 @@ export class OperandReconciler implements Reconciler {
       ...deps.topology.watches,
       { type: Types.Deployment, cluster: 'control', namespace: ns, fieldSelector: `metadata.name=${Names.operandDeployment}` },
       { type: Types.Secret, cluster: 'control', namespace: ns, fieldSelector: `metadata.name=${Names.credentialsSecret}` },
-      { type: Types.CustomResourceDefinition, labels: { [Names.managedLabel]: 'true' } },
+      ManagedCrdsWatch,
       // Everything the use-case applies is watched (by the managed label every rendered object carries), on
       // the cluster it is applied to, so writes compare against a cache and a deleted Role or binding is
       // restored at once.

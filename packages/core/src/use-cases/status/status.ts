@@ -8,7 +8,7 @@ import { foldStatus, Reasons, type OperandState, type StatusInputs } from '../..
 import type { CloudProvider, RelatedObject } from '../../ports/cloud-provider.js';
 import type { Topology } from '../../ports/topology.js';
 import type { Reconciler, Result, Watch } from '../../runtime/reconciler.js';
-import { pendingCrds } from '../crds/crds.js';
+import { ManagedCrdsWatch, pendingCrds } from '../crds/crds.js';
 import { planOperandFor } from '../operand/operand.js';
 import type { StatusBoard } from '../status-board.js';
 
@@ -81,7 +81,7 @@ export class StatusReconciler implements Reconciler {
       ...deps.topology.watches,
       { type: Types.Deployment, cluster: 'control', namespace: ns, fieldSelector: `metadata.name=${Names.operandDeployment}` },
       { type: Types.Secret, cluster: 'control', namespace: ns, fieldSelector: `metadata.name=${Names.credentialsSecret}` },
-      { type: Types.CustomResourceDefinition, labels: { [Names.managedLabel]: 'true' } },
+      ManagedCrdsWatch,
       statusObjectWatch(deps.topology.statusObject),
     ];
   }
