@@ -55,6 +55,29 @@ const moduleOnly = projects
     },
   }));
 
+// Core knows no cloud: no AWS API group or label, no EC2 instance state words (the provider decides
+// `InstanceInfo.live`). 'pending' is also a CSR state, so it is only refused next to a `state`.
+const ec2States = 'pending|running|shutting-down|stopping|stopped|terminated';
+const coreVocabulary = projects
+  .filter((p) => p.tags.includes('type:core'))
+  .map((p) => ({
+    files: [`${p.dir}/src/**/*.ts`],
+    ignores: ['**/*.test.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        { selector: 'Literal[value=/karpenter\\.k8s\\.aws/]', message: 'core names no AWS API group or label: ask the CloudProvider (nodeClassType, nodeClassLabel).' },
+        { selector: 'TemplateElement[value.raw=/karpenter\\.k8s\\.aws/]', message: 'core names no AWS API group or label: ask the CloudProvider (nodeClassType, nodeClassLabel).' },
+        { selector: 'Literal[value=/^(running|shutting-down|stopping|stopped|terminated)$/]', message: 'core reads no EC2 instance state: the provider decides InstanceInfo.live.' },
+        {
+          selector: `BinaryExpression:has(MemberExpression[property.name=/^(state|State)$/]) > Literal[value=/^(${ec2States})$/]`,
+          message: 'core reads no EC2 instance state: the provider decides InstanceInfo.live.',
+        },
+        { selector: `Property[key.name=/^(state|State)$/] > Literal[value=/^(${ec2States})$/]`, message: 'core reads no EC2 instance state: the provider decides InstanceInfo.live.' },
+      ],
+    },
+  }));
+
 export default tseslint.config(
   { ignores: ['**/node_modules/**', '**/dist/**', '.nx/**', '.local/**', 'generated/**'] },
   ...tseslint.configs.recommended,
@@ -67,4 +90,5 @@ export default tseslint.config(
   },
   ...boundaries,
   ...moduleOnly,
+  ...coreVocabulary,
 );

@@ -12,6 +12,7 @@ import {
   NodeClassPolicyReconciler,
 } from '@karpenter-operator/topology-hypershift';
 import { parseAddress } from './config.js';
+import { providerFor } from './providers.js';
 import { startHttpServer } from './http/server.js';
 import { createKubeCluster, isConnectionFailure, KubeEventRecorder, loadKubeConfig, toCoreError, WatchedKubeConfig } from './kube/index.js';
 import { createLogger } from './observability/logger.js';
@@ -110,8 +111,10 @@ async function main(argv: string[]): Promise<number> {
         return undefined;
       }));
   if (hcpName) {
+    // HyperShift's autoNode is AWS only. The sidecar uses the provider's pure NodeClass members, no CRDs or EC2.
+    const cloud = providerFor('AWS', { crdDir: '' });
     reconcilers.push(
-      new HcpDefaultNodeClassReconciler({ ...base, hcpName, events }),
+      new HcpDefaultNodeClassReconciler({ ...base, hcpName, events, cloud }),
       new HcpCredentialsReconciler({ management: mgmt.store, namespace, hcpName, events }),
       new NodeClassPolicyReconciler({ management: mgmt.store, guest: guest.store, namespace, hcpName, exempt: guestIdentity }),
     );

@@ -68,6 +68,8 @@ export function unknownPlatformModule(platform: string): ContainerModule {
   const provider: CloudProvider = {
     platform: platform.replace(/[^A-Za-z]/g, '') || 'Unknown',
     nodeClassType: { apiVersion: 'karpenter.sh/v1', kind: 'UnknownNodeClass' },
+    nodeClassLabel: 'karpenter.sh/unknown-nodeclass',
+    maxInstancesPerLookup: 1,
     assertSupported: fail,
     crds: () => [],
     operandCloudConfig: () => ({ env: [], volumes: [], volumeMounts: [], credentialsSecret: 'karpenter-cloud-credentials' }),

@@ -53,6 +53,7 @@ export function nodeLifecycleReconcilers(i: NodeLifecycleInputs): Reconciler[] {
       new NodeConfigReconciler({
         store,
         nodeClassType: i.cloud.nodeClassType,
+        nodeClassLabel: i.cloud.nodeClassLabel,
         clock: i.clock,
         events: i.events,
         logger: i.logger.child({ controller: 'machineconfigpool.node-config' }),

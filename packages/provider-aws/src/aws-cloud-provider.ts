@@ -4,7 +4,6 @@ import { parseAllDocuments } from 'yaml';
 import {
   InvalidInputError,
   Names,
-  Types,
   type CloudProvider,
   type ClusterFacts,
   type DefaultNodeClass,
@@ -21,6 +20,7 @@ import { awsCredentialsRequests, awsRelatedObjects } from './credentials-request
 import { renderDefaultNodeClass } from './discovery.js';
 import { Ec2Adapter, instanceIdFromProviderId, type Ec2ClientOptions } from './ec2.js';
 import type { EC2Client } from '@aws-sdk/client-ec2';
+import { EC2_FILTER_VALUES_MAX, EC2NodeClassLabel, EC2NodeClassType } from './names.js';
 import { awsOperandRbac } from './rbac.js';
 
 /** The runtime CRD files, as karpenter-provider-aws ships them (`pkg/apis/crds`). */
@@ -49,7 +49,9 @@ export interface AwsCloudProviderOptions {
 /** The AWS `CloudProvider`: discovery from MachineSets, EC2 checks, operand cloud config, CRDs and RBAC. */
 export class AwsCloudProvider implements CloudProvider {
   readonly platform = 'AWS';
-  readonly nodeClassType: TypeRef = Types.EC2NodeClass;
+  readonly nodeClassType: TypeRef = EC2NodeClassType;
+  readonly nodeClassLabel = EC2NodeClassLabel;
+  readonly maxInstancesPerLookup = EC2_FILTER_VALUES_MAX;
   private readonly ec2: Ec2Adapter;
   private crdCache: KubeObject[] | undefined;
 

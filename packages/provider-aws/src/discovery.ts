@@ -2,12 +2,12 @@ import {
   InvalidInputError,
   Names,
   pointerConfigProblem,
-  Types,
   type DefaultNodeClass,
   type DiscoveryInput,
   type KubeObject,
   type ResourceTag,
 } from '@karpenter-operator/core';
+import { EC2NodeClassType } from './names.js';
 import { decodeProviderSpec, PROVIDER_SPEC_PATH, type AwsFilter, type AwsProviderSpec, type AwsResourceRef } from './provider-spec.js';
 
 /**
@@ -385,7 +385,7 @@ export function renderDefaultNodeClass(input: DiscoveryInput): DefaultNodeClass 
   };
 
   return {
-    object: { ...Types.EC2NodeClass, metadata: { name: Names.defaultNodeClass }, spec },
+    object: { ...EC2NodeClassType, metadata: { name: Names.defaultNodeClass }, spec },
     protectedSpec: { amiFamily: 'Custom', amiSelectorTerms: structuredClone(amiSelectorTerms), userData },
   };
 }

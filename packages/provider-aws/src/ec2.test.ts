@@ -260,7 +260,7 @@ describe('Ec2Adapter.describeInstances', () => {
     expect(got).toEqual([
       {
         instanceId: 'i-01',
-        state: 'running',
+        live: true,
         privateDnsName: 'ip-10-0-0-4.ec2.internal',
         privateIpAddresses: ['10.0.0.5', '10.0.0.6'],
         publicIpAddresses: ['54.1.2.3'],
@@ -268,6 +268,20 @@ describe('Ec2Adapter.describeInstances', () => {
       },
       expect.objectContaining({ instanceId: 'i-02', ownedByCluster: false }),
     ]);
+  });
+
+  it.each([
+    ['pending', true],
+    ['running', true],
+    ['shutting-down', false],
+    ['stopping', false],
+    ['stopped', false],
+    ['terminated', false],
+    [undefined, false],
+  ] as const)('decides live from the EC2 state (%s → %s), so that core never reads state words', async (state, live) => {
+    ec2Mock.on(DescribeInstancesCommand).resolves({ Reservations: [{ Instances: [instance('i-01', { State: state ? { Name: state } : {} })] }] });
+    const [got] = await adapter().describeInstances(['i-01'], facts);
+    expect(got?.live).toBe(live);
   });
 
   it('owns only instances whose cluster tag says owned (shared is several clusters, never a node of this one)', async () => {

@@ -14,6 +14,7 @@ import {
 } from '@aws-sdk/client-ec2';
 import { fromIni, fromTokenFile } from '@aws-sdk/credential-providers';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
+import { EC2_FILTER_VALUES_MAX, EC2_LIVE_INSTANCE_STATES } from './names.js';
 import {
   ForbiddenError,
   InvalidInputError,
@@ -201,8 +202,6 @@ const hasTag = (tags: Tag[] | undefined, key: string): boolean => (tags ?? []).s
 export const ClusterOwnedTagValue = 'owned';
 const ownedBy = (tags: Tag[] | undefined, key: string): boolean => (tags ?? []).some((t) => t.Key === key && t.Value === ClusterOwnedTagValue);
 
-/** EC2 allows up to 200 values per filter. */
-const FILTER_VALUES_MAX = 200;
 const MAX_PAGES = 100;
 
 const chunks = <T>(list: T[], size: number): T[][] => {
@@ -334,7 +333,7 @@ export class Ec2Adapter {
     const found: Array<{ field: string; subnet: Subnet }> = [];
     const idTerms = subnetTerms.flatMap((t, i) => (typeof t.id === 'string' ? [{ i, id: t.id }] : []));
     const byId = new Map<string, Subnet>();
-    for (const ids of chunks([...new Set(idTerms.map((t) => t.id))], FILTER_VALUES_MAX)) {
+    for (const ids of chunks([...new Set(idTerms.map((t) => t.id))], EC2_FILTER_VALUES_MAX)) {
       for (const s of await this.subnets(ec2, [{ Name: 'subnet-id', Values: ids }])) if (s.SubnetId) byId.set(s.SubnetId, s);
     }
     for (const { i, id } of idTerms) {
@@ -368,7 +367,7 @@ export class Ec2Adapter {
     const sgTerms = termsOf(spec, 'securityGroupSelectorTerms', problems);
     const sgIdTerms = sgTerms.flatMap((t, i) => (typeof t.id === 'string' ? [{ i, id: t.id }] : []));
     const sgById = new Map<string, SecurityGroup>();
-    for (const ids of chunks([...new Set(sgIdTerms.map((t) => t.id))], FILTER_VALUES_MAX)) {
+    for (const ids of chunks([...new Set(sgIdTerms.map((t) => t.id))], EC2_FILTER_VALUES_MAX)) {
       for (const g of await this.securityGroups(ec2, [{ Name: 'group-id', Values: ids }])) if (g.GroupId) sgById.set(g.GroupId, g);
     }
     const sgFound: Array<{ field: string; group: SecurityGroup }> = [];
@@ -398,7 +397,7 @@ export class Ec2Adapter {
     const amiTerms = termsOf(spec, 'amiSelectorTerms', problems);
     const amiIdTerms = amiTerms.flatMap((t, i) => (typeof t.id === 'string' ? [{ i, id: t.id }] : []));
     const imageById = new Map<string, Image>();
-    for (const ids of chunks([...new Set(amiIdTerms.map((t) => t.id))], FILTER_VALUES_MAX)) {
+    for (const ids of chunks([...new Set(amiIdTerms.map((t) => t.id))], EC2_FILTER_VALUES_MAX)) {
       for (const img of await this.images(ec2, [{ Name: 'image-id', Values: ids }])) if (img.ImageId) imageById.set(img.ImageId, img);
     }
     for (const { i, id } of amiIdTerms) {
@@ -433,14 +432,14 @@ export class Ec2Adapter {
     const ec2 = this.client(facts);
     const clusterTag = clusterTagKey(facts);
     const instances: Instance[] = [];
-    for (const chunk of chunks(ids, FILTER_VALUES_MAX)) {
+    for (const chunk of chunks(ids, EC2_FILTER_VALUES_MAX)) {
       const page = await this.call('describing instances', () =>
         paginate(async (NextToken) => {
           const r = await ec2.send(
             new DescribeInstancesCommand({
               Filters: [
                 { Name: 'instance-id', Values: chunk },
-                { Name: 'instance-state-name', Values: ['pending', 'running'] },
+                { Name: 'instance-state-name', Values: [...EC2_LIVE_INSTANCE_STATES] },
               ],
               ...(NextToken ? { NextToken } : {}),
             }),
@@ -532,7 +531,7 @@ function toInstanceInfo(i: Instance, clusterTag: string): InstanceInfo {
   }
   const info: InstanceInfo = {
     instanceId: i.InstanceId!,
-    state: i.State?.Name ?? 'unknown',
+    live: EC2_LIVE_INSTANCE_STATES.includes(i.State?.Name ?? ''),
     privateIpAddresses: [...priv],
     publicIpAddresses: [...pub],
     ownedByCluster: ownedBy(i.Tags, clusterTag),

@@ -20,5 +20,6 @@ export {
   type Ec2ClientOptions,
   type AwsCredentialsSource,
 } from './ec2.js';
+export { EC2NodeClassType, EC2NodeClassLabel, EC2_FILTER_VALUES_MAX, EC2_LIVE_INSTANCE_STATES } from './names.js';
 export { awsOperandRbac } from './rbac.js';
 export { awsCredentialsRequests, awsRelatedObjects } from './credentials-requests.js';

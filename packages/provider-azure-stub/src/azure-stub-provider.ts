@@ -20,6 +20,8 @@ export const AZURE_UNSUPPORTED_MESSAGE =
 export class AzureStubCloudProvider implements CloudProvider {
   readonly platform = 'Azure';
   readonly nodeClassType = { apiVersion: 'karpenter.azure.com/v1beta1', kind: 'AKSNodeClass' };
+  readonly nodeClassLabel = 'karpenter.azure.com/aksnodeclass';
+  readonly maxInstancesPerLookup = 100;
 
   assertSupported(): void {
     throw new UnsupportedPlatformError(this.platform, AZURE_UNSUPPORTED_MESSAGE);

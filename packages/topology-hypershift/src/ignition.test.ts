@@ -10,6 +10,7 @@ import {
   type NodeClassInput,
 } from './ignition.js';
 import { aHostedControlPlane, anIgnitionSecret, HCP_NAMESPACE, INFRA_ID } from './testing/builders.js';
+const EC2NodeClass = { apiVersion: 'karpenter.k8s.aws/v1', kind: 'EC2NodeClass' } as const;
 
 const POINTER = '{"ignition":{"version":"3.4.0","config":{"merge":[{"source":"https://ignition.demo:443/ignition","httpHeaders":[{"name":"TargetConfigVersionHash","value":"abc"}]}]}}}';
 
@@ -163,7 +164,7 @@ describe('renderHcpDefaultNodeClass', () => {
   const inputs = nodeClassInputsFromSecrets([anIgnitionSecret({ userData: POINTER, ami: 'ami-0aaa', arm64Ami: 'ami-0bbb' })], HCP_NAMESPACE);
 
   it('renders default from tag selectors, the ignition Secret and the instance-profile annotation', () => {
-    const r = renderHcpDefaultNodeClass({ hcp, nodeClassInputs: inputs });
+    const r = renderHcpDefaultNodeClass({ nodeClassType: EC2NodeClass, hcp, nodeClassInputs: inputs });
     expect(r.object).toEqual({
       apiVersion: 'karpenter.k8s.aws/v1',
       kind: 'EC2NodeClass',
@@ -188,19 +189,19 @@ describe('renderHcpDefaultNodeClass', () => {
     { name: 'internal-elb (default)', subnetSelector: undefined, want: { 'kubernetes.io/role/internal-elb': '1', [`kubernetes.io/cluster/${INFRA_ID}`]: '*' } },
     { name: 'discovery tag', subnetSelector: 'discovery' as const, want: { 'karpenter.sh/discovery': INFRA_ID } },
   ])('subnets by $name', ({ subnetSelector, want }) => {
-    const spec = renderHcpDefaultNodeClass({ hcp, nodeClassInputs: inputs, ...(subnetSelector ? { subnetSelector } : {}) }).object.spec as { subnetSelectorTerms: unknown };
+    const spec = renderHcpDefaultNodeClass({ nodeClassType: EC2NodeClass, hcp, nodeClassInputs: inputs, ...(subnetSelector ? { subnetSelector } : {}) }).object.spec as { subnetSelectorTerms: unknown };
     expect(spec.subnetSelectorTerms).toEqual([{ tags: want }]);
   });
 
   it('reports tag conflicts with the NodeClass and keeps the cluster value', () => {
-    const r = renderHcpDefaultNodeClass({ hcp, nodeClassInputs: inputs, nodeClassTags: { 'red-hat-managed': 'false', team: 'x' } });
+    const r = renderHcpDefaultNodeClass({ nodeClassType: EC2NodeClass, hcp, nodeClassInputs: inputs, nodeClassTags: { 'red-hat-managed': 'false', team: 'x' } });
     expect((r.object.spec as { tags: unknown }).tags).toEqual({ 'red-hat-managed': 'true', team: 'x' });
     expect(r.tagConflicts).toEqual(['red-hat-managed']);
   });
 
   it('omits tags when there are none', () => {
     const bare = decodeHostedControlPlane(aHostedControlPlane({ spec: { platform: { aws: { resourceTags: null } } } }));
-    expect(renderHcpDefaultNodeClass({ hcp: bare, nodeClassInputs: inputs }).object.spec).not.toHaveProperty('tags');
+    expect(renderHcpDefaultNodeClass({ nodeClassType: EC2NodeClass, hcp: bare, nodeClassInputs: inputs }).object.spec).not.toHaveProperty('tags');
   });
 
   it.each([
@@ -216,7 +217,7 @@ describe('renderHcpDefaultNodeClass', () => {
   ])('rejects $name', ({ hcp: h, inputs: i, reason, field }) => {
     let err: unknown;
     try {
-      renderHcpDefaultNodeClass({ hcp: h, nodeClassInputs: i });
+      renderHcpDefaultNodeClass({ nodeClassType: EC2NodeClass, hcp: h, nodeClassInputs: i });
     } catch (e) {
       err = e;
     }

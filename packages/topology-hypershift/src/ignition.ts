@@ -5,6 +5,7 @@ import {
   type DefaultNodeClass,
   type KubeObject,
   type ResourceTag,
+  type TypeRef,
   type Watch,
 } from '@karpenter-operator/core';
 import type { HostedControlPlane } from './hcp.js';
@@ -196,6 +197,8 @@ export function mergeNodeClassTags(
 
 export interface HcpDefaultNodeClassInput {
   hcp: HostedControlPlane;
+  /** The provider's NodeClass kind. */
+  nodeClassType: TypeRef;
   /** From `nodeClassInputsFromSecrets`; the entry for `default` is used. */
   nodeClassInputs: ReadonlyMap<string, NodeClassInput>;
   /**
@@ -259,7 +262,7 @@ export function renderHcpDefaultNodeClass(input: HcpDefaultNodeClassInput): HcpD
   };
   if (Object.keys(tags).length) spec.tags = tags;
   return {
-    object: { ...Types.EC2NodeClass, metadata: { name }, spec },
+    object: { ...input.nodeClassType, metadata: { name }, spec },
     protectedSpec: { amiFamily: 'Custom', amiSelectorTerms: amiSelectorTerms.map((t) => ({ ...t })), userData: ignition.userData },
     tagConflicts: conflicts,
   };

@@ -79,7 +79,7 @@ export function renderFrom(opts: RenderOptions): RenderResult {
       ...cloud.credentialsRequests(ns),
       ...renderOperand({ namespace: ns, facts, settings: opts.settings, request, cloud: cfg, providerRbac: cloud.operandRbac(ns), topology: 'standalone' }),
       nodeClass.object,
-      renderPool(Names.defaultNodeClass),
+      renderPool(Names.defaultNodeClass, cloud.nodeClassLabel),
       renderRegistrationTaint(),
     ];
     const filtered = opts.kind ? objects.filter((o) => o.kind.toLowerCase() === opts.kind!.toLowerCase()) : objects;

@@ -86,6 +86,5 @@ export const Types = {
   NodePool: { apiVersion: 'karpenter.sh/v1', kind: 'NodePool' },
   NodeClaim: { apiVersion: 'karpenter.sh/v1', kind: 'NodeClaim' },
   NodeOverlay: { apiVersion: 'karpenter.sh/v1alpha1', kind: 'NodeOverlay' },
-  EC2NodeClass: { apiVersion: 'karpenter.k8s.aws/v1', kind: 'EC2NodeClass' },
   CredentialsRequest: { apiVersion: 'cloudcredential.openshift.io/v1', kind: 'CredentialsRequest' },
 } as const satisfies Record<string, TypeRef>;

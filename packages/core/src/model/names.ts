@@ -26,7 +26,6 @@ export const Names = {
   nodeBootstrapperUser: 'system:serviceaccount:openshift-machine-config-operator:node-bootstrapper',
   registrationTaintKubeletConfig: 'set-karpenter-taint',
   nodePoolLabel: 'karpenter.sh/nodepool',
-  nodeClassLabel: 'karpenter.k8s.aws/ec2nodeclass',
   terminationAnnotation: 'karpenter.sh/nodeclaim-termination-timestamp',
   featureGate: 'KarpenterOperator',
 } as const;

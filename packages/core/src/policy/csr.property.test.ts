@@ -56,7 +56,7 @@ describe('CSR approval is sound: anything approved satisfies every rule, whateve
     });
     const instance = fc.record({
       instanceId: fc.constantFrom('i-1', 'i-2'),
-      state: mostly('running', fc.constantFrom('pending', 'stopped', 'terminated')),
+      live: mostly(true, fc.constant(false)),
       privateDnsName: fc.option(fc.constantFrom(...NAMES), { nil: undefined }),
       ownedByCluster: mostly(true, fc.constant(false)),
       // When the answer was read, relative to the CSR's creation second (createdMs .. createdMs+1000).
@@ -86,7 +86,7 @@ describe('CSR approval is sound: anything approved satisfies every rule, whateve
           const byId = new Map<string, InstanceInfo & { readAtMs?: number }>(
             instances.map(({ readAfterCreatedMs, ...i }) => [
               i.instanceId,
-              { ...i, privateIpAddresses: [], publicIpAddresses: [], ...(readAfterCreatedMs !== undefined ? { readAtMs: createdMs + readAfterCreatedMs } : {}) } as InstanceInfo,
+              { ...i, privateIpAddresses: [], publicIpAddresses: [], ...(readAfterCreatedMs !== undefined ? { readAtMs: createdMs + readAfterCreatedMs } : {}) } satisfies InstanceInfo,
             ]),
           );
           const d = decideKubeletCsr({
@@ -115,7 +115,7 @@ describe('CSR approval is sound: anything approved satisfies every rule, whateve
               !c.nodeName &&
               inst !== undefined &&
               inst.ownedByCluster &&
-              ['pending', 'running'].includes(inst.state) &&
+              inst.live &&
               norm(inst.privateDnsName ?? '') === node &&
               // Read after the CSR was created (its creationTimestamp has whole seconds).
               inst.readAtMs !== undefined &&

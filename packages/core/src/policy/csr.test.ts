@@ -117,7 +117,7 @@ interface World {
 }
 
 const anInstance = (o: Partial<Observed> & { instanceId: string }): Observed => ({
-  state: 'running',
+  live: true,
   privateIpAddresses: [],
   publicIpAddresses: [],
   ownedByCluster: true,
@@ -142,7 +142,7 @@ function baseWorld(kind: 'client' | 'serving'): World {
       { name: MachineNode, providerID: 'aws:///us-east-1a/i-0m' },
     ],
     instances: new Map([
-      ['i-0a', anInstance({ instanceId: 'i-0a', state: 'pending', privateDnsName: NodeA, privateIpAddresses: ['10.0.1.10'], readAtMs: now - 1000 })],
+      ['i-0a', anInstance({ instanceId: 'i-0a', live: true, privateDnsName: NodeA, privateIpAddresses: ['10.0.1.10'], readAtMs: now - 1000 })],
       [
         'i-0b',
         anInstance({
@@ -287,9 +287,7 @@ const forged: Case[] = [
     want: 'ignore',
     reason: 'NoMatchingNodeClaim',
   },
-  { name: 'client instance terminated', kind: 'client', world: (w) => void (instance(w, 'i-0a').state = 'terminated'), want: 'ignore', reason: 'InstanceNotRunning' },
-  { name: 'client instance shutting-down', kind: 'client', world: (w) => void (instance(w, 'i-0a').state = 'shutting-down'), want: 'ignore', reason: 'InstanceNotRunning' },
-  { name: 'client instance stopped', kind: 'client', world: (w) => void (instance(w, 'i-0a').state = 'stopped'), want: 'ignore', reason: 'InstanceNotRunning' },
+  { name: 'client instance no longer live', kind: 'client', world: (w) => void (instance(w, 'i-0a').live = false), want: 'ignore', reason: 'InstanceNotRunning' },
   { name: 'client instance in another cluster', kind: 'client', world: (w) => void (instance(w, 'i-0a').ownedByCluster = false), want: 'ignore', reason: 'InstanceNotOwned' },
   // The AWS provider reports ownedByCluster=false for `kubernetes.io/cluster/<infraID>=shared` (ec2.test.ts).
   { name: 'client instance tagged shared, not owned', kind: 'client', world: (w) => void (instance(w, 'i-0a').ownedByCluster = false), want: 'ignore', reason: 'InstanceNotOwned' },
@@ -405,7 +403,7 @@ const forged: Case[] = [
     want: 'ignore',
     reason: 'ProviderIdMismatch',
   },
-  { name: 'serving instance terminated', kind: 'serving', world: (w) => void (instance(w, 'i-0b').state = 'terminated'), want: 'ignore', reason: 'InstanceNotRunning' },
+  { name: 'serving instance terminated', kind: 'serving', world: (w) => void (instance(w, 'i-0b').live = false), want: 'ignore', reason: 'InstanceNotRunning' },
   { name: 'serving instance in another cluster', kind: 'serving', world: (w) => void (instance(w, 'i-0b').ownedByCluster = false), want: 'ignore', reason: 'InstanceNotOwned' },
   { name: 'serving instance not found', kind: 'serving', world: (w) => void w.instances.delete('i-0b'), want: 'wait', reason: 'InstanceNotVisible' },
   {
@@ -422,7 +420,7 @@ const legitimate: Case[] = [
   { name: 'client good (EC P-384)', kind: 'client', key: 'ec384', want: 'approve', reason: 'ClientCsrVerified' },
   { name: 'client good (RSA with key encipherment)', kind: 'client', key: 'rsa2048', usages: ['digital signature', 'key encipherment', 'client auth'], want: 'approve', reason: 'ClientCsrVerified' },
   { name: 'client good (RSA without key encipherment)', kind: 'client', key: 'rsa2048', want: 'approve', reason: 'ClientCsrVerified' },
-  { name: 'client good (instance running)', kind: 'client', world: (w) => void (instance(w, 'i-0a').state = 'running'), want: 'approve', reason: 'ClientCsrVerified' },
+  { name: 'client good (instance running)', kind: 'client', world: (w) => void (instance(w, 'i-0a').live = true), want: 'approve', reason: 'ClientCsrVerified' },
   { name: 'client good (created the same second as the NodeClaim)', kind: 'client', world: (w) => void (w.csrCreated = T0), want: 'approve', reason: 'ClientCsrVerified' },
   {
     name: 'client good (instance read right after the CSR was seen)',

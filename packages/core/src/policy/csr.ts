@@ -570,8 +570,8 @@ function checkInstance(instance: InstanceInfo, about: Partial<CsrDecision>): Csr
   if (!instance.ownedByCluster) {
     return ignore('InstanceNotOwned', `instance ${instance.instanceId} does not carry this cluster's tag with the value owned`, about);
   }
-  if (instance.state !== 'pending' && instance.state !== 'running') {
-    return ignore('InstanceNotRunning', `instance ${instance.instanceId} is ${instance.state}`, about);
+  if (!instance.live) {
+    return ignore('InstanceNotRunning', `instance ${instance.instanceId} is neither starting nor running`, about);
   }
   return undefined;
 }

@@ -37,8 +37,11 @@ export interface VerificationProblem {
 
 export interface InstanceInfo {
   instanceId: string;
-  /** `pending`, `running`, `stopping`, ... */
-  state: string;
+  /**
+   * True while the instance is starting or running; false once it is stopping, stopped or gone. The
+   * provider decides what its cloud's states mean; core only reads this.
+   */
+  live: boolean;
   privateDnsName?: string;
   publicDnsName?: string;
   privateIpAddresses: string[];
@@ -67,6 +70,18 @@ export interface CloudProvider {
 
   /** The provider's NodeClass kind (e.g. EC2NodeClass). */
   readonly nodeClassType: TypeRef;
+
+  /**
+   * The label Karpenter puts on every node naming the NodeClass it was launched from (AWS:
+   * `karpenter.k8s.aws/ec2nodeclass`); a NodeClass's MachineConfigPool selects its nodes by it.
+   */
+  readonly nodeClassLabel: string;
+
+  /**
+   * The most instance IDs one cloud request of `describeInstances` takes (AWS: 200 filter values).
+   * Callers batch to this size so that batches run in parallel instead of being split inside one call.
+   */
+  readonly maxInstancesPerLookup: number;
 
   /**
    * The runtime CRDs (NodePool, NodeClaim, NodeOverlay and the NodeClass kind), unmodified upstream

@@ -31,6 +31,8 @@ export interface FakeCloudCall {
 export interface FakeCloudProviderOptions {
   platform?: string;
   nodeClassType?: TypeRef;
+  nodeClassLabel?: string;
+  maxInstancesPerLookup?: number;
   instances?: InstanceInfo[];
   crds?: KubeObject[];
   /** What `renderDefaultNodeClass` returns; a function receives the input. Throws when unset. */
@@ -44,6 +46,14 @@ export interface FakeCloudProviderOptions {
   latencyMs?: number;
 }
 
+/** The fake's NodeClass kind unless `nodeClassType` says otherwise: no real provider's. */
+export const FakeNodeClass = {
+  type: { apiVersion: 'karpenter.test.example/v1', kind: 'TestNodeClass' },
+  group: 'karpenter.test.example',
+  resource: 'testnodeclasses',
+  label: 'karpenter.test.example/testnodeclass',
+} as const;
+
 /**
  * A CloudProvider for unit tests of use-cases. Records every call in `calls`, serves `describeInstances`
  * from a settable instance table (`setInstances`, `putInstance`, `removeInstance`; unknown IDs are absent
@@ -53,6 +63,8 @@ export interface FakeCloudProviderOptions {
 export class FakeCloudProvider implements CloudProvider {
   readonly platform: string;
   readonly nodeClassType: TypeRef;
+  readonly nodeClassLabel: string;
+  readonly maxInstancesPerLookup: number;
   readonly calls: FakeCloudCall[] = [];
   latencyMs: number;
   verificationProblems: VerificationProblem[];
@@ -65,7 +77,9 @@ export class FakeCloudProvider implements CloudProvider {
   constructor(options: FakeCloudProviderOptions = {}) {
     this.options = options;
     this.platform = options.platform ?? 'AWS';
-    this.nodeClassType = options.nodeClassType ?? { apiVersion: 'karpenter.k8s.aws/v1', kind: 'EC2NodeClass' };
+    this.nodeClassType = options.nodeClassType ?? FakeNodeClass.type;
+    this.nodeClassLabel = options.nodeClassLabel ?? FakeNodeClass.label;
+    this.maxInstancesPerLookup = options.maxInstancesPerLookup ?? 200;
     this.latencyMs = options.latencyMs ?? 0;
     this.verificationProblems = options.verificationProblems ?? [];
     this.crdList = options.crds ?? [];
@@ -152,7 +166,7 @@ export class FakeCloudProvider implements CloudProvider {
 
   relatedObjects(): RelatedObject[] {
     this.record('relatedObjects', []);
-    return structuredClone(this.options.relatedObjects ?? [{ group: 'karpenter.k8s.aws', resource: 'ec2nodeclasses', name: '' }]);
+    return structuredClone(this.options.relatedObjects ?? [{ group: FakeNodeClass.group, resource: FakeNodeClass.resource, name: '' }]);
   }
 
   renderDefaultNodeClass(input: DiscoveryInput): DefaultNodeClass {

@@ -26,14 +26,16 @@ const secret = (name: string, value: string | undefined, ami = 'ami-0abc'): Kube
   },
   data: value === undefined ? {} : { value: Buffer.from(value).toString('base64') },
 });
-const defaultRef = { ...Types.EC2NodeClass, name: 'default' };
+const EC2NodeClass = { apiVersion: 'karpenter.k8s.aws/v1', kind: 'EC2NodeClass' } as const;
+const cloud = { nodeClassType: EC2NodeClass };
+const defaultRef = { ...EC2NodeClass, name: 'default' };
 
 describe('HcpDefaultNodeClassReconciler', () => {
   it('waits for the CRD, then applies default from the ignition Secret, and writes nothing on a second reconcile', async () => {
     const management = new MemoryClusterStore([hcp, secret('ign-1', '{"ignition":{}}')]);
     const guest = new MemoryClusterStore();
     const events = new RecordingEvents();
-    const r = new HcpDefaultNodeClassReconciler({ management, guest, namespace: NS, hcpName: 'demo', events });
+    const r = new HcpDefaultNodeClassReconciler({ management, guest, namespace: NS, hcpName: 'demo', events, cloud });
     expect((await r.reconcile()).requeueAfterMs).toBeGreaterThan(0);
     expect(guest.writes).toEqual([]);
     guest.seed(crd);
@@ -50,7 +52,7 @@ describe('HcpDefaultNodeClassReconciler', () => {
     const management = new MemoryClusterStore([hcp, secret('ign-bad', undefined)]);
     const guest = new MemoryClusterStore([crd]);
     const events = new RecordingEvents();
-    const r = new HcpDefaultNodeClassReconciler({ management, guest, namespace: NS, hcpName: 'demo', events });
+    const r = new HcpDefaultNodeClassReconciler({ management, guest, namespace: NS, hcpName: 'demo', events, cloud });
     await expect(r.reconcile()).resolves.toEqual({});
     expect(r.problem()).toMatch(/Secret clusters-demo\/ign-bad/);
     expect(r.problem()).toMatch(/data\.value/);

@@ -2,6 +2,7 @@ import {
   isInvalidInputError,
   Names,
   Types,
+  type CloudProvider,
   type ClusterStore,
   type EventRecorder,
   type KubeObject,
@@ -23,6 +24,8 @@ export interface HcpDefaultNodeClassDeps {
   namespace: string;
   hcpName: string;
   events: EventRecorder;
+  /** The cloud whose NodeClass `default` is (the composition root passes the AWS provider). */
+  cloud: Pick<CloudProvider, 'nodeClassType'>;
   /** Requeue while waiting for the operator's CRD. Default 10 s. */
   retryMs?: number;
 }
@@ -42,7 +45,7 @@ export class HcpDefaultNodeClassReconciler implements Reconciler {
     this.watches = [
       { type: HostedControlPlaneType, cluster: 'control', namespace: deps.namespace, fieldSelector: `metadata.name=${deps.hcpName}` },
       ignitionSecretWatch(deps.namespace),
-      { type: Types.EC2NodeClass },
+      { type: deps.cloud.nodeClassType },
       { type: Types.CustomResourceDefinition, fieldSelector: `metadata.name=${EC2NODECLASS_CRD}` },
     ];
   }
@@ -72,9 +75,9 @@ export class HcpDefaultNodeClassReconciler implements Reconciler {
       const hcp = decodeHostedControlPlane(obj);
       if (!hcp.autoNode || hcp.deleting) return {};
       const nodeClassInputs = nodeClassInputsFromSecrets(secrets, namespace, { onInvalid: (e) => problems.push(e.message) });
-      const current = await guest.get({ ...Types.EC2NodeClass, name: Names.defaultNodeClass });
+      const current = await guest.get({ ...this.deps.cloud.nodeClassType, name: Names.defaultNodeClass });
       const currentTags = (current?.spec as { tags?: Record<string, string> } | undefined)?.tags;
-      const rendered = renderHcpDefaultNodeClass({ hcp, nodeClassInputs, ...(currentTags ? { nodeClassTags: currentTags } : {}) });
+      const rendered = renderHcpDefaultNodeClass({ hcp, nodeClassInputs, nodeClassType: this.deps.cloud.nodeClassType, ...(currentTags ? { nodeClassTags: currentTags } : {}) });
       const r = await guest.apply(rendered.object, { fieldManager: ADAPTER_FIELD_MANAGER, force: true });
       if (r.changed) events.record(hcp.ref, 'Normal', 'DefaultNodeClassApplied', `EC2NodeClass ${Names.defaultNodeClass} follows the ignition Secrets`);
     } catch (e) {

@@ -9,6 +9,8 @@ import { StatusBoard } from '../status-board.js';
 import { DefaultNodeClassReconciler, NODECLASS_VERIFIED_ENTRY } from './default-nodeclass.js';
 import { protectedFieldsPatch, sameAsSets } from './protected-fields.js';
 
+const EC2NodeClass = { apiVersion: 'karpenter.k8s.aws/v1', kind: 'EC2NodeClass' } as const;
+
 const NS = 'openshift-machine-api';
 const MCS = 'https://api-int.mycluster.example.com:22623/config';
 const pointer = (pool: string, extra: Record<string, unknown> = {}) =>
@@ -39,7 +41,9 @@ const userDataSecret = (userData = pointer('worker')): KubeObject => ({
  */
 class FakeCloud implements CloudProvider {
   readonly platform = 'AWS';
-  readonly nodeClassType = Types.EC2NodeClass;
+  readonly nodeClassType = EC2NodeClass;
+  readonly nodeClassLabel = 'karpenter.k8s.aws/ec2nodeclass';
+  readonly maxInstancesPerLookup = 200;
   verifyCalls = 0;
   verifyResult: () => Promise<VerificationProblem[]> = async () => [];
   assertSupported(): void {}
@@ -72,7 +76,7 @@ class FakeCloud implements CloudProvider {
     const amiSelectorTerms = amis.map((id) => ({ id }));
     return {
       object: {
-        ...Types.EC2NodeClass,
+        ...EC2NodeClass,
         metadata: { name: 'default' },
         spec: {
           amiFamily: 'Custom',
@@ -101,7 +105,7 @@ class FakeCloud implements CloudProvider {
   async checkCredentials(): Promise<void> {}
 }
 
-const ref = (name: string) => ({ ...Types.EC2NodeClass, name });
+const ref = (name: string) => ({ ...EC2NodeClass, name });
 
 /** MachineConfigPool `karpenter-<nodeClass>`, rendered by MCO unless `rendered` is false. */
 const pool = (nodeClass: string, rendered = true): KubeObject => ({
@@ -175,7 +179,7 @@ describe('ec2nodeclass.default', () => {
     w.store.seed({ ...cur, spec: { ...(cur.spec as object), userData: pointer('worker', { extra: 'evil' }) } });
     const { first, second } = await twice(w);
     expect(first.map((x) => x.verb)).toEqual(['apply']);
-    expect(first[0]!.body).toEqual({ ...Types.EC2NodeClass, metadata: { name: 'default' }, spec: { amiFamily: 'Custom', amiSelectorTerms: [{ id: 'ami-0x86' }], userData: pointer('karpenter-default') } });
+    expect(first[0]!.body).toEqual({ ...EC2NodeClass, metadata: { name: 'default' }, spec: { amiFamily: 'Custom', amiSelectorTerms: [{ id: 'ami-0x86' }], userData: pointer('karpenter-default') } });
     expect(second).toEqual([]);
     expect((await specOf(w, 'default')).userData).toBe(pointer('karpenter-default'));
   });
@@ -209,7 +213,7 @@ describe('ec2nodeclass.default', () => {
   });
 
   it('puts the protected fields on a user NodeClass, pointed at its own pool, and leaves the rest', async () => {
-    w.store.seed({ ...Types.EC2NodeClass, metadata: { name: 'gpu' }, spec: { amiFamily: 'AL2023', amiSelectorTerms: [{ alias: 'al2023@latest' }], role: 'gpu-role', subnetSelectorTerms: [{ id: 'subnet-1' }] } });
+    w.store.seed({ ...EC2NodeClass, metadata: { name: 'gpu' }, spec: { amiFamily: 'AL2023', amiSelectorTerms: [{ alias: 'al2023@latest' }], role: 'gpu-role', subnetSelectorTerms: [{ id: 'subnet-1' }] } });
     const { first, second } = await twice(w, 'gpu');
     expect(first.map((x) => [x.verb, x.ref.name])).toEqual([['apply', 'gpu']]);
     expect(second).toEqual([]);
@@ -230,7 +234,7 @@ describe('ec2nodeclass.default', () => {
   });
 
   it('enforces on every NodeClass when the MachineSets change', async () => {
-    w.store.seed({ ...Types.EC2NodeClass, metadata: { name: 'gpu' }, spec: { subnetSelectorTerms: [{ id: 'subnet-1' }] } });
+    w.store.seed({ ...EC2NodeClass, metadata: { name: 'gpu' }, spec: { subnetSelectorTerms: [{ id: 'subnet-1' }] } });
     await w.r.reconcile('default');
     w.store.seed(machineSet('worker-a', 'ami-0new'));
     const { first, second } = await twice(w);
@@ -260,7 +264,7 @@ describe('ec2nodeclass.default', () => {
     { name: 'user-data Secret missing', objects: [machineSet('worker-a', 'ami-0x86')], reason: 'UserDataSecretMissing' },
   ])('reports $name and touches no NodeClass', async ({ objects, reason }) => {
     w = world(objects);
-    w.store.seed({ ...Types.EC2NodeClass, metadata: { name: 'default' }, spec: { userData: 'old' } });
+    w.store.seed({ ...EC2NodeClass, metadata: { name: 'default' }, spec: { userData: 'old' } });
     const { first, second } = await twice(w);
     expect(first).toEqual([]);
     expect(second).toEqual([]);
@@ -273,13 +277,13 @@ describe('ec2nodeclass.default', () => {
   it('maps every watched event to default, NodeClass events also to themselves', () => {
     expect(w.r.keysFor(machineSet('worker-a', 'x'))).toEqual(['default']);
     expect(w.r.keysFor(userDataSecret())).toEqual(['default']);
-    expect(w.r.keysFor({ ...Types.EC2NodeClass, metadata: { name: 'gpu' } })).toEqual(['default', 'gpu']);
-    expect(w.r.keysFor({ ...Types.EC2NodeClass, metadata: { name: 'default' } })).toEqual(['default']);
+    expect(w.r.keysFor({ ...EC2NodeClass, metadata: { name: 'gpu' } })).toEqual(['default', 'gpu']);
+    expect(w.r.keysFor({ ...EC2NodeClass, metadata: { name: 'default' } })).toEqual(['default']);
     expect(w.r.watches).toEqual([
       { type: Types.MachineSet, namespace: NS },
       { type: Types.Secret, namespace: NS },
       { type: Types.ConfigMap, namespace: 'openshift-machine-config-operator', fieldSelector: 'metadata.name=coreos-bootimages' },
-      { type: Types.EC2NodeClass },
+      { type: EC2NodeClass },
       { type: Types.MachineConfigPool, labels: { 'karpenter-operator.openshift.io/managed': 'true' } },
     ]);
     expect(w.r.keysFor(pool('gpu'))).toEqual(['gpu']);
@@ -303,7 +307,7 @@ describe('ec2nodeclass.default', () => {
   });
 
   it('resyncs default and every NodeClass', async () => {
-    w.store.seed({ ...Types.EC2NodeClass, metadata: { name: 'gpu' }, spec: {} });
+    w.store.seed({ ...EC2NodeClass, metadata: { name: 'gpu' }, spec: {} });
     expect(await w.r.resyncKeys()).toEqual(['default', 'gpu']);
   });
 });
@@ -383,7 +387,7 @@ describe('ec2nodeclass.default verification', () => {
 });
 
 describe('protectedFieldsPatch', () => {
-  const nc = (spec: Record<string, unknown>): KubeObject => ({ ...Types.EC2NodeClass, metadata: { name: 'a', uid: 'u' }, spec });
+  const nc = (spec: Record<string, unknown>): KubeObject => ({ ...EC2NodeClass, metadata: { name: 'a', uid: 'u' }, spec });
   const prot = { amiFamily: 'Custom', amiSelectorTerms: [{ id: 'ami-1' }, { id: 'ami-2' }], userData: pointer('worker') };
   it.each([
     { name: 'all equal', spec: { amiFamily: 'Custom', amiSelectorTerms: [{ id: 'ami-1' }, { id: 'ami-2' }], userData: pointer('karpenter-a') }, want: undefined },

@@ -13,7 +13,9 @@ import { RecordingEvents } from '../../testing/recording.js';
 import { NodeConfigReconciler } from './node-config.js';
 import { isPoolRendered, poolProblem, renderPool, renderRegistrationTaint } from './render.js';
 
-const aNodeClass = (name: string): KubeObject => ({ ...Types.EC2NodeClass, metadata: { name }, spec: { amiFamily: 'Custom' } });
+const EC2NodeClass = { apiVersion: 'karpenter.k8s.aws/v1', kind: 'EC2NodeClass' } as const;
+
+const aNodeClass = (name: string): KubeObject => ({ ...EC2NodeClass, metadata: { name }, spec: { amiFamily: 'Custom' } });
 const poolRef = (name: string) => ({ ...Types.MachineConfigPool, name });
 const taintRef = { ...Types.KubeletConfig, name: Names.registrationTaintKubeletConfig };
 
@@ -23,7 +25,8 @@ function world(initial: KubeObject[] = []) {
   const events = new RecordingEvents();
   const reconciler = new NodeConfigReconciler({
     store,
-    nodeClassType: Types.EC2NodeClass,
+    nodeClassType: EC2NodeClass,
+    nodeClassLabel: 'karpenter.k8s.aws/ec2nodeclass',
     clock,
     events,
     logger: silentLogger,
@@ -71,12 +74,12 @@ describe('machineconfigpool.node-config', () => {
     await w.reconciler.reconcile('node-config');
     expect(await w.poolNames()).toEqual(['karpenter-arm', 'karpenter-default']);
 
-    w.store.remove({ ...Types.EC2NodeClass, name: 'default' });
+    w.store.remove({ ...EC2NodeClass, name: 'default' });
     await w.reconciler.reconcile('node-config');
     expect(await w.poolNames()).toEqual(['karpenter-arm']);
     expect(await w.store.get(taintRef)).toBeDefined();
 
-    w.store.remove({ ...Types.EC2NodeClass, name: 'arm' });
+    w.store.remove({ ...EC2NodeClass, name: 'arm' });
     w.store.clearWrites();
     await w.reconciler.reconcile('node-config');
     expect(await w.poolNames()).toEqual([]);
@@ -155,7 +158,7 @@ describe('machineconfigpool.node-config', () => {
     expect(w.events.events.map((e) => [e.type, e.reason])).toContainEqual(['Warning', 'MachineConfigPoolConflict']);
 
     // No NodeClass left: still nothing unmanaged is deleted.
-    w.store.remove({ ...Types.EC2NodeClass, name: 'default' });
+    w.store.remove({ ...EC2NodeClass, name: 'default' });
     w.store.clearWrites();
     await w.reconciler.reconcile('node-config');
     expect(w.store.writes.map((x) => [x.verb, x.ref.name])).toEqual([['delete', 'set-karpenter-taint']]);
@@ -180,8 +183,8 @@ describe('machineconfigpool.node-config', () => {
 
   it('reports a pool as rendered only once MCO set status.configuration.name', () => {
     expect(isPoolRendered(undefined)).toBe(false);
-    expect(isPoolRendered({ ...renderPool('x'), status: {} })).toBe(false);
-    expect(isPoolRendered({ ...renderPool('x'), status: { configuration: { name: 'rendered-karpenter-x-abc' } } })).toBe(true);
+    expect(isPoolRendered({ ...renderPool('x', 'karpenter.k8s.aws/ec2nodeclass'), status: {} })).toBe(false);
+    expect(isPoolRendered({ ...renderPool('x', 'karpenter.k8s.aws/ec2nodeclass'), status: { configuration: { name: 'rendered-karpenter-x-abc' } } })).toBe(true);
   });
 });
 
@@ -233,7 +236,7 @@ function violations(value: unknown, schema: Schema, path: string): string[] {
 }
 
 describe.each([
-  { name: 'MachineConfigPool', object: renderPool('default'), file: crdFile('machineconfigpools', '0000_80_machine-config_01_machineconfigpools-Default.crd.yaml') },
+  { name: 'MachineConfigPool', object: renderPool('default', 'karpenter.k8s.aws/ec2nodeclass'), file: crdFile('machineconfigpools', '0000_80_machine-config_01_machineconfigpools-Default.crd.yaml') },
   { name: 'KubeletConfig', object: renderRegistrationTaint(), file: crdFile('kubeletconfigs', '0000_80_machine-config_01_kubeletconfigs.crd.yaml') },
 ])('$name validates against its CRD', ({ object, file }) => {
   it.skipIf(!file)('has only known fields of the right types', () => {

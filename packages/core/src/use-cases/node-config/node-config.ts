@@ -17,6 +17,8 @@ export interface NodeConfigDeps {
   store: ClusterStore;
   /** The provider's NodeClass kind (EC2NodeClass). */
   nodeClassType: TypeRef;
+  /** The label naming a node's NodeClass (`CloudProvider.nodeClassLabel`); pools select their nodes by it. */
+  nodeClassLabel: string;
   clock: Clock;
   events: EventRecorder;
   logger: Logger;
@@ -71,7 +73,7 @@ export class NodeConfigReconciler implements Reconciler {
         events.record(ncRef, 'Warning', 'MachineConfigPoolNotCreated', `No MachineConfigPool for NodeClass ${nc.metadata.name}: ${problem}`);
         continue;
       }
-      const desired = renderPool(nc.metadata.name);
+      const desired = renderPool(nc.metadata.name, this.deps.nodeClassLabel);
       wanted.add(desired.metadata.name);
       const current = await store.get(refOf(desired));
       if (current && !isManaged(current)) {

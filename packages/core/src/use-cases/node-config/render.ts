@@ -51,9 +51,10 @@ export function poolProblem(nodeClass: string): string | undefined {
 /**
  * MachineConfigPool `karpenter-<nc>`: the nodes of one NodeClass, inheriting every worker MachineConfig
  * plus those for role `karpenter-<nc>`. Only the fields the operator owns; `paused` and `maxUnavailable`
- * stay the administrator's (see `UpgradePolicy`). Pure.
+ * stay the administrator's (see `UpgradePolicy`). `nodeClassLabel` is the provider's
+ * (`CloudProvider.nodeClassLabel`). Pure.
  */
-export function renderPool(nodeClass: string): KubeObject {
+export function renderPool(nodeClass: string, nodeClassLabel: string): KubeObject {
   const pool = poolNameFor(nodeClass);
   return {
     ...Types.MachineConfigPool,
@@ -62,7 +63,7 @@ export function renderPool(nodeClass: string): KubeObject {
       labels: { [Names.managedLabel]: 'true', [poolSelectorLabel(pool)]: '' },
     },
     spec: {
-      nodeSelector: { matchLabels: { [Names.nodeClassLabel]: nodeClass } },
+      nodeSelector: { matchLabels: { [nodeClassLabel]: nodeClass } },
       machineConfigSelector: {
         matchExpressions: [{ key: RoleLabel, operator: 'In', values: ['worker', pool] }],
       },

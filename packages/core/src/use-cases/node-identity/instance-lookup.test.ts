@@ -7,7 +7,7 @@ import { FakeCloudProvider } from '../../testing/fake-cloud-provider.js';
 import { InstanceLookup } from './instance-lookup.js';
 
 const facts: ClusterFacts = { platform: 'AWS', infrastructureName: 'c-1', apiServerInternalURL: 'https://api-int:6443', resourceTags: [] };
-const inst = (id: string): InstanceInfo => ({ instanceId: id, state: 'running', privateIpAddresses: [], publicIpAddresses: [], ownedByCluster: true });
+const inst = (id: string): InstanceInfo => ({ instanceId: id, live: true, privateIpAddresses: [], publicIpAddresses: [], ownedByCluster: true });
 
 function setup(o: { maxBatchSize?: number } = {}) {
   const clock = new FakeClock();

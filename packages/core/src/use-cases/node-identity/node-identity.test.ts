@@ -52,7 +52,7 @@ const ipOf = (i: number) => `10.0.${Math.floor(i / 250)}.${(i % 250) + 1}`;
 const idOf = (i: number) => `i-${(0x1000 + i).toString(16).padStart(8, '0')}`;
 
 function anInstance(i: number, o: Partial<InstanceInfo> = {}): InstanceInfo {
-  return { instanceId: idOf(i), state: 'running', privateDnsName: dnsOf(i), privateIpAddresses: [ipOf(i)], publicIpAddresses: [], ownedByCluster: true, ...o };
+  return { instanceId: idOf(i), live: true, privateDnsName: dnsOf(i), privateIpAddresses: [ipOf(i)], publicIpAddresses: [], ownedByCluster: true, ...o };
 }
 
 function aNodeClaim(i: number, o: { providerID?: string | null; nodeName?: string; created?: string } = {}): KubeObject {
@@ -116,7 +116,7 @@ describe('certificatesigningrequest.node-identity', () => {
   it('approves a Karpenter node client CSR, then writes nothing on the second reconcile', async () => {
     const w = world();
     w.store.seed(aNodeClaim(1));
-    w.cloud.putInstance(anInstance(1, { state: 'pending' }));
+    w.cloud.putInstance(anInstance(1));
     w.clock.advance(120_000);
     w.store.seed(await aClientCsr('csr-a', dnsOf(1)));
 
@@ -354,7 +354,7 @@ describe('certificatesigningrequest.node-identity', () => {
     const n = 200;
     for (let i = 0; i < n; i++) {
       w.store.seed(aNodeClaim(i));
-      w.cloud.putInstance(anInstance(i, { state: i % 2 ? 'running' : 'pending' }));
+      w.cloud.putInstance(anInstance(i));
     }
     w.clock.advance(120_000);
     const names: string[] = [];

@@ -89,6 +89,7 @@ export interface NodeIdentityLimits {
   lookupBatchWindowMs?: number;
   /** How long instance IDs needing an answer newer than their CSR are collected before one call. */
   freshLookupBatchWindowMs?: number;
+  /** IDs per DescribeInstances call. Default: the provider's `maxInstancesPerLookup`. */
   lookupMaxBatchSize?: number;
   /**
    * How long one listing of NodeClaims and CSRs serves concurrent reconciles. NodeClaim events drop it at
@@ -126,8 +127,6 @@ const Defaults = {
   // Every client CSR needs an answer read after it was seen: a lone CSR gets it at once; CSRs arriving over
   // a while share one call per second (a few calls for a burst, at most one a second however long it lasts).
   freshLookupBatchWindowMs: 1_000,
-  // EC2 takes at most 200 values per filter; batches of that size run in parallel.
-  lookupMaxBatchSize: 200,
   // Refreshed in the background half-way: a slow cloud (tens of seconds per call under throttling)
   // never makes a caller wait on an expired entry.
   instanceRefreshAheadMs: 30_000,
@@ -217,7 +216,7 @@ export class NodeIdentityReconciler implements Reconciler {
       negativeTtlMs: l.instanceNegativeCacheTtlMs ?? Defaults.instanceNegativeCacheTtlMs,
       batchWindowMs: l.lookupBatchWindowMs ?? Defaults.lookupBatchWindowMs,
       freshBatchWindowMs: l.freshLookupBatchWindowMs ?? Defaults.freshLookupBatchWindowMs,
-      maxBatchSize: l.lookupMaxBatchSize ?? Defaults.lookupMaxBatchSize,
+      maxBatchSize: l.lookupMaxBatchSize ?? deps.cloud.maxInstancesPerLookup,
       refreshAheadMs: l.instanceRefreshAheadMs ?? Defaults.instanceRefreshAheadMs,
       ...(l.schedule ? { schedule: l.schedule } : {}),
     });
