@@ -55,6 +55,21 @@ const moduleOnly = projects
     },
   }));
 
+// Core never branches on a topology: it names none (the Topology port gives what differs, house rule 1).
+const topologyFree = projects
+  .filter((p) => p.tags.includes('type:core'))
+  .map((p) => ({
+    files: [`${p.dir}/src/**/*.ts`],
+    ignores: ['**/*.test.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        { selector: 'Literal[value=/hypershift/i]', message: 'core names no topology: ask the Topology port (operandLayout) instead.' },
+        { selector: 'TemplateElement[value.raw=/hypershift/i]', message: 'core names no topology: ask the Topology port (operandLayout) instead.' },
+      ],
+    },
+  }));
+
 export default tseslint.config(
   { ignores: ['**/node_modules/**', '**/dist/**', '.nx/**', '.local/**', 'generated/**'] },
   ...tseslint.configs.recommended,
@@ -67,4 +82,5 @@ export default tseslint.config(
   },
   ...boundaries,
   ...moduleOnly,
+  ...topologyFree,
 );
