@@ -55,8 +55,9 @@ const moduleOnly = projects
     },
   }));
 
-// Core knows no cloud: no AWS API group or label, no EC2 instance state words (the provider decides
-// `InstanceInfo.live`). 'pending' is also a CSR state, so it is only refused next to a `state`.
+// Core knows no cloud and no topology: no AWS API group or label, no EC2 instance state words (the
+// provider decides `InstanceInfo.live`; 'pending' is also a CSR state, so it is only refused next to a
+// `state`), no 'hypershift' (the Topology port gives what differs).
 const ec2States = 'pending|running|shutting-down|stopping|stopped|terminated';
 const coreVocabulary = projects
   .filter((p) => p.tags.includes('type:core'))
@@ -74,6 +75,8 @@ const coreVocabulary = projects
           message: 'core reads no EC2 instance state: the provider decides InstanceInfo.live.',
         },
         { selector: `Property[key.name=/^(state|State)$/] > Literal[value=/^(${ec2States})$/]`, message: 'core reads no EC2 instance state: the provider decides InstanceInfo.live.' },
+        { selector: 'Literal[value=/hypershift/i]', message: 'core names no topology: ask the Topology port (operandLayout) instead.' },
+        { selector: 'TemplateElement[value.raw=/hypershift/i]', message: 'core names no topology: ask the Topology port (operandLayout) instead.' },
       ],
     },
   }));

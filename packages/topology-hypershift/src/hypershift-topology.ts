@@ -13,11 +13,14 @@ import {
   type KubeObject,
   type LogLevel,
   type ObjectRef,
+  type OperandLayout,
+  type OperatorSettings,
   type StatusReport,
   type Topology,
   type Watch,
 } from '@karpenter-operator/core';
 import { decodeHostedControlPlane, HCP_INVALID_REASON, HCP_KARPENTER_FINALIZER, HostedControlPlaneType, type HostedControlPlane } from './hcp.js';
+import { hcpOperandLayout } from './operand-layout.js';
 
 /** Stores the composition root builds for management-cluster mode; the module resolves them by these tokens. */
 export const ManagementClusterStoreId = token<ClusterStore>('ClusterStore/management');
@@ -116,7 +119,7 @@ export function autoNodeCondition(report: StatusReport, request: KarpenterReques
  * (`status.autoNode` counts belong to the sidecar adapter).
  */
 export class HyperShiftTopology implements Topology {
-  readonly name = 'hypershift' as const;
+  readonly name = 'hypershift';
   readonly controlStore: ClusterStore;
   readonly workloadStore: ClusterStore;
   readonly operandNamespace: string;
@@ -137,6 +140,10 @@ export class HyperShiftTopology implements Topology {
     this.operandNamespace = options.namespace;
     this.watches = [{ type: HostedControlPlaneType, cluster: 'control', namespace: options.namespace, fieldSelector: `metadata.name=${options.hcpName}` }];
     this.statusObject = { ...HostedControlPlaneType, namespace: options.namespace, name: options.hcpName };
+  }
+
+  operandLayout(settings: OperatorSettings): OperandLayout {
+    return hcpOperandLayout(this.operandNamespace, settings);
   }
 
   /** The raw HCP from the management cache, or undefined. */

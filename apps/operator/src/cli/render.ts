@@ -8,6 +8,7 @@ import {
   renderOperand,
   renderPool,
   renderRegistrationTaint,
+  standaloneOperandLayout,
   Types,
   type CloudProvider,
   type KarpenterRequest,
@@ -77,7 +78,7 @@ export function renderFrom(opts: RenderOptions): RenderResult {
     const objects: KubeObject[] = [
       ...desiredCrds(cloud),
       ...cloud.credentialsRequests(ns),
-      ...renderOperand({ namespace: ns, facts, settings: opts.settings, request, cloud: cfg, providerRbac: cloud.operandRbac(ns), topology: 'standalone' }),
+      ...renderOperand({ namespace: ns, facts, settings: opts.settings, request, cloud: cfg, providerRbac: cloud.operandRbac(ns), layout: standaloneOperandLayout(ns) }),
       nodeClass.object,
       renderPool(Names.defaultNodeClass, cloud.nodeClassLabel),
       renderRegistrationTaint(),

@@ -7,6 +7,7 @@ import {
   coversRules,
   effectiveRules,
   renderOperand,
+  standaloneOperandLayout,
   type KubeObject,
   type OperandInput,
   type PolicyRule,
@@ -76,7 +77,7 @@ describe('install/ RBAC', () => {
     request: { owner: { apiVersion: 'autoscaling.openshift.io/v1alpha1', kind: 'Karpenter', name: 'default', uid: 'u' }, generation: 1, logLevel: 'info', deleting: false, finalizers: [] },
     cloud: { env: [], volumes: [], volumeMounts: [], credentialsSecret: Names.credentialsSecret },
     providerRbac: awsOperandRbac(Names.operatorNamespace),
-    topology: 'standalone',
+    layout: standaloneOperandLayout(Names.operatorNamespace),
   };
   const operandRoles = renderOperand(input).filter((o) => o.kind === 'Role' || o.kind === 'ClusterRole');
 

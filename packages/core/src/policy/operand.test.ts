@@ -3,7 +3,9 @@ import type { ClusterFacts, KarpenterRequest, LogLevel, OperatorSettings } from 
 import type { KubeObject } from '../model/kube.js';
 import { Names } from '../model/names.js';
 import type { OperandCloudConfig } from '../ports/cloud-provider.js';
-import { OperandNames, operandLayout, operandScopes, planOperand, renderOperand, type OperandInput, type PlacedObject } from './operand.js';
+import { twoClusterOperandLayout } from '../testing/layouts.js';
+import { standaloneOperandLayout } from '../topology/standalone.js';
+import { OperandNames, operandScopes, planOperand, renderOperand, type OperandInput, type PlacedObject } from './operand.js';
 import { isSubset } from './subset.js';
 
 const facts = (over: Partial<ClusterFacts> = {}): ClusterFacts => ({
@@ -50,9 +52,11 @@ const input = (over: Partial<OperandInput> = {}): OperandInput => ({
   cloud,
   providerRbac,
   credentialsHash: 'hash-1',
-  topology: 'standalone',
+  layout: standaloneOperandLayout(over.namespace ?? 'openshift-karpenter'),
   ...over,
 });
+
+const twoClusterLayout = twoClusterOperandLayout;
 
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 const deployment = (objs: KubeObject[]): Obj => {
@@ -102,9 +106,9 @@ describe('renderOperand: objects', () => {
     for (const o of renderOperand(input())) expect(check(o), `${o.kind} ${o.metadata.name}`).toBe(true);
   });
 
-  it('owns only objects in the owner namespace of its own cluster when the owner is namespaced (HyperShift)', () => {
-    const owner = { apiVersion: 'hypershift.openshift.io/v1beta1', kind: 'HostedControlPlane', name: 'hcp', namespace: 'clusters-a', uid: 'u1' };
-    const objs = renderOperand(input({ namespace: 'clusters-a', topology: 'hypershift', request: request({ owner }) }));
+  it('owns only objects in the owner namespace of its own cluster when the owner is namespaced (two clusters)', () => {
+    const owner = { apiVersion: 'example.com/v1', kind: 'ControlPlane', name: 'cp', namespace: 'clusters-a', uid: 'u1' };
+    const objs = renderOperand(input({ namespace: 'clusters-a', layout: twoClusterLayout('clusters-a'), request: request({ owner }) }));
     const owned = objs.filter((o) => o.metadata.ownerReferences).map((o) => `${o.kind} ${o.metadata.namespace}/${o.metadata.name}`);
     expect(owned).toEqual(['ServiceAccount clusters-a/karpenter', 'Deployment clusters-a/karpenter']);
   });
@@ -246,151 +250,42 @@ describe('renderOperand: Deployment', () => {
     expect(init!['securityContext']).toEqual(controller(objs)['securityContext']);
   });
 
-  it('HyperShift placement leaves out the control-plane selector and tolerations', () => {
-    const owner = { apiVersion: 'hypershift.openshift.io/v1beta1', kind: 'HostedControlPlane', name: 'hcp', namespace: 'clusters-a', uid: 'u1' };
-    const objs = renderOperand(input({ namespace: 'clusters-a', topology: 'hypershift', request: request({ owner }) }));
+  it('a layout without placement leaves out the control-plane selector and tolerations', () => {
+    const owner = { apiVersion: 'example.com/v1', kind: 'ControlPlane', name: 'cp', namespace: 'clusters-a', uid: 'u1' };
+    const objs = renderOperand(input({ namespace: 'clusters-a', layout: twoClusterLayout('clusters-a'), request: request({ owner }) }));
     expect(podSpec(objs)['nodeSelector']).toBeUndefined();
     expect(podSpec(objs)['tolerations']).toBeUndefined();
     expect(deployment(objs)['metadata'].namespace).toBe('clusters-a');
   });
 });
 
-describe('planOperand: HyperShift (management-cluster mode)', () => {
-  const HCP_NS = 'clusters-demo';
-  const hcp = { apiVersion: 'hypershift.openshift.io/v1beta1', kind: 'HostedControlPlane', name: 'demo', namespace: HCP_NS, uid: 'uid-hcp' };
-  const hsInput = (over: Partial<OperandInput> = {}): OperandInput =>
-    input({
-      namespace: HCP_NS,
-      topology: 'hypershift',
-      request: request({ owner: hcp }),
-      facts: facts({ infrastructureName: 'demo-4kq9z', apiServerInternalURL: 'https://api.demo.example.com:443', controlPlaneTopology: 'External', region: 'eu-west-1' }),
-      cloud: { ...cloud, env: [{ name: 'AWS_REGION', value: 'eu-west-1' }, ...cloud.env.slice(1)] },
-      providerRbac: [
-        providerRbac[0]!,
-        {
-          apiVersion: 'rbac.authorization.k8s.io/v1',
-          kind: 'ClusterRoleBinding',
-          metadata: { name: 'karpenter' },
-          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'karpenter' },
-          subjects: [{ kind: 'ServiceAccount', name: 'karpenter', namespace: 'kube-system' }],
-        },
-      ],
-      ...over,
-    });
+describe('planOperand: layouts', () => {
   const id = (p: PlacedObject) => `${p.object.kind} ${p.object.metadata.namespace ?? ''}/${p.object.metadata.name}`;
-  const placed = (over: Partial<OperandInput> = {}) => planOperand(hsInput(over));
-  const hsEnv = (over: Partial<OperandInput> = {}) => envOf(controller(renderOperand(hsInput(over))));
-
-  it('places each object on its cluster, in apply order', () => {
-    expect(placed().map((p) => `${p.cluster}: ${id(p)}`)).toEqual([
-      'control: ServiceAccount clusters-demo/karpenter',
-      'workload: ServiceAccount kube-system/karpenter',
-      'workload: ClusterRole /karpenter-core',
-      'workload: ClusterRoleBinding /karpenter-core',
-      'workload: Role kube-system/karpenter-dns',
-      'workload: RoleBinding kube-system/karpenter-dns',
-      'workload: ClusterRole /karpenter',
-      'workload: ClusterRoleBinding /karpenter',
-      'control: Deployment clusters-demo/karpenter',
-    ]);
-  });
-
-  it.each([
-    { name: 'KUBECONFIG points at the mounted guest kubeconfig', key: 'KUBECONFIG', value: '/etc/karpenter/guest-kubeconfig/kubeconfig' },
-    { name: 'webhooks disabled', key: 'DISABLE_WEBHOOK', value: 'true' },
-    { name: 'leader election disabled', key: 'DISABLE_LEADER_ELECTION', value: 'true' },
-    { name: 'feature gates as HyperShift sets them', key: 'FEATURE_GATES', value: 'Drift=true' },
-    { name: 'health probe port', key: 'HEALTH_PROBE_PORT', value: '8081' },
-    { name: 'CLUSTER_NAME is the infra ID', key: 'CLUSTER_NAME', value: 'demo-4kq9z' },
-    { name: 'AWS_REGION is the HCP region (from the cloud config)', key: 'AWS_REGION', value: 'eu-west-1' },
-    { name: 'CLUSTER_ENDPOINT is the guest API', key: 'CLUSTER_ENDPOINT', value: 'https://api.demo.example.com:443' },
-    { name: 'SYSTEM_NAMESPACE from the downward API', key: 'SYSTEM_NAMESPACE', value: { fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.namespace' } } },
-  ])('env: $name', ({ key, value }) => {
-    expect(hsEnv()[key]).toEqual(value);
-  });
-
-  it('sets each env name once', () => {
-    const names = (controller(renderOperand(hsInput()))['env'] as Obj[]).map((e) => e['name']);
-    expect(names.length).toBe(new Set(names).size);
-  });
-
-  it.each([
-    { name: 'standalone: no KUBECONFIG', topology: 'standalone' as const, key: 'KUBECONFIG' },
-    { name: 'standalone: Karpenter elects a leader', topology: 'standalone' as const, key: 'DISABLE_LEADER_ELECTION' },
-    { name: 'standalone: Karpenter default feature gates', topology: 'standalone' as const, key: 'FEATURE_GATES' },
-  ])('env: $name', ({ topology, key }) => {
-    expect(envOf(controller(renderOperand(input({ topology }))))[key]).toBeUndefined();
-  });
-
-  it.each([
-    { name: 'guest kubeconfig volume from the default Secret', over: {}, path: (o: KubeObject[]) => podSpec(o)['volumes'], want: [
-      { name: 'provider-creds', secret: { secretName: 'karpenter-cloud-credentials' } },
-      { name: 'guest-kubeconfig', secret: { secretName: 'service-network-admin-kubeconfig', items: [{ key: 'kubeconfig', path: 'kubeconfig' }] } },
-    ] },
-    { name: 'guest kubeconfig Secret from settings', over: { settings: settings({ guestKubeconfigSecret: 'karpenter-guest-kubeconfig' }) }, path: (o: KubeObject[]) => (podSpec(o)['volumes'] as Obj[]).find((v) => v['name'] === 'guest-kubeconfig')!['secret'].secretName, want: 'karpenter-guest-kubeconfig' },
-    { name: 'guest kubeconfig mounted read-only', over: {}, path: (o: KubeObject[]) => controller(o)['volumeMounts'], want: [
-      { name: 'provider-creds', mountPath: '/etc/provider', readOnly: true },
-      { name: 'guest-kubeconfig', mountPath: '/etc/karpenter/guest-kubeconfig', readOnly: true },
-    ] },
-    { name: 'one replica', over: {}, path: (o: KubeObject[]) => deployment(o)['spec'].replicas, want: 1 },
-    { name: 'no anti-affinity', over: {}, path: (o: KubeObject[]) => podSpec(o)['affinity'], want: undefined },
-    { name: 'no control-plane nodeSelector', over: {}, path: (o: KubeObject[]) => podSpec(o)['nodeSelector'], want: undefined },
-    { name: 'no control-plane tolerations', over: {}, path: (o: KubeObject[]) => podSpec(o)['tolerations'], want: undefined },
-    { name: 'HyperShift control-plane priority', over: {}, path: (o: KubeObject[]) => podSpec(o)['priorityClassName'], want: 'hypershift-control-plane' },
-    { name: 'runs as the HCP-namespace ServiceAccount', over: {}, path: (o: KubeObject[]) => podSpec(o)['serviceAccountName'], want: 'karpenter' },
-    { name: 'Deployment in the HCP namespace', over: {}, path: (o: KubeObject[]) => deployment(o)['metadata'].namespace, want: HCP_NS },
-    { name: 'no management-workload annotations, credentials hash kept', over: {}, path: (o: KubeObject[]) => deployment(o)['spec'].template.metadata.annotations, want: { [OperandNames.credentialsHashAnnotation]: 'hash-1' } },
-    { name: 'no Lease Role or binding', over: {}, path: (o: KubeObject[]) => o.filter((x) => x.metadata.name === OperandNames.role && x.kind.startsWith('Role')).length, want: 0 },
-    { name: 'init container does not need the guest kubeconfig', over: { settings: settings({ operatorImage: 'op:1' }) }, path: (o: KubeObject[]) => podSpec(o)['initContainers'][0].volumeMounts, want: [{ name: 'provider-creds', mountPath: '/etc/provider', readOnly: true }] },
-  ])('$name', ({ over, path, want }) => {
-    expect(path(renderOperand(hsInput(over)))).toEqual(want);
-  });
-
-  it.each([
-    { name: 'core ClusterRoleBinding', kind: 'ClusterRoleBinding', ref: '/karpenter-core' },
-    { name: 'DNS RoleBinding', kind: 'RoleBinding', ref: 'kube-system/karpenter-dns' },
-    { name: 'provider ClusterRoleBinding', kind: 'ClusterRoleBinding', ref: '/karpenter' },
-  ])('RBAC: $name binds the guest ServiceAccount kube-system/karpenter', ({ kind, ref }) => {
-    const b = placed().find((p) => id(p) === `${kind} ${ref}`);
-    expect(b?.cluster).toBe('workload');
-    expect(b?.object['subjects']).toEqual([{ kind: 'ServiceAccount', name: 'karpenter', namespace: 'kube-system' }]);
-  });
-
-  it.each([
-    { name: 'guest objects carry no owner reference', pick: (p: PlacedObject) => p.cluster === 'workload', owned: false },
-    { name: 'management objects are owned by the HCP', pick: (p: PlacedObject) => p.cluster === 'control', owned: true },
-  ])('$name', ({ pick, owned }) => {
-    const picked = placed().filter(pick);
-    expect(picked.length).toBeGreaterThan(0);
-    for (const p of picked) expect(p.object.metadata.ownerReferences !== undefined, id(p)).toBe(owned);
-  });
-
-  it('never owns a guest object across clusters, even when namespaces coincide', () => {
-    const ownerInKubeSystem = { ...hcp, namespace: 'kube-system' };
-    const guest = planOperand(hsInput({ request: request({ owner: ownerInKubeSystem }) })).filter((p) => p.cluster === 'workload');
-    expect(guest.filter((p) => p.object.metadata.namespace === 'kube-system').length).toBeGreaterThan(0);
-    for (const p of guest) expect(p.object.metadata.ownerReferences, id(p)).toBeUndefined();
-  });
-
-  it.each([
-    { name: 'HyperShift: identity is the guest kube-system/karpenter', topology: 'hypershift' as const, namespace: HCP_NS, identity: { namespace: 'kube-system', name: 'karpenter' } },
-    { name: 'standalone: identity is the operand ServiceAccount', topology: 'standalone' as const, namespace: 'openshift-karpenter', identity: { namespace: 'openshift-karpenter', name: 'karpenter' } },
-  ])('operandLayout: $name', ({ topology, namespace, identity }) => {
-    expect(operandLayout({ topology, namespace, settings: settings() }).apiIdentity).toEqual(identity);
-  });
 
   it.each([
     { name: 'standalone', make: () => input({ providerRbac: [] }) },
-    { name: 'HyperShift', make: () => hsInput() },
+    { name: 'two clusters', make: () => input({ namespace: 'ns-a', layout: twoClusterLayout('ns-a') }) },
   ])('$name: every ServiceAccount and RBAC object lies in a scope the use-case watches', ({ make }) => {
     const i = make();
-    const scopes = operandScopes(operandLayout(i));
+    const scopes = operandScopes(i.layout);
     for (const p of planOperand(i).filter((x) => x.object.kind !== 'Deployment')) {
       const covered = scopes.some(
         (s) => s.type.kind === p.object.kind && s.type.apiVersion === p.object.apiVersion && s.cluster === p.cluster && (s.namespace === undefined || s.namespace === p.object.metadata.namespace),
       );
       expect(covered, `${p.cluster}: ${id(p)}`).toBe(true);
     }
+  });
+
+  it.each([
+    { name: 'standalone: no KUBECONFIG', key: 'KUBECONFIG' },
+    { name: 'standalone: Karpenter elects a leader', key: 'DISABLE_LEADER_ELECTION' },
+    { name: 'standalone: Karpenter default feature gates', key: 'FEATURE_GATES' },
+  ])('env: $name', ({ key }) => {
+    expect(envOf(controller(renderOperand(input())))[key]).toBeUndefined();
+  });
+
+  it('standalone: identity is the operand ServiceAccount', () => {
+    expect(standaloneOperandLayout('openshift-karpenter').apiIdentity).toEqual({ namespace: 'openshift-karpenter', name: 'karpenter' });
   });
 
   it('standalone places everything but the Deployment and its ServiceAccount on the workload cluster (one cluster there)', () => {
@@ -403,10 +298,10 @@ describe('planOperand: what is owned whole', () => {
   const ownedOf = (i: OperandInput) => planOperand(i).filter((p) => p.ownedWhole !== undefined);
 
   it.each([
-    { name: 'standalone: placement included', topology: 'standalone' as const, placement: true },
-    { name: 'hypershift: placement left to the HCP namespace', topology: 'hypershift' as const, placement: false },
-  ])('$name', ({ topology, placement }) => {
-    const owned = ownedOf(input({ topology }));
+    { name: 'standalone: placement included', layout: standaloneOperandLayout('openshift-karpenter'), placement: true },
+    { name: 'two clusters: placement left to the namespace', layout: twoClusterLayout('openshift-karpenter'), placement: false },
+  ])('$name', ({ layout, placement }) => {
+    const owned = ownedOf(input({ layout }));
     expect(owned.map((p) => p.object.kind)).toEqual(['Deployment']);
     const paths = owned[0]!.ownedWhole!;
     expect(paths).toEqual(

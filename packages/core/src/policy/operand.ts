@@ -18,17 +18,10 @@ export const OperandNames = {
   credentialsHashAnnotation: 'karpenter-operator.openshift.io/credentials-hash',
   metricsPort: 8080,
   healthPort: 8081,
-  /**
-   * HyperShift: the guest kubeconfig Secret in the HCP namespace when `OperatorSettings.guestKubeconfigSecret`
-   * is unset. HyperShift keeps the guest's admin kubeconfig for control-plane components (reaching the
-   * guest API through the `kube-apiserver` Service) under this name, key `kubeconfig`.
-   */
-  defaultGuestKubeconfigSecret: 'service-network-admin-kubeconfig',
+  /** Key of the kubeconfig in `OperandLayout.guestKubeconfigSecret`. */
   guestKubeconfigKey: 'kubeconfig',
   guestKubeconfigVolume: 'guest-kubeconfig',
   guestKubeconfigDir: '/etc/karpenter/guest-kubeconfig',
-  /** HyperShift: the guest namespace of the ServiceAccount Karpenter acts as (its web-identity token is minted for it). */
-  guestIdentityNamespace: 'kube-system',
 } as const;
 
 const ro = ['get', 'list', 'watch'];
@@ -86,7 +79,8 @@ export interface OperandInput {
   providerRbac: KubeObject[];
   /** Hash of the credentials Secret's data; absent until the Secret exists. */
   credentialsHash?: string;
-  topology: 'standalone' | 'hypershift';
+  /** How the topology lays the operand out (`Topology.operandLayout`). */
+  layout: OperandLayout;
 }
 
 /**
@@ -118,7 +112,7 @@ export function operandOwnedWhole(deployment: KubeObject): OwnedPath[] {
   return [
     ...['containers', 'initContainers'].flatMap((list) => [`${POD}.${list}`, ...CONTAINER_LISTS.map((f) => `${POD}.${list}[].${f}`)]),
     `${POD}.volumes`,
-    // Only where the operator places the pods itself: on HyperShift the HCP namespace's scheduling applies.
+    // Only where the layout places the pods itself; otherwise the namespace's own scheduling applies.
     ...['nodeSelector', 'tolerations'].filter((f) => pod[f] !== undefined).map((f) => `${POD}.${f}`),
   ];
 }
@@ -146,29 +140,31 @@ export interface OperandLayout {
   guestKubeconfigSecret?: string;
   /** Karpenter's `FEATURE_GATES`, when set; absent keeps Karpenter's defaults. */
   featureGates?: string;
+  /** Where and how the pods run. */
+  pod: OperandPodLayout;
 }
 
-/**
- * The layout for a topology. Standalone: one cluster, the operand's ServiceAccount is its identity, leader
- * election on. HyperShift: pods in the HCP namespace of the management cluster, the guest reached through
- * the guest kubeconfig Secret (`OperatorSettings.guestKubeconfigSecret`), identity `kube-system/karpenter`
- * on the guest, one replica without leader election. Pure.
- */
-export function operandLayout(input: Pick<OperandInput, 'namespace' | 'settings' | 'topology'>): OperandLayout {
-  const podServiceAccount = { namespace: input.namespace, name: Names.operandServiceAccount };
-  if (input.topology === 'hypershift') {
-    return {
-      podServiceAccount,
-      apiIdentity: { namespace: OperandNames.guestIdentityNamespace, name: Names.operandServiceAccount },
-      singleCluster: false,
-      leaderElection: false,
-      guestKubeconfigSecret: input.settings.guestKubeconfigSecret ?? OperandNames.defaultGuestKubeconfigSecret,
-      // As HyperShift's AutoNode deployment sets it. Karpenter v1 has Drift always on and ignores gates it
-      // does not know, keeping its defaults for the rest.
-      featureGates: 'Drift=true',
-    };
-  }
-  return { podServiceAccount, apiIdentity: { ...podServiceAccount }, singleCluster: true, leaderElection: true };
+/** A volume and where the containers that need it mount it. */
+export interface VolumeAndMount {
+  volume: Record<string, unknown>;
+  mount: Record<string, unknown>;
+}
+
+/** The pod-level parts of a layout: placement, priority, and the volumes the credentials need. */
+export interface OperandPodLayout {
+  priorityClassName: string;
+  /** Absent: none rendered (and none owned), so the namespace's own scheduling applies. */
+  nodeSelector?: Record<string, string>;
+  tolerations?: Array<Record<string, string | number>>;
+  /** Pod-template annotations. */
+  annotations: Record<string, string>;
+  /** Volumes every container that reads the cloud credentials mounts (e.g. a bound ServiceAccount token). */
+  credentialVolumes: VolumeAndMount[];
+}
+
+/** The ServiceAccount the operand's pods run as in `namespace`. Pure. */
+export function operandPodServiceAccount(namespace: string): ServiceAccountRef {
+  return { namespace, name: Names.operandServiceAccount };
 }
 
 const sameServiceAccount = (a: ServiceAccountRef, b: ServiceAccountRef) => a.namespace === b.namespace && a.name === b.name;
@@ -212,7 +208,7 @@ export function operandScopes(layout: OperandLayout): OperandScope[] {
  * owner's namespace or cluster-scoped when the owner is namespaced. Pure.
  */
 export function planOperand(input: OperandInput): PlacedObject[] {
-  const layout = operandLayout(input);
+  const layout = input.layout;
   const subject = { kind: 'ServiceAccount', name: layout.apiIdentity.name, namespace: layout.apiIdentity.namespace };
   const rbac = (kind: 'Role' | 'ClusterRole', name: string, rules: readonly PolicyRule[], ns?: string): KubeObject => ({
     ...(kind === 'Role' ? Types.Role : Types.ClusterRole),
@@ -340,37 +336,12 @@ export function restrictedContainerSecurityContext(): Record<string, unknown> {
   return { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] }, readOnlyRootFilesystem: true, runAsNonRoot: true };
 }
 
-interface Placement {
-  replicas: number;
-  priorityClassName: string;
-  nodeSelector?: Record<string, string>;
-  tolerations?: Array<Record<string, string | number>>;
-  annotations: Record<string, string>;
-  /** Volumes every container that reads the cloud credentials mounts (the bound ServiceAccount token). */
-  credentialVolumes: Array<{ volume: Record<string, unknown>; mount: Record<string, unknown> }>;
-}
-
 /**
- * Where the pods run. Standalone: on control-plane nodes, two replicas (Karpenter elects a leader) spread
- * by hostname when possible, one on a single-node control plane. HyperShift: one replica (no leader
- * election), HyperShift's control-plane priority, no control-plane node selector or tolerations (the HCP
- * namespace's own scheduling applies).
+ * Replicas: two where Karpenter elects a leader (spread by hostname when possible), one on a single-node
+ * control plane and wherever leader election is off (a second replica would act alongside the first).
  */
-function placement(topology: OperandInput['topology'], facts: ClusterFacts, layout: OperandLayout): Placement {
-  // Without leader election a second replica would act alongside the first.
-  const replicas = layout.leaderElection && facts.controlPlaneTopology !== 'SingleReplica' ? 2 : 1;
-  if (topology === 'hypershift') {
-    // HyperShift's token minter provides the guest's token there; nothing of the management cluster's.
-    return { replicas, priorityClassName: 'hypershift-control-plane', annotations: {}, credentialVolumes: [] };
-  }
-  return {
-    replicas,
-    priorityClassName: 'system-node-critical',
-    nodeSelector: { ...controlPlanePlacement.nodeSelector },
-    tolerations: controlPlanePlacement.tolerations.map((t) => ({ ...t })),
-    annotations: { ...controlPlanePlacement.podAnnotations },
-    credentialVolumes: [{ volume: boundServiceAccountToken.volume(), mount: boundServiceAccountToken.mount() }],
-  };
+function replicasFor(facts: ClusterFacts, layout: OperandLayout): number {
+  return layout.leaderElection && facts.controlPlaneTopology !== 'SingleReplica' ? 2 : 1;
 }
 
 type EnvVar = OperandCloudConfig['env'][number];
@@ -389,7 +360,8 @@ function guestKubeconfig(layout: OperandLayout): { env: EnvVar[]; volumes: Array
 
 function renderDeployment(input: OperandInput, layout: OperandLayout): KubeObject {
   const { facts, settings, request, cloud, credentialsHash } = input;
-  const place = placement(input.topology, facts, layout);
+  const place = layout.pod;
+  const replicas = replicasFor(facts, layout);
   const selector = { app: 'karpenter' };
   const guest = guestKubeconfig(layout);
 
@@ -458,9 +430,9 @@ function renderDeployment(input: OperandInput, layout: OperandLayout): KubeObjec
     if (credentialMounts.length) check['volumeMounts'] = credentialMounts.map((m) => structuredClone(m));
     podSpec['initContainers'] = [check];
   }
-  if (place.nodeSelector) podSpec['nodeSelector'] = place.nodeSelector;
-  if (place.tolerations) podSpec['tolerations'] = place.tolerations;
-  if (place.replicas > 1) {
+  if (place.nodeSelector) podSpec['nodeSelector'] = { ...place.nodeSelector };
+  if (place.tolerations) podSpec['tolerations'] = place.tolerations.map((t) => ({ ...t }));
+  if (replicas > 1) {
     podSpec['affinity'] = {
       podAntiAffinity: {
         preferredDuringSchedulingIgnoredDuringExecution: [
@@ -481,7 +453,7 @@ function renderDeployment(input: OperandInput, layout: OperandLayout): KubeObjec
     ...Types.Deployment,
     metadata: { name: Names.operandDeployment, namespace: input.namespace },
     spec: {
-      replicas: place.replicas,
+      replicas,
       selector: { matchLabels: { ...selector } },
       template,
     },

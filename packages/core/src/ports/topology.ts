@@ -1,6 +1,7 @@
-import type { ClusterFacts, KarpenterRequest } from '../model/cluster.js';
+import type { ClusterFacts, KarpenterRequest, OperatorSettings } from '../model/cluster.js';
 import type { ObjectRef } from '../model/kube.js';
 import type { ConditionInput } from '../policy/conditions.js';
+import type { OperandLayout } from '../policy/operand.js';
 import type { Watch } from '../runtime/reconciler.js';
 import type { RelatedObject } from './cloud-provider.js';
 import type { ClusterStore } from './cluster-store.js';
@@ -21,7 +22,8 @@ export interface StatusReport {
  * plane. Use-cases never branch on the topology; they ask it.
  */
 export interface Topology {
-  readonly name: 'standalone' | 'hypershift';
+  /** A name for logs and messages; nothing branches on it. */
+  readonly name: string;
 
   /** Store for the cluster where the operator and operand Deployments run. */
   readonly controlStore: ClusterStore;
@@ -55,6 +57,13 @@ export interface Topology {
    * knows and resolves, `hypershift.openshift.io/karpenter-finalizer` on the HCP).
    */
   readonly teardownFinalizer: string;
+
+  /**
+   * How the operand is laid out here: the ServiceAccounts it runs and acts as, one cluster or two, leader
+   * election, how Karpenter reaches its workload API, and the pod's placement and credential volumes.
+   * Pure and stable for the life of the process (use-cases derive their watches from it).
+   */
+  operandLayout(settings: OperatorSettings): OperandLayout;
 }
 
 export const TopologyId = token<Topology>('Topology');

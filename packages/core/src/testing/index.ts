@@ -4,3 +4,4 @@ export { RecordingEvents, RecordingMetrics, type RecordedEvent } from './recordi
 export { describeCloudProviderContract, type CloudProviderContractFixture } from './cloud-provider-contract.js';
 export { FakeCloudProvider, FakeNodeClass, type FakeCloudCall, type FakeCloudMethod, type FakeCloudProviderOptions } from './fake-cloud-provider.js';
 export { describeTopologyContract, type TopologyContractFixture } from './topology-contract.js';
+export { twoClusterOperandLayout } from './layouts.js';

@@ -79,6 +79,15 @@ export function describeTopologyContract(name: string, factory: () => TopologyCo
       expect(f.topology.operandNamespace).toMatch(/^[a-z0-9-]+$/);
     });
 
+    it('lays the operand out in its own namespace, with a way to the workload API when that is another cluster', () => {
+      const f = factory();
+      const layout = f.topology.operandLayout({ namespace: f.topology.operandNamespace, releaseVersion: '1', operandImage: 'img', crdDir: '/crds' });
+      expect(layout.podServiceAccount.namespace).toBe(f.topology.operandNamespace);
+      expect(layout.singleCluster).toBe(f.topology.controlStore === f.topology.workloadStore);
+      if (!layout.singleCluster) expect(layout.guestKubeconfigSecret).toBeTruthy();
+      expect(layout.pod.priorityClassName).toBeTruthy();
+    });
+
     it('reportStatus keeps lastTransitionTime when status does not change', async () => {
       const f = factory();
       f.seedFacts();

@@ -1,10 +1,11 @@
 import { isNotFoundError } from '../errors.js';
-import type { ClusterFacts, KarpenterRequest } from '../model/cluster.js';
+import type { ClusterFacts, KarpenterRequest, OperatorSettings } from '../model/cluster.js';
 import type { Condition, KubeObject, ObjectRef } from '../model/kube.js';
 import { Types } from '../model/kube.js';
 import { Names } from '../model/names.js';
 import { setConditions } from '../policy/conditions.js';
 import { decodeInfrastructure } from '../policy/infrastructure.js';
+import { boundServiceAccountToken, controlPlanePlacement, operandPodServiceAccount, type OperandLayout } from '../policy/operand.js';
 import { isoNow, type Clock } from '../ports/clock.js';
 import type { ClusterStore } from '../ports/cluster-store.js';
 import type { StatusReport, Topology } from '../ports/topology.js';
@@ -19,6 +20,28 @@ export interface StandaloneTopologyOptions {
   clusterEndpointOverride?: string;
 }
 
+/**
+ * The operand on standalone OpenShift: one cluster, the pods' own ServiceAccount is the identity Karpenter
+ * acts as, leader election on; on the control-plane nodes at node-critical priority, with the bound
+ * ServiceAccount token that short-lived cloud credentials name. Pure.
+ */
+export function standaloneOperandLayout(namespace: string): OperandLayout {
+  const podServiceAccount = operandPodServiceAccount(namespace);
+  return {
+    podServiceAccount,
+    apiIdentity: { ...podServiceAccount },
+    singleCluster: true,
+    leaderElection: true,
+    pod: {
+      priorityClassName: 'system-node-critical',
+      nodeSelector: { ...controlPlanePlacement.nodeSelector },
+      tolerations: controlPlanePlacement.tolerations.map((t) => ({ ...t })),
+      annotations: { ...controlPlanePlacement.podAnnotations },
+      credentialVolumes: [{ volume: boundServiceAccountToken.volume(), mount: boundServiceAccountToken.mount() }],
+    },
+  };
+}
+
 const CR_CONDITIONS = new Set(['Available', 'Progressing', 'Degraded']);
 
 /**
@@ -26,7 +49,7 @@ const CR_CONDITIONS = new Set(['Available', 'Progressing', 'Degraded']);
  * Infrastructure `cluster`; status on ClusterOperator `karpenter` and on the CR.
  */
 export class StandaloneTopology implements Topology {
-  readonly name = 'standalone' as const;
+  readonly name = 'standalone';
   readonly controlStore: ClusterStore;
   readonly workloadStore: ClusterStore;
   readonly operandNamespace: string;
@@ -41,6 +64,10 @@ export class StandaloneTopology implements Topology {
     this.controlStore = options.store;
     this.workloadStore = options.store;
     this.operandNamespace = options.namespace;
+  }
+
+  operandLayout(_settings: OperatorSettings): OperandLayout {
+    return standaloneOperandLayout(this.operandNamespace);
   }
 
   async readRequest(): Promise<KarpenterRequest | undefined> {

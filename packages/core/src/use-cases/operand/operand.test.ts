@@ -4,7 +4,8 @@ import { refOf, Types, type KubeObject } from '../../model/kube.js';
 import { Names } from '../../model/names.js';
 import { silentLogger } from '../../ports/logger.js';
 import type { Topology } from '../../ports/topology.js';
-import { FakeCloudProvider, MemoryClusterStore, RecordingEvents } from '../../testing/index.js';
+import { FakeCloudProvider, MemoryClusterStore, RecordingEvents, twoClusterOperandLayout } from '../../testing/index.js';
+import { standaloneOperandLayout } from '../../topology/standalone.js';
 import { OperandReconciler } from './operand.js';
 
 const HCP_NS = 'clusters-demo';
@@ -59,6 +60,9 @@ function twoClusters(management: MemoryClusterStore, guest: MemoryClusterStore, 
     watches: [],
     statusObject: hcpRef,
     teardownFinalizer: 'hypershift.openshift.io/karpenter-finalizer',
+    operandLayout() {
+      return name === 'standalone' ? standaloneOperandLayout(this.operandNamespace) : twoClusterOperandLayout(this.operandNamespace);
+    },
   };
 }
 

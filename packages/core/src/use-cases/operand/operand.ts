@@ -3,7 +3,7 @@ import { isInvalidInputError } from '../../errors.js';
 import type { ClusterFacts, KarpenterRequest, OperatorSettings } from '../../model/cluster.js';
 import { refOf, Types, type KubeObject } from '../../model/kube.js';
 import { Names } from '../../model/names.js';
-import { operandLayout, operandScopes, planOperand, type PlacedObject } from '../../policy/operand.js';
+import { operandScopes, planOperand, type PlacedObject } from '../../policy/operand.js';
 import { foreignEntries } from '../../policy/subset.js';
 import type { CloudProvider } from '../../ports/cloud-provider.js';
 import type { EventRecorder } from '../../ports/event-recorder.js';
@@ -40,14 +40,16 @@ export function planOperandFor(
   inputs: { request: KarpenterRequest; facts: ClusterFacts; credentials: KubeObject },
 ): PlacedObject[] {
   const { topology, cloud, settings } = deps;
-  const shape = { namespace: topology.operandNamespace, settings, topology: topology.name };
+  const layout = topology.operandLayout(settings);
   return planOperand({
-    ...shape,
+    namespace: topology.operandNamespace,
+    settings,
+    layout,
     facts: inputs.facts,
     request: inputs.request,
     cloud: cloud.operandCloudConfig(inputs.facts, settings),
     // The provider binds its roles to the ServiceAccount Karpenter acts as, which need not be the pod's.
-    providerRbac: cloud.operandRbac(operandLayout(shape).apiIdentity.namespace),
+    providerRbac: cloud.operandRbac(layout.apiIdentity.namespace),
     credentialsHash: secretDigest(inputs.credentials),
   });
 }
@@ -67,7 +69,7 @@ export class OperandReconciler implements Reconciler {
 
   constructor(private readonly deps: OperandDeps) {
     const ns = deps.topology.operandNamespace;
-    const layout = operandLayout({ namespace: ns, settings: deps.settings, topology: deps.topology.name });
+    const layout = deps.topology.operandLayout(deps.settings);
     this.watches = [
       ...deps.topology.watches,
       { type: Types.Deployment, cluster: 'control', namespace: ns, fieldSelector: `metadata.name=${Names.operandDeployment}` },

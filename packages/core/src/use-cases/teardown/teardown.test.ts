@@ -5,7 +5,7 @@ import { Types, type KubeObject, type ObjectRef } from '../../model/kube.js';
 import { Names } from '../../model/names.js';
 import { silentLogger } from '../../ports/logger.js';
 import type { Topology } from '../../ports/topology.js';
-import { FakeClock, MemoryClusterStore, RecordingEvents } from '../../testing/index.js';
+import { FakeClock, MemoryClusterStore, RecordingEvents, twoClusterOperandLayout } from '../../testing/index.js';
 import { TeardownReconciler } from './teardown.js';
 
 const NS = 'clusters-demo';
@@ -27,6 +27,7 @@ function world(owner: Partial<KubeObject['metadata']>, guestObjects: KubeObject[
     workloadStore: guest,
     operandNamespace: NS,
     teardownFinalizer: FIN,
+    operandLayout: () => twoClusterOperandLayout(NS),
     statusObject: OWNER,
     watches: [],
     clusterFacts: async () => {
