@@ -37,6 +37,24 @@ describe('parseConfig', () => {
     { name: 'unknown flag', argv: ['--namespace=a', '--bogus'], env, expect: ['unknown flag --bogus'] },
     { name: 'bad address', argv: ['--namespace=a', '--metrics-bind-address=nope'], env, expect: ['--metrics-bind-address must be [host]:port'] },
     { name: 'flag without value', argv: ['--namespace'], env, expect: ['flag --namespace needs a value'] },
+    {
+      name: 'one leader-election timing without the others',
+      argv: ['--namespace=a', '--leader-elect-lease-duration=15s'],
+      env,
+      expect: ['--leader-elect-lease-duration, --leader-elect-renew-deadline, --leader-elect-retry-period go together'],
+    },
+    {
+      name: 'a leader-election timing that is no duration',
+      argv: ['--namespace=a', '--leader-elect-lease-duration=15', '--leader-elect-renew-deadline=10s', '--leader-elect-retry-period=2s'],
+      env,
+      expect: ['--leader-elect-lease-duration must be a positive duration such as 15s or 500ms, got "15"'],
+    },
+    {
+      name: 'leader-election timings out of order',
+      argv: ['--namespace=a', '--leader-elect-lease-duration=10s', '--leader-elect-renew-deadline=15s', '--leader-elect-retry-period=2s'],
+      env,
+      expect: ['leader-election timings: leaseDuration must be greater than renewDeadline'],
+    },
   ])('$name', ({ argv, env: e, expect: wanted }) => {
     const r = parseConfig(argv, e, d);
     expect(r.ok).toBe(false);
@@ -62,6 +80,13 @@ describe('parseConfig', () => {
     const withVersion = parseConfig(argv, { ...hosted, RELEASE_VERSION: '4.22.1' }, d);
     expect(withVersion.ok && withVersion.config.releaseVersion).toBe('4.22.1');
     expect(parseConfig(['--namespace=a'], { KARPENTER_IMAGE_AWS: 'quay.io/k:1' }, d).ok).toBe(false);
+  });
+
+  it('leader-election timings: none by default (the topology decides at start-up); all three from flags', () => {
+    const none = parseConfig(['--namespace=a', '--leader-elect'], env, d);
+    expect(none.ok && none.config.leaderElectionTiming).toBeUndefined();
+    const given = parseConfig(['--namespace=a', '--leader-elect', '--leader-elect-lease-duration=1m30s', '--leader-elect-renew-deadline=10s', '--leader-elect-retry-period', '500ms'], env, d);
+    expect(given.ok && given.config.leaderElectionTiming).toEqual({ leaseDurationMs: 90_000, renewDeadlineMs: 10_000, retryPeriodMs: 500 });
   });
 
   it('the pod name comes from POD_NAME, else MY_NAME (HyperShift), else HOSTNAME', () => {

@@ -3,6 +3,7 @@
  * the settings or every problem at once, so a misconfigured Deployment fails with one message.
  */
 
+import { electionTimingProblem, type ElectionTiming } from './kube/leader-election.js';
 import { releaseVersionPlaceholder } from './manifests/cvo.js';
 
 export interface OperatorConfig {
@@ -12,6 +13,12 @@ export interface OperatorConfig {
   metricsBindAddress: { host: string; port: number };
   healthProbeBindAddress: { host: string; port: number };
   leaderElect: boolean;
+  /**
+   * `--leader-elect-lease-duration`, `--leader-elect-renew-deadline`, `--leader-elect-retry-period`, all three
+   * or none: timings that replace OpenShift's (derived from the control-plane topology at start-up). Tests
+   * pass short ones to measure failover; the shipped Deployment passes none.
+   */
+  leaderElectionTiming?: ElectionTiming;
   /**
    * RELEASE_VERSION. Required standalone (the CVO sets it; ClusterOperator `versions[operator]`). HyperShift sets
    * none and this topology reports no version (the HCP has no field for it): there it defaults to
@@ -59,6 +66,9 @@ const FLAG_NAMES = [
   'metrics-bind-address',
   'health-probe-bind-address',
   'leader-elect',
+  'leader-elect-lease-duration',
+  'leader-elect-renew-deadline',
+  'leader-elect-retry-period',
   'crd-dir',
   'log-level',
 ] as const;
@@ -104,6 +114,36 @@ function parseBool(name: string, v: string | undefined, fallback: boolean, error
   return fallback;
 }
 
+/** A duration as Go spells it, in whole units: `15s`, `500ms`, `2m`, `1m30s`; pushes an error naming the flag otherwise. */
+export function parseDuration(name: string, v: string, errors: string[]): number {
+  const unit: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+  const parts = /^(?:\d+(?:ms|s|m|h))+$/.test(v) ? [...v.matchAll(/(\d+)(ms|s|m|h)/g)] : [];
+  const ms = parts.reduce((sum, [, n, u]) => sum + Number(n) * unit[u!]!, 0);
+  if (!parts.length || ms <= 0) {
+    errors.push(`${name} must be a positive duration such as 15s or 500ms, got ${JSON.stringify(v)}`);
+    return 0;
+  }
+  return ms;
+}
+
+/** The three leader-election timing flags: all or none, consistent with each other. */
+function parseElectionTiming(flags: Map<string, string>, errors: string[]): ElectionTiming | undefined {
+  const names = ['leader-elect-lease-duration', 'leader-elect-renew-deadline', 'leader-elect-retry-period'] as const;
+  const given = names.filter((n) => flags.has(n));
+  if (!given.length) return undefined;
+  if (given.length < names.length) {
+    errors.push(`${names.map((n) => `--${n}`).join(', ')} go together: give all three or none (got ${given.map((n) => `--${n}`).join(', ')})`);
+    return undefined;
+  }
+  const before = errors.length;
+  const [leaseDurationMs, renewDeadlineMs, retryPeriodMs] = names.map((n) => parseDuration(`--${n}`, flags.get(n)!, errors)) as [number, number, number];
+  if (errors.length > before) return undefined;
+  const timing = { leaseDurationMs, renewDeadlineMs, retryPeriodMs };
+  const problem = electionTimingProblem(timing);
+  if (problem) errors.push(`leader-election timings: ${problem}`);
+  return problem ? undefined : timing;
+}
+
 /** `[host]:port` (empty host = all interfaces); a malformed value is pushed to `errors` naming the flag. */
 export function parseAddress(name: string, v: string, errors: string[]): { host: string; port: number } {
   const m = /^(.*):(\d{1,5})$/.exec(v);
@@ -135,6 +175,7 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
   if (!['debug', 'info', 'warn', 'error'].includes(logLevel)) errors.push(`--log-level must be debug, info, warn or error, got ${JSON.stringify(logLevel)}`);
   const metrics = parseAddress('--metrics-bind-address', flags.get('metrics-bind-address') ?? ':8080', errors);
   const health = parseAddress('--health-probe-bind-address', flags.get('health-probe-bind-address') ?? ':8081', errors);
+  const leaderElectionTiming = parseElectionTiming(flags, errors);
   if (errors.length) return { ok: false, errors };
   const config: OperatorConfig = {
     namespace: namespace!,
@@ -148,6 +189,7 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
     // MY_NAME: what HyperShift's Deployment sets from metadata.name.
     podName: env.POD_NAME ?? env.MY_NAME ?? env.HOSTNAME ?? 'karpenter-operator',
   };
+  if (leaderElectionTiming) config.leaderElectionTiming = leaderElectionTiming;
   const opt = (k: keyof OperatorConfig, v: string | undefined) => {
     if (v) (config as unknown as Record<string, unknown>)[k] = v;
   };

@@ -7,9 +7,11 @@ import { LOOPBACK } from './ports.js';
  * What the proxy does to a request:
  * - `none`: forwards it (watches included: the response is streamed);
  * - `throttle`: answers as an overloaded kube-apiserver does (API Priority and Fairness): HTTP 429, a
- *   `Status` with reason `TooManyRequests`, and `Retry-After: <seconds>` (default 1).
+ *   `Status` with reason `TooManyRequests`, and `Retry-After: <seconds>` (default 1);
+ * - `unavailable`: the API server is gone, as during a kube-apiserver rollout: setting it drops every open
+ *   connection (watches included), and each request that arrives meanwhile has its connection reset.
  */
-export type ApiFault = { kind: 'none' } | { kind: 'throttle'; retryAfterSeconds?: number };
+export type ApiFault = { kind: 'none' } | { kind: 'throttle'; retryAfterSeconds?: number } | { kind: 'unavailable' };
 
 export interface ApiProxiedRequest {
   /** Arrival order, from 1. */
@@ -20,14 +22,14 @@ export interface ApiProxiedRequest {
   userAgent?: string;
   fault: ApiFault['kind'];
   receivedAt: number;
-  /** HTTP status sent to the client (for a forwarded watch: once its headers arrived). */
+  /** HTTP status sent to the client (for a forwarded watch: once its headers arrived; 0: connection reset by `unavailable`). */
   status?: number;
 }
 
 export interface ApiFaultProxy {
   /** `http://127.0.0.1:<port>`: the `server` of a kubeconfig (bearer-token users only: TLS ends here). */
   readonly url: string;
-  /** Applies `fault` to requests that arrive from now on; open watches are left alone. */
+  /** Applies `fault` to requests that arrive from now on; open watches are left alone, except by `unavailable`. */
   setFault(fault: ApiFault): void;
   /** Every request seen, oldest first (the last 10,000). */
   requests(): ApiProxiedRequest[];
@@ -102,6 +104,11 @@ export async function startApiFaultProxy(upstream: string, caFile: string, optio
       req.resume();
       return throttle(res, entry, current.retryAfterSeconds ?? 1);
     }
+    if (current.kind === 'unavailable') {
+      entry.status = 0;
+      req.socket.destroy();
+      return;
+    }
     forward(req, res, entry);
   });
 
@@ -115,6 +122,7 @@ export async function startApiFaultProxy(upstream: string, caFile: string, optio
     url: `http://${LOOPBACK}:${port}`,
     setFault(next) {
       fault = next;
+      if (next.kind === 'unavailable') server.closeAllConnections();
     },
     requests: () => log.map((e) => ({ ...e })),
     close: () =>

@@ -20,7 +20,7 @@ import { platformRequirements, type OperatorConfig } from '../config.js';
 import { buildContainer, ReconcilersId, StatusBoardId } from '../container.js';
 import { hostedControlPlaneName } from './hosted-control-plane.js';
 import { startHttpServer } from '../http/server.js';
-import { createKubeCluster, KubeEventRecorder, LeaderElector, leaderIdentity, loadKubeConfig, toCoreError, WatchedKubeConfig, type KubeCluster, type KubeTransport } from '../kube/index.js';
+import { createKubeCluster, KubeEventRecorder, LeaderElector, leaderIdentity, loadKubeConfig, openshiftElectionTiming, toCoreError, WatchedKubeConfig, type KubeCluster, type KubeTransport } from '../kube/index.js';
 import { routeByCluster, type CacheFactory } from '../runtime/index.js';
 import { createLogger } from '../observability/logger.js';
 import { PromMetrics } from '../observability/metrics.js';
@@ -36,13 +36,14 @@ export const ExitCodes = { ok: 0, fatal: 1, lostLease: 2, platformChanged: 3 } a
  * Infrastructure does not crash the operator: it runs with no provider and reports the field at fault. A
  * read that fails (an overloaded API server's 429, a 401 until a rotated token is read, a network error)
  * is retried for as long as it takes, honouring `Retry-After`, while the process stays up and not ready;
- * only `signal` (SIGTERM) ends the wait, with `undefined`.
+ * only `signal` (SIGTERM) ends the wait, with `undefined`. Also returns the control-plane topology, which
+ * picks the leader-election timings.
  */
 async function detectPlatform(
   transport: KubeTransport,
   logger: Logger,
   opts: { signal: AbortSignal; clock: Clock; timers?: Timers; onRetry(reason: string): void },
-): Promise<string | undefined> {
+): Promise<{ platform: string; controlPlaneTopology?: string } | undefined> {
   for (let failures = 1; !opts.signal.aborted; failures++) {
     try {
       const infra = await transport.request<KubeObject>({
@@ -51,11 +52,12 @@ async function detectPlatform(
         method: 'GET',
         path: `/apis/config.openshift.io/v1/infrastructures/${Names.infrastructure}`,
       });
-      return decodeInfrastructure(infra).platform;
+      const facts = decodeInfrastructure(infra);
+      return { platform: facts.platform, ...(facts.controlPlaneTopology ? { controlPlaneTopology: facts.controlPlaneTopology } : {}) };
     } catch (e) {
       if (isInvalidInputError(e)) {
         logger.error('cannot tell the platform; no provider is loaded until Infrastructure is fixed', { error: e.message });
-        return `invalid: ${e.message}`;
+        return { platform: `invalid: ${e.message}` };
       }
       const reason = toCoreError(e, `reading Infrastructure ${Names.infrastructure}`).message;
       const delay = retryDelay(failures, startupBackoff, e, opts.clock.now());
@@ -161,15 +163,16 @@ export async function runOperator(config: OperatorConfig, env: Record<string, st
   const startup = new AbortController();
   const abortStartup = () => startup.abort();
   for (const sig of ['SIGTERM', 'SIGINT'] as const) process.once(sig, abortStartup);
-  const platform = config.managementCluster
-    ? config.platform!
+  const detected = config.managementCluster
+    ? { platform: config.platform! }
     : await detectPlatform(cluster.transport, logger, { signal: startup.signal, clock, onRetry: (reason) => (live.waitingFor = reason) });
   for (const sig of ['SIGTERM', 'SIGINT'] as const) process.off(sig, abortStartup);
-  if (platform === undefined) {
+  if (detected === undefined) {
     logger.info('stopping', { reason: 'signal during start-up' });
     await Promise.all(servers.map((s) => new Promise((r) => s.close(() => r(undefined)))));
     return ExitCodes.ok;
   }
+  const { platform, controlPlaneTopology } = detected;
   live.waitingFor = undefined;
   const missing = platformRequirements(config, platform);
   if (missing.length) throw new Error(`missing settings: ${missing.join('; ')}`);
@@ -225,10 +228,13 @@ export async function runOperator(config: OperatorConfig, env: Record<string, st
   await runtime.waitForSync();
   logger.info('caches synced');
   if (config.leaderElect) {
+    const timing = config.leaderElectionTiming ?? openshiftElectionTiming(controlPlaneTopology);
+    logger.info('leader election', { ...timing, controlPlaneTopology, source: config.leaderElectionTiming ? 'flags' : 'control-plane topology' });
     elector = new LeaderElector({
       transport: cluster.transport,
       namespace: config.namespace,
       identity,
+      timing,
       clock,
       logger,
       metrics,

@@ -15,9 +15,11 @@ export { KubeClusterStore, NotWatchedError, type CacheLookup, type KubeClusterSt
 export {
   decide,
   defaultElectionTiming,
+  electionTimingProblem,
   LeaderElector,
   leaderIdentity,
   microTime,
+  openshiftElectionTiming,
   type ElectionTiming,
   type LeaderElectorOptions,
   type LeaseDecision,

@@ -1,6 +1,6 @@
 import { RecordingMetrics } from '@karpenter-operator/core/testing';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { decide, LeaderElector, leaderIdentity, microTime, type LeaseObject, type LeaseSpec } from './leader-election.js';
+import { decide, electionTimingProblem, LeaderElector, leaderIdentity, microTime, openshiftElectionTiming, type LeaseObject, type LeaseSpec } from './leader-election.js';
 import { FakeTransport, apiError } from './testing/fake-transport.js';
 import type { KubeRequest, WriteGate } from './transport.js';
 
@@ -52,6 +52,24 @@ describe('decide', () => {
   it('reports when a valid lease expires', () => {
     const d = decide(lease({ holderIdentity: 'b', renewTime: microTime(T0 - 5_000), leaseDurationSeconds: 15 }), T0, me, opts);
     expect(d).toEqual({ action: 'wait', holder: 'b', expiresAt: T0 + 10_000 });
+  });
+});
+
+describe('openshiftElectionTiming', () => {
+  it.each([
+    { name: 'HighlyAvailable: 137 s / 107 s / 26 s', topology: 'HighlyAvailable', want: { leaseDurationMs: 137_000, renewDeadlineMs: 107_000, retryPeriodMs: 26_000 } },
+    { name: 'SingleReplica: 270 s / 240 s / 60 s', topology: 'SingleReplica', want: { leaseDurationMs: 270_000, renewDeadlineMs: 240_000, retryPeriodMs: 60_000 } },
+    { name: 'External (hosted control plane): the HA timings', topology: 'External', want: { leaseDurationMs: 137_000, renewDeadlineMs: 107_000, retryPeriodMs: 26_000 } },
+    { name: 'unknown (Infrastructure without the field): the HA timings', topology: undefined, want: { leaseDurationMs: 137_000, renewDeadlineMs: 107_000, retryPeriodMs: 26_000 } },
+  ])('$name', ({ topology, want }) => {
+    expect(openshiftElectionTiming(topology)).toEqual(want);
+  });
+
+  it.each(['HighlyAvailable', 'SingleReplica'])('%s: consistent, and the renew deadline rides out a 60 s API-server gap with a retry to spare', (topology) => {
+    const t = openshiftElectionTiming(topology);
+    expect(electionTimingProblem(t)).toBeUndefined();
+    // A renewal due just before the gap fails; the first retry after it must still fall within the deadline.
+    expect(t.renewDeadlineMs).toBeGreaterThanOrEqual(60_000 + t.retryPeriodMs);
   });
 });
 
@@ -209,6 +227,39 @@ describe('LeaderElector', () => {
     expect(a.isLeader()).toBe(false);
     await a.done();
     expect(Date.now() - downAt).toBeLessThanOrEqual(12_000);
+  });
+
+  it("with OpenShift's timings, a 60 s API-server gap (a kube-apiserver rollout) neither demotes the leader nor fences its writes", async () => {
+    const transport = new FakeTransport();
+    const server = new LeaseServer(transport);
+    const events: string[] = [];
+    const box: { gate?: WriteGate } = {};
+    Object.assign(transport, { fence: (g: WriteGate) => (box.gate = g) });
+    const a = new LeaderElector({
+      transport,
+      namespace: 'openshift-karpenter',
+      identity: 'a',
+      clock: { now: () => Date.now() },
+      random: () => 0,
+      timing: openshiftElectionTiming('HighlyAvailable'),
+      onStartedLeading: () => events.push('a started'),
+      onStoppedLeading: () => events.push('a stopped'),
+    });
+    a.start();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(a.isLeader()).toBe(true);
+    // The worst moment: just after a renewal, so the gap eats into the deadline from its start.
+    await vi.advanceTimersByTimeAsync(26_000);
+    const renewedAt = Date.parse(server.lease!.spec!.renewTime!);
+    server.down = true;
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(a.isLeader()).toBe(true);
+    expect(box.gate!({ verb: 'update', kind: 'Deployment', method: 'PUT', path: '/apis/apps/v1/namespaces/openshift-karpenter/deployments/karpenter' })).toBeUndefined();
+    server.down = false;
+    await vi.advanceTimersByTimeAsync(30_000);
+    expect(events).toEqual(['a started']);
+    expect(Date.parse(server.lease!.spec!.renewTime!)).toBeGreaterThan(renewedAt + 60_000);
+    await a.stop();
   });
 
   it('gives up a renewal that hangs, before the renew deadline passes', async () => {

@@ -40,8 +40,28 @@ export interface ElectionTiming {
   retryPeriodMs: number;
 }
 
-/** client-go's defaults. */
+/** client-go's defaults: what `LeaderElector` uses when given no timing (its unit tests). The operator passes `openshiftElectionTiming`. */
 export const defaultElectionTiming: ElectionTiming = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
+
+/**
+ * OpenShift's leader-election timings (library-go's defaults, which the platform's operators pass): lease
+ * 137 s, renew deadline 107 s, retry 26 s, so that a leader rides out a kube-apiserver rollout (a gap of up
+ * to a minute) without losing the Lease; on a single-replica control plane (Infrastructure
+ * `status.controlPlaneTopology: SingleReplica`) 270 s / 240 s / 60 s, where the one API server restarts for
+ * longer. Anything else (HighlyAvailable, External, unknown) gets the HA timings. Pure.
+ */
+export function openshiftElectionTiming(controlPlaneTopology: string | undefined): ElectionTiming {
+  return controlPlaneTopology === 'SingleReplica'
+    ? { leaseDurationMs: 270_000, renewDeadlineMs: 240_000, retryPeriodMs: 60_000 }
+    : { leaseDurationMs: 137_000, renewDeadlineMs: 107_000, retryPeriodMs: 26_000 };
+}
+
+/** Why `timing` cannot work (a lease must outlast the renew deadline, which must outlast a retry), or `undefined`. Pure. */
+export function electionTimingProblem(timing: ElectionTiming): string | undefined {
+  if (timing.leaseDurationMs <= timing.renewDeadlineMs) return 'leaseDuration must be greater than renewDeadline';
+  if (timing.renewDeadlineMs <= timing.retryPeriodMs) return 'renewDeadline must be greater than retryPeriod';
+  return undefined;
+}
 
 export type LeaseDecision =
   | { action: 'create'; spec: LeaseSpec }
@@ -176,8 +196,8 @@ export class LeaderElector {
     this.name = options.name ?? Names.leaderLease;
     this.identity = options.identity;
     this.timing = { ...defaultElectionTiming, ...options.timing };
-    if (this.timing.leaseDurationMs <= this.timing.renewDeadlineMs) throw new Error('leaseDuration must be greater than renewDeadline');
-    if (this.timing.renewDeadlineMs <= this.timing.retryPeriodMs) throw new Error('renewDeadline must be greater than retryPeriod');
+    const problem = electionTimingProblem(this.timing);
+    if (problem) throw new Error(problem);
     this.clock = options.clock ?? systemClock;
     this.timers = options.timers ?? systemTimers;
     this.random = options.random ?? Math.random;

@@ -44,9 +44,18 @@ export interface OperatorProcess {
   exited(): boolean;
 }
 
+/**
+ * Leader-election timings the harness passes by default: client-go's 15 s / 10 s / 2 s, so that failover is
+ * measured in seconds and a replica killed by one file leaves a Lease the next file's replica takes over
+ * soon. The shipped Deployment passes none (OpenShift's 137 s / 107 s / 26 s from the topology).
+ */
+export const TEST_ELECTION_FLAGS = ['--leader-elect-lease-duration=15s', '--leader-elect-renew-deadline=10s', '--leader-elect-retry-period=2s'] as const;
+
 export interface StartOptions {
   name?: string;
   leaderElect?: boolean;
+  /** `test` (default): `TEST_ELECTION_FLAGS`; `production`: no timing flags, OpenShift's timings as in the shipped Deployment. */
+  electionTiming?: 'test' | 'production';
   /** Environment over the harness's defaults; `undefined` removes a default (e.g. RELEASE_VERSION). */
   env?: Record<string, string | undefined>;
   /** Namespace and ServiceAccount the process runs as (default openshift-karpenter/karpenter-operator). */
@@ -104,7 +113,7 @@ export async function startOperator(cluster: ClusterClient, opts: StartOptions =
         'run',
         `--namespace=${namespace}`,
         ...local,
-        ...(opts.leaderElect === false || opts.entry === 'adapter' ? [] : ['--leader-elect']),
+        ...(opts.leaderElect === false || opts.entry === 'adapter' ? [] : ['--leader-elect', ...(opts.electionTiming === 'production' ? [] : TEST_ELECTION_FLAGS)]),
         ...(opts.args ?? []),
       ];
   const env: Record<string, string | undefined> = {
