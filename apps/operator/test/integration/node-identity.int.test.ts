@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EC2Client, RunInstancesCommand, TerminateInstancesCommand } from '@aws-sdk/client-ec2';
+import { EC2Client, TerminateInstancesCommand } from '@aws-sdk/client-ec2';
 import { CertificatesV1Api } from '@kubernetes/client-node';
-import { applyObject, createKubeletClientCsr, getObject, waitFor } from '@karpenter-operator/testkit';
+import { createKubeletClientCsr, getObject, waitFor } from '@karpenter-operator/testkit';
 import { seededWorld, testCluster } from '@karpenter-operator/testkit/vitest';
 import { adminRequest, clusterOperator, conditionOf } from '../support/k8s.js';
 import { installManifests, resetOperatorWorld, startOperator, type OperatorProcess } from '../support/operator-process.js';
-import { applyKarpenterAndCredentials, csrApproved, isConverged, KARPENTER, waitCsrApproved } from '../support/scenario.js';
+import { applyKarpenterAndCredentials, applyKarpenterNodeClaim, csrApproved, isConverged, KARPENTER, runKarpenterInstance, waitCsrApproved } from '../support/scenario.js';
 
 // Node identity against forged and edge-case client CSRs, as an attacker holding the (effectively public)
 // node-bootstrapper token would send them: each stays pending while the real kubelet's CSR is approved.
@@ -24,36 +24,13 @@ const certificates = () => kc().makeApiClient(CertificatesV1Api);
 
 /** An instance in the emulator as Karpenter launches it (the cluster tag's value is `tagValue`). */
 async function runInstance(tagValue = 'owned'): Promise<{ instanceId: string; dns: string; providerID: string }> {
-  const world = seededWorld();
-  const zone = world.facts.zones[0]!;
-  const run = await ec2().send(
-    new RunInstancesCommand({
-      ImageId: world.facts.amis.x86_64,
-      InstanceType: 'm6i.large',
-      MinCount: 1,
-      MaxCount: 1,
-      SubnetId: world.ec2!.privateSubnetIds[zone],
-      TagSpecifications: [{ ResourceType: 'instance', Tags: [{ Key: world.facts.clusterTagKey, Value: tagValue }, { Key: 'karpenter.sh/nodepool', Value: 'general' }] }],
-    }),
-  );
-  const inst = run.Instances![0]!;
-  instances.push(inst.InstanceId!);
-  return { instanceId: inst.InstanceId!, dns: inst.PrivateDnsName!, providerID: `aws:///${zone}/${inst.InstanceId!}` };
+  const inst = await runKarpenterInstance(cluster, seededWorld(), { tagValue });
+  instances.push(inst.instanceId);
+  return inst;
 }
 
 /** A NodeClaim (optionally with its providerID, as Karpenter sets it once the instance is launched). */
-async function nodeClaim(name: string, providerID?: string): Promise<void> {
-  await applyObject(kc(), {
-    apiVersion: 'karpenter.sh/v1',
-    kind: 'NodeClaim',
-    metadata: { name, labels: { 'karpenter.sh/nodepool': 'general' } },
-    spec: { nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' }, requirements: [{ key: 'kubernetes.io/arch', operator: 'In', values: ['amd64'] }] },
-  });
-  if (providerID) {
-    const r = await adminRequest(cluster, 'PATCH', `/apis/karpenter.sh/v1/nodeclaims/${name}/status`, { status: { providerID } }, 'application/merge-patch+json');
-    expect(r.status).toBe(200);
-  }
-}
+const nodeClaim = (name: string, providerID?: string) => applyKarpenterNodeClaim(cluster, name, providerID);
 
 let bootstrapper: CertificatesV1Api | undefined;
 

@@ -2,9 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyObject, deleteObject, getObject, listObjects, waitFor } from '@karpenter-operator/testkit';
 import { testCluster, seededWorld } from '@karpenter-operator/testkit/vitest';
 import { createKubeletClientCsr } from '@karpenter-operator/testkit';
-import { CreateSubnetCommand, DeleteSubnetCommand, DescribeInstancesCommand, EC2Client, RunInstancesCommand, TerminateInstancesCommand } from '@aws-sdk/client-ec2';
+import { CreateSubnetCommand, DeleteSubnetCommand, DescribeInstancesCommand, EC2Client } from '@aws-sdk/client-ec2';
 import { CertificatesV1Api, KubeConfig } from '@kubernetes/client-node';
 import { adminRequest, clusterOperator, conditionOf } from '../support/k8s.js';
+import { launchKarpenterInstance } from '../support/scenario.js';
 import { credentialsFileText, installManifests, OPERATOR_NS, OPERATOR_USER, RELEASE, REPO, resetOperatorWorld, startOperator, type OperatorProcess } from '../support/operator-process.js';
 
 const cluster = testCluster();
@@ -180,32 +181,8 @@ describe('standalone operator on a real cluster, as its ServiceAccount', () => {
   });
 
   it('approves the kubelet client and serving CSRs of a Karpenter-launched instance, and leaves a forged one pending', async () => {
-    const world = seededWorld();
-    const ec2 = new EC2Client(cluster.ec2Config());
-    const zone = world.facts.zones[0]!;
-    const run = await ec2.send(
-      new RunInstancesCommand({
-        ImageId: world.facts.amis.x86_64,
-        InstanceType: 'm6i.large',
-        MinCount: 1,
-        MaxCount: 1,
-        SubnetId: world.ec2!.privateSubnetIds[zone],
-        TagSpecifications: [{ ResourceType: 'instance', Tags: [{ Key: world.facts.clusterTagKey, Value: 'owned' }, { Key: 'karpenter.sh/nodepool', Value: 'general' }] }],
-      }),
-    );
-    const inst = run.Instances![0]!;
-    const instanceId = inst.InstanceId!;
-    const dns = inst.PrivateDnsName!;
-    const ip = inst.PrivateIpAddress!;
+    const { instanceId, dns, ip, providerID, terminate } = await launchKarpenterInstance(cluster, seededWorld(), 'general-e2e1');
     expect(dns).toMatch(/\.ec2\.internal$/);
-
-    await applyObject(kc(), {
-      apiVersion: 'karpenter.sh/v1',
-      kind: 'NodeClaim',
-      metadata: { name: 'general-e2e1', labels: { 'karpenter.sh/nodepool': 'general' } },
-      spec: { nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' }, requirements: [{ key: 'kubernetes.io/arch', operator: 'In', values: ['amd64'] }] },
-    });
-    await adminRequest(cluster, 'PATCH', '/apis/karpenter.sh/v1/nodeclaims/general-e2e1/status', { status: { providerID: `aws:///${zone}/${instanceId}` } }, 'application/merge-patch+json');
 
     const bootstrapper = (await cluster.kubeConfigFor('openshift-machine-config-operator', 'node-bootstrapper')).makeApiClient(CertificatesV1Api);
     const submit = async (api: CertificatesV1Api, pem: string, signerName: string, usages: string[]) =>
@@ -223,7 +200,7 @@ describe('standalone operator on a real cluster, as its ServiceAccount', () => {
       apiVersion: 'v1',
       kind: 'Node',
       metadata: { name: dns, labels: { 'karpenter.sh/nodepool': 'general', 'karpenter.k8s.aws/ec2nodeclass': 'default' } },
-      spec: { providerID: `aws:///${zone}/${instanceId}` },
+      spec: { providerID },
     });
     await adminRequest(cluster, 'PATCH', '/apis/karpenter.sh/v1/nodeclaims/general-e2e1/status', { status: { nodeName: dns } }, 'application/merge-patch+json');
 
@@ -240,9 +217,11 @@ describe('standalone operator on a real cluster, as its ServiceAccount', () => {
 
     const forgedState = await admin.readCertificateSigningRequest({ name: bad });
     expect(forgedState.status?.conditions ?? []).toEqual([]);
+    const ec2 = new EC2Client(cluster.ec2Config());
     const described = await ec2.send(new DescribeInstancesCommand({ InstanceIds: [instanceId] }));
     expect(described.Reservations?.[0]?.Instances?.[0]?.PrivateDnsName).toBe(dns);
-    await ec2.send(new TerminateInstancesCommand({ InstanceIds: [instanceId] }));
+    ec2.destroy();
+    await terminate();
   });
 
   it('a converged cluster gets zero writes from the operator over 60 s of idleness (leases and events aside)', async () => {

@@ -37,20 +37,27 @@ export async function isConverged(cluster: ClusterClient): Promise<boolean> {
   return conditionOf(co, 'Available')?.reason === 'AsExpected' && conditionOf(co, 'Progressing')?.status === 'False';
 }
 
-export interface LaunchedNode {
+/** An instance in the emulator as Karpenter launches it. */
+export interface KarpenterInstance {
   instanceId: string;
+  /** Its private DNS name: the kubelet's node name. */
   dns: string;
-  nodeClaim: string;
+  ip: string;
+  /** `aws:///<zone>/<instanceId>`, as Karpenter sets it on the NodeClaim. */
+  providerID: string;
   terminate(): Promise<void>;
 }
 
+export interface LaunchedNode extends KarpenterInstance {
+  nodeClaim: string;
+}
+
 /**
- * An instance as Karpenter would launch it, and its NodeClaim with the providerID. The NodeClaim goes to
- * `opts.nodeClaimCluster` when given (a HyperShift guest), else to the cluster whose emulator runs the instance.
+ * Runs an instance as Karpenter would launch it for NodePool `general`: tagged with the cluster tag, whose value
+ * is `opts.tagValue` (`owned` unless a test wants another cluster's or a shared instance).
  */
-export async function launchKarpenterInstance(cluster: ClusterClient, world: SeededWorld, nodeClaim: string, opts: { nodeClaimCluster?: ClusterClient } = {}): Promise<LaunchedNode> {
+export async function runKarpenterInstance(cluster: ClusterClient, world: SeededWorld, opts: { tagValue?: string } = {}): Promise<KarpenterInstance> {
   const ec2 = new EC2Client(cluster.ec2Config());
-  const claims = opts.nodeClaimCluster ?? cluster;
   const zone = world.facts.zones[0]!;
   const run = await ec2.send(
     new RunInstancesCommand({
@@ -59,27 +66,48 @@ export async function launchKarpenterInstance(cluster: ClusterClient, world: See
       MinCount: 1,
       MaxCount: 1,
       SubnetId: world.ec2!.privateSubnetIds[zone],
-      TagSpecifications: [{ ResourceType: 'instance', Tags: [{ Key: world.facts.clusterTagKey, Value: 'owned' }, { Key: 'karpenter.sh/nodepool', Value: 'general' }] }],
+      TagSpecifications: [{ ResourceType: 'instance', Tags: [{ Key: world.facts.clusterTagKey, Value: opts.tagValue ?? 'owned' }, { Key: 'karpenter.sh/nodepool', Value: 'general' }] }],
     }),
   );
   const inst = run.Instances![0]!;
   const instanceId = inst.InstanceId!;
-  await applyObject(claims.kubeConfig(), {
-    apiVersion: 'karpenter.sh/v1',
-    kind: 'NodeClaim',
-    metadata: { name: nodeClaim, labels: { 'karpenter.sh/nodepool': 'general' } },
-    spec: { nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' }, requirements: [{ key: 'kubernetes.io/arch', operator: 'In', values: ['amd64'] }] },
-  });
-  const r = await adminRequest(claims, 'PATCH', `/apis/karpenter.sh/v1/nodeclaims/${nodeClaim}/status`, { status: { providerID: `aws:///${zone}/${instanceId}` } }, 'application/merge-patch+json');
-  if (r.status !== 200) throw new Error(`setting the NodeClaim providerID: HTTP ${r.status}`);
   return {
     instanceId,
     dns: inst.PrivateDnsName!,
-    nodeClaim,
+    ip: inst.PrivateIpAddress!,
+    providerID: `aws:///${zone}/${instanceId}`,
     terminate: async () => {
       await ec2.send(new TerminateInstancesCommand({ InstanceIds: [instanceId] }));
     },
   };
+}
+
+/** A NodeClaim of NodePool `general`, with `providerID` in its status when given (as Karpenter sets it once launched). */
+export async function applyKarpenterNodeClaim(cluster: ClusterClient, name: string, providerID?: string): Promise<void> {
+  await applyObject(cluster.kubeConfig(), {
+    apiVersion: 'karpenter.sh/v1',
+    kind: 'NodeClaim',
+    metadata: { name, labels: { 'karpenter.sh/nodepool': 'general' } },
+    spec: { nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' }, requirements: [{ key: 'kubernetes.io/arch', operator: 'In', values: ['amd64'] }] },
+  });
+  if (providerID === undefined) return;
+  const r = await adminRequest(cluster, 'PATCH', `/apis/karpenter.sh/v1/nodeclaims/${name}/status`, { status: { providerID } }, 'application/merge-patch+json');
+  if (r.status !== 200) throw new Error(`setting the providerID of NodeClaim ${name}: HTTP ${r.status}`);
+}
+
+/**
+ * An instance as Karpenter would launch it, and its NodeClaim with the providerID. The NodeClaim goes to
+ * `opts.nodeClaimCluster` when given (a HyperShift guest), else to the cluster whose emulator runs the instance.
+ */
+export async function launchKarpenterInstance(
+  cluster: ClusterClient,
+  world: SeededWorld,
+  nodeClaim: string,
+  opts: { nodeClaimCluster?: ClusterClient; tagValue?: string } = {},
+): Promise<LaunchedNode> {
+  const instance = await runKarpenterInstance(cluster, world, { tagValue: opts.tagValue });
+  await applyKarpenterNodeClaim(opts.nodeClaimCluster ?? cluster, nodeClaim, instance.providerID);
+  return { ...instance, nodeClaim };
 }
 
 /** Submits a kubelet client CSR for `dns` as the node bootstrapper; returns its name. */
