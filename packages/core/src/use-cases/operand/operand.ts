@@ -129,6 +129,17 @@ export class OperandReconciler implements Reconciler {
         this.deps.logger.info('applied operand', { kind: obj.kind, name: obj.metadata.name, namespace: ns });
       }
     }
+    await this.removeStaleDisruptionBudget(placed);
     return {};
+  }
+
+  /** Down to one replica: the PodDisruptionBudget rendered for more would only block drains, so it goes. */
+  private async removeStaleDisruptionBudget(placed: PlacedObject[]): Promise<void> {
+    const deployment = placed.find((p) => p.object.kind === Types.Deployment.kind)?.object;
+    if (!deployment || placed.some((p) => p.object.kind === Types.PodDisruptionBudget.kind)) return;
+    const ref = { ...Types.PodDisruptionBudget, namespace: deployment.metadata.namespace ?? '', name: deployment.metadata.name };
+    const current = await this.deps.topology.controlStore.get(ref);
+    if (current?.metadata.labels?.[Names.managedLabel] !== 'true') return;
+    if (await this.deps.topology.controlStore.delete(ref)) this.deps.logger.info('removed the operand PodDisruptionBudget: one replica', { namespace: ref.namespace, name: ref.name });
   }
 }
