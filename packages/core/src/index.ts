@@ -24,6 +24,7 @@ export * from './use-cases/crds/crds.js';
 export * from './use-cases/status/status.js';
 export * from './use-cases/teardown/teardown.js';
 export * from './policy/operand.js';
+export * from './policy/karpenter-settings.js';
 export * from './policy/rbac.js';
 export * from './policy/finalizers.js';
 export * from './use-cases/operand/operand.js';

@@ -142,6 +142,8 @@ export const operatorNamespacedRules: NamespacedRole[] = [
       },
       { why: 'The operand Deployment: read and created by server-side apply.', apiGroups: ['apps'], resources: ['deployments'], verbs: [...ro, 'create'] },
       { why: 'The operand Deployment: drift reverted, removed at teardown; never the operator itself.', apiGroups: ['apps'], resources: ['deployments'], verbs: ['patch', 'delete'], resourceNames: [Names.operandDeployment] },
+      { why: 'The operand PodDisruptionBudget (more than one replica): read and created by server-side apply.', apiGroups: ['policy'], resources: ['poddisruptionbudgets'], verbs: [...ro, 'create'] },
+      { why: 'The operand PodDisruptionBudget: kept in shape, removed when the operand is down to one replica.', apiGroups: ['policy'], resources: ['poddisruptionbudgets'], verbs: ['patch', 'delete'], resourceNames: [Names.operandDeployment] },
       { why: 'The operand ServiceAccount: read and created by server-side apply.', apiGroups: [''], resources: ['serviceaccounts'], verbs: [...ro, 'create'] },
       { why: 'The operand ServiceAccount: kept in shape, removed at teardown.', apiGroups: [''], resources: ['serviceaccounts'], verbs: ['patch', 'delete'], resourceNames: [Names.operandServiceAccount] },
       { why: 'The operand Role (its Lease) and binding: read and created by server-side apply.', apiGroups: ['rbac.authorization.k8s.io'], resources: ['roles', 'rolebindings'], verbs: [...ro, 'create'] },

@@ -21,12 +21,36 @@ export interface ClusterFacts {
 
 export type LogLevel = 'debug' | 'info' | 'error';
 
+/** `spec.settings` of the Karpenter CR: Karpenter's own settings, by the names of its Helm chart. Unset: Karpenter's default. */
+export interface KarpenterSettings {
+  batchIdleDuration?: string;
+  batchMaxDuration?: string;
+  /** Gate name (one Karpenter knows, see `karpenterFeatureGates`) → on or off. */
+  featureGates?: Record<string, boolean>;
+  /** SQS queue name; empty or unset: interruption handling off. */
+  interruptionQueue?: string;
+  vmMemoryOverheadPercent?: number;
+  reservedENIs?: number;
+}
+
+/** Container resources as the CR states them (quantities as written: `1`, `"500m"`, `"1Gi"`). */
+export interface OperandResources {
+  requests?: Record<string, string | number>;
+  limits?: Record<string, string | number>;
+}
+
 /** The request to run Karpenter: the `Karpenter` CR (standalone) or `spec.autoNode` (HyperShift). */
 export interface KarpenterRequest {
   /** The object that owns the operand and carries status, with its uid. */
   owner: ObjectRef & { uid: string };
   generation: number;
   logLevel: LogLevel;
+  /** `spec.replicas`: operand replicas; unset: the topology's default (2, or 1 on a SingleReplica control plane). */
+  replicas?: number;
+  /** `spec.resources`: the operand container's resources, replacing the default whole. */
+  resources?: OperandResources;
+  /** `spec.settings`. */
+  settings?: KarpenterSettings;
   /** True when the owner is being deleted (teardown runs). */
   deleting: boolean;
   /** When deletion was requested (ms since epoch), while `deleting`. */

@@ -69,6 +69,7 @@ export const Types = {
   Node: { apiVersion: 'v1', kind: 'Node' },
   Pod: { apiVersion: 'v1', kind: 'Pod' },
   Deployment: { apiVersion: 'apps/v1', kind: 'Deployment' },
+  PodDisruptionBudget: { apiVersion: 'policy/v1', kind: 'PodDisruptionBudget' },
   ClusterRole: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole' },
   ClusterRoleBinding: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding' },
   Role: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role' },

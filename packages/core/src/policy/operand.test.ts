@@ -93,6 +93,7 @@ describe('renderOperand: objects', () => {
       'Role kube-system/karpenter-dns',
       'RoleBinding kube-system/karpenter-dns',
       'ClusterRole /karpenter',
+      'PodDisruptionBudget openshift-karpenter/karpenter',
       'Deployment openshift-karpenter/karpenter',
     ]);
   });
@@ -265,7 +266,7 @@ describe('planOperand: layouts', () => {
   it.each([
     { name: 'standalone', make: () => input({ providerRbac: [] }) },
     { name: 'two clusters', make: () => input({ namespace: 'ns-a', layout: twoClusterLayout('ns-a') }) },
-  ])('$name: every ServiceAccount and RBAC object lies in a scope the use-case watches', ({ make }) => {
+  ])('$name: every ServiceAccount, RBAC and PodDisruptionBudget object lies in a scope the use-case watches', ({ make }) => {
     const i = make();
     const scopes = operandScopes(i.layout);
     for (const p of planOperand(i).filter((x) => x.object.kind !== 'Deployment')) {
@@ -290,7 +291,7 @@ describe('planOperand: layouts', () => {
 
   it('standalone places everything but the Deployment and its ServiceAccount on the workload cluster (one cluster there)', () => {
     const control = planOperand(input()).filter((p) => p.cluster === 'control').map(id);
-    expect(control).toEqual(['ServiceAccount openshift-karpenter/karpenter', 'Deployment openshift-karpenter/karpenter']);
+    expect(control).toEqual(['ServiceAccount openshift-karpenter/karpenter', 'PodDisruptionBudget openshift-karpenter/karpenter', 'Deployment openshift-karpenter/karpenter']);
   });
 });
 
@@ -318,5 +319,64 @@ describe('planOperand: what is owned whole', () => {
     expect(paths.includes('spec.template.spec.tolerations')).toBe(placement);
     // Metadata stays merged: others' labels and annotations are theirs.
     expect(paths.some((p) => p.includes('metadata'))).toBe(false);
+  });
+});
+
+describe('renderOperand: the Karpenter CR settings', () => {
+  const tuned = (over: Partial<KarpenterRequest>, i: Partial<OperandInput> = {}) => renderOperand(input({ request: request(over), ...i }));
+  it.each([
+    { name: 'no settings: Karpenter defaults (no settings env)', over: {}, want: {} },
+    { name: 'batching window', over: { settings: { batchIdleDuration: '2s', batchMaxDuration: '30s' } }, want: { BATCH_IDLE_DURATION: '2s', BATCH_MAX_DURATION: '30s' } },
+    { name: 'feature gates in Karpenter order', over: { settings: { featureGates: { SpotToSpotConsolidation: true, NodeRepair: true } } }, want: { FEATURE_GATES: 'NodeRepair=true,SpotToSpotConsolidation=true' } },
+    { name: 'interruption queue', over: { settings: { interruptionQueue: 'mycluster-karpenter' } }, want: { INTERRUPTION_QUEUE: 'mycluster-karpenter' } },
+    { name: 'empty interruption queue: handling off, no env', over: { settings: { interruptionQueue: '' } }, want: {} },
+    { name: 'memory overhead and reserved ENIs', over: { settings: { vmMemoryOverheadPercent: 0.1, reservedENIs: 2 } }, want: { VM_MEMORY_OVERHEAD_PERCENT: '0.1', RESERVED_ENIS: '2' } },
+    { name: 'zero values are still set', over: { settings: { vmMemoryOverheadPercent: 0, reservedENIs: 0 } }, want: { VM_MEMORY_OVERHEAD_PERCENT: '0', RESERVED_ENIS: '0' } },
+  ])('env: $name', ({ over, want }) => {
+    const env = envOf(controller(tuned(over)));
+    const names = ['BATCH_IDLE_DURATION', 'BATCH_MAX_DURATION', 'FEATURE_GATES', 'INTERRUPTION_QUEUE', 'VM_MEMORY_OVERHEAD_PERCENT', 'RESERVED_ENIS'];
+    expect(Object.fromEntries(names.filter((n) => env[n] !== undefined).map((n) => [n, env[n]]))).toEqual(want);
+    expect(controller(tuned(over))['args']).toEqual(['--log-level=info']);
+  });
+
+  it('log level goes to both the env and the flag', () => {
+    const c = controller(tuned({ logLevel: 'debug' }));
+    expect([envOf(c)['LOG_LEVEL'], c['args']]).toEqual(['debug', ['--log-level=debug']]);
+  });
+
+  it("a layout's feature gates stand unless the request sets gates", () => {
+    const hs = { namespace: 'clusters-x', layout: { ...twoClusterLayout('clusters-x'), featureGates: 'Drift=true' }, request: request({ owner: { apiVersion: 'hypershift.openshift.io/v1beta1', kind: 'HostedControlPlane', name: 'x', namespace: 'clusters-x', uid: 'u' } }) };
+    expect(envOf(controller(renderOperand(input(hs))))['FEATURE_GATES']).toBe('Drift=true');
+    const gated = renderOperand(input({ ...hs, request: { ...hs.request, settings: { featureGates: { NodeRepair: true } } } }));
+    expect((controller(gated)['env'] as Obj[]).filter((e) => e['name'] === 'FEATURE_GATES')).toEqual([{ name: 'FEATURE_GATES', value: 'NodeRepair=true' }]);
+  });
+
+  it.each([
+    { name: 'default: two replicas, a PDB', over: {}, topo: 'HighlyAvailable', replicas: 2, pdb: true },
+    { name: 'default on SingleReplica: one, no PDB', over: {}, topo: 'SingleReplica', replicas: 1, pdb: false },
+    { name: 'spec.replicas 3', over: { replicas: 3 }, topo: 'HighlyAvailable', replicas: 3, pdb: true },
+    { name: 'spec.replicas 1 on HA: no PDB', over: { replicas: 1 }, topo: 'HighlyAvailable', replicas: 1, pdb: false },
+    { name: 'spec.replicas 2 wins on SingleReplica', over: { replicas: 2 }, topo: 'SingleReplica', replicas: 2, pdb: true },
+  ])('replicas: $name', ({ over, topo, replicas, pdb }) => {
+    const objs = tuned(over, { facts: facts({ controlPlaneTopology: topo }) });
+    expect(deployment(objs)['spec'].replicas).toBe(replicas);
+    const budget = objs.find((o) => o.kind === 'PodDisruptionBudget');
+    expect(budget !== undefined).toBe(pdb);
+    if (budget) expect(budget['spec']).toEqual({ maxUnavailable: 1, selector: { matchLabels: { app: 'karpenter' } } });
+    expect(podSpec(objs)['affinity'] !== undefined).toBe(replicas > 1);
+  });
+
+  it('two clusters (no leader election) stay at one replica, whatever the request says', () => {
+    const objs = renderOperand(input({ namespace: 'clusters-a', layout: twoClusterLayout('clusters-a'), request: request({ replicas: 3 }) }));
+    expect(deployment(objs)['spec'].replicas).toBe(1);
+    expect(objs.some((o) => o.kind === 'PodDisruptionBudget')).toBe(false);
+  });
+
+  it.each([
+    { name: 'default requests', over: {}, want: { requests: { cpu: '1', memory: '1Gi' } } },
+    { name: 'CR resources replace the default, canonical', over: { resources: { requests: { cpu: '1500m', memory: '1024Mi' }, limits: { memory: 2147483648 } } }, want: { requests: { cpu: '1500m', memory: '1Gi' }, limits: { memory: '2147483648' } } },
+    { name: 'limits only', over: { resources: { limits: { cpu: 2 } } }, want: { limits: { cpu: '2' } } },
+  ] as Array<{ name: string; over: Partial<KarpenterRequest>; want: unknown }>)('resources: $name', ({ over, want }) => {
+    expect(controller(tuned(over))['resources']).toEqual(want);
   });
 });

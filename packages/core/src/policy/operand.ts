@@ -3,6 +3,7 @@ import type { KubeObject, ObjectMeta, OwnerReference, TypeRef } from '../model/k
 import { Names } from '../model/names.js';
 import { Types } from '../model/kube.js';
 import type { OperandCloudConfig } from '../ports/cloud-provider.js';
+import { operandDisruptionBudget, operandSettings } from './karpenter-settings.js';
 import type { PolicyRule } from './rbac.js';
 import type { OwnedPath } from './subset.js';
 
@@ -192,6 +193,8 @@ export function operandScopes(layout: OperandLayout): OperandScope[] {
     ...[Types.Role, Types.RoleBinding].flatMap((type) => roleNamespaces.map((namespace): OperandScope => ({ type, cluster: 'workload', namespace }))),
     { type: Types.ClusterRole, cluster: 'workload' },
     { type: Types.ClusterRoleBinding, cluster: 'workload' },
+    // More than one replica needs leader election; they then get a PodDisruptionBudget (`operandDisruptionBudget`).
+    ...(layout.leaderElection ? [{ type: Types.PodDisruptionBudget, cluster: 'control' as const, namespace: layout.podServiceAccount.namespace }] : []),
   ];
 }
 
@@ -241,8 +244,11 @@ export function planOperand(input: OperandInput): PlacedObject[] {
     workload(rbac('Role', OperandNames.dnsRole, operandDnsRules, OperandNames.dnsNamespace)),
     workload(binding('RoleBinding', 'Role', OperandNames.dnsRole, OperandNames.dnsNamespace)),
     ...input.providerRbac.map((o) => workload(structuredClone(o))),
-    control(renderDeployment(input, layout)),
   );
+  const deployment = renderDeployment(input, layout);
+  const pdb = operandDisruptionBudget(deployment);
+  if (pdb) placed.push(control(pdb));
+  placed.push(control(deployment));
   return placed.map(({ cluster, object }) => ({
     cluster,
     object: decorate(object, input.request, layout.singleCluster || cluster === 'control'),
@@ -360,8 +366,10 @@ function guestKubeconfig(layout: OperandLayout): { env: EnvVar[]; volumes: Array
 
 function renderDeployment(input: OperandInput, layout: OperandLayout): KubeObject {
   const { facts, settings, request, cloud, credentialsHash } = input;
+  const tuned = operandSettings(request);
   const place = layout.pod;
-  const replicas = replicasFor(facts, layout);
+  // Without leader election a second replica would act alongside the first: the CR's count applies only with it.
+  const replicas = layout.leaderElection && tuned.replicas !== undefined ? tuned.replicas : replicasFor(facts, layout);
   const selector = { app: 'karpenter' };
   const guest = guestKubeconfig(layout);
 
@@ -377,10 +385,11 @@ function renderDeployment(input: OperandInput, layout: OperandLayout): KubeObjec
     // Karpenter has no webhooks since v1.1.
     { name: 'DISABLE_WEBHOOK', value: 'true' },
     ...(layout.leaderElection ? [] : [{ name: 'DISABLE_LEADER_ELECTION', value: 'true' }]),
-    ...(layout.featureGates === undefined ? [] : [{ name: 'FEATURE_GATES', value: layout.featureGates }]),
+    ...(layout.featureGates === undefined || tuned.env.some((e) => e.name === 'FEATURE_GATES') ? [] : [{ name: 'FEATURE_GATES', value: layout.featureGates }]),
     { name: 'METRICS_PORT', value: String(OperandNames.metricsPort) },
     { name: 'HEALTH_PROBE_PORT', value: String(OperandNames.healthPort) },
     { name: 'LOG_LEVEL', value: request.logLevel },
+    ...tuned.env,
     ...cloud.env,
   ];
   const securityContext = restrictedContainerSecurityContext();
@@ -398,7 +407,7 @@ function renderDeployment(input: OperandInput, layout: OperandLayout): KubeObjec
     livenessProbe: { httpGet: { path: '/healthz', port: 'http' }, initialDelaySeconds: 30, timeoutSeconds: 30 },
     readinessProbe: { httpGet: { path: '/readyz', port: 'http' }, initialDelaySeconds: 5, timeoutSeconds: 30 },
     // Requests only: a CPU limit throttles the scheduler loop and a memory limit OOM-kills it under load.
-    resources: { requests: { cpu: '1', memory: '1Gi' } },
+    resources: tuned.resources ?? { requests: { cpu: '1', memory: '1Gi' } },
     securityContext,
     terminationMessagePolicy: 'FallbackToLogsOnError',
   };

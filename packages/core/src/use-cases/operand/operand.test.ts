@@ -221,6 +221,7 @@ describe('deployment.operand watches', () => {
         { type: Types.RoleBinding, namespace: 'kube-system', labels: managed },
         { type: Types.ClusterRole, labels: managed },
         { type: Types.ClusterRoleBinding, labels: managed },
+        { type: Types.PodDisruptionBudget, cluster: 'control', namespace: 'openshift-karpenter', labels: managed },
       ],
     },
     {
@@ -237,5 +238,57 @@ describe('deployment.operand watches', () => {
     },
   ])('$name', ({ topology, want }) => {
     expect(watchesOf(topology)).toEqual(want);
+  });
+});
+
+describe('deployment.operand: the CR settings (standalone)', () => {
+  const owner = { apiVersion: 'autoscaling.openshift.io/v1alpha1', kind: 'Karpenter', name: 'default', uid: 'uid-k' };
+  let current: KarpenterRequest;
+  let store: MemoryClusterStore;
+  let reconciler: OperandReconciler;
+  const standalone = (): Topology => ({
+    ...twoClusters(store, store, 'standalone'),
+    operandNamespace: 'openshift-karpenter',
+    readRequest: async () => current,
+    clusterFacts: async () => ({ ...facts, controlPlaneTopology: 'HighlyAvailable' }),
+    statusObject: { apiVersion: 'config.openshift.io/v1', kind: 'ClusterOperator', name: 'karpenter' },
+  });
+  const pdb = { ...Types.PodDisruptionBudget, namespace: 'openshift-karpenter', name: 'karpenter' };
+  const deploymentRef = { ...Types.Deployment, namespace: 'openshift-karpenter', name: 'karpenter' };
+
+  beforeEach(() => {
+    current = { owner, generation: 1, logLevel: 'info', deleting: false, finalizers: [] };
+    store = new MemoryClusterStore([...crds, { ...credentials, metadata: { ...credentials.metadata, namespace: 'openshift-karpenter' } }]);
+    reconciler = new OperandReconciler({ topology: standalone(), cloud: new FakeCloudProvider({ crds }), settings: { ...settings, namespace: 'openshift-karpenter' }, events: new RecordingEvents(), logger: silentLogger });
+  });
+
+  it('a settings change is one Deployment write, then nothing', async () => {
+    await reconciler.reconcile();
+    store.clearWrites();
+    current = { ...current, generation: 2, settings: { batchMaxDuration: '30s' } };
+    await reconciler.reconcile();
+    expect(store.writes.map((w) => `${w.verb} ${w.ref.kind}`)).toEqual(['apply Deployment']);
+    store.clearWrites();
+    await reconciler.reconcile();
+    expect(store.writes).toEqual([]);
+  });
+
+  it('two replicas bring a PodDisruptionBudget; one removes it, once', async () => {
+    await reconciler.reconcile();
+    expect(await store.get(pdb)).toBeDefined();
+    current = { ...current, generation: 2, replicas: 1 };
+    await reconciler.reconcile();
+    expect(await store.get(pdb)).toBeUndefined();
+    expect(((await store.get(deploymentRef))?.spec as { replicas: number }).replicas).toBe(1);
+    store.clearWrites();
+    await reconciler.reconcile();
+    expect(store.writes).toEqual([]);
+  });
+
+  it('leaves a PodDisruptionBudget of the same name that is not the operator\'s', async () => {
+    current = { ...current, replicas: 1 };
+    await store.apply({ ...pdb, metadata: { name: pdb.name, namespace: pdb.namespace }, spec: { maxUnavailable: 0 } });
+    await reconciler.reconcile();
+    expect(await store.get(pdb)).toBeDefined();
   });
 });

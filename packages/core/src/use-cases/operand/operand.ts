@@ -121,6 +121,7 @@ export class OperandReconciler implements Reconciler {
     const isWorkload = (p: PlacedObject) => p.object.kind === 'Deployment';
     await Promise.all(placed.filter((p) => !isWorkload(p)).map((p) => this.applyOne(p, request.owner, ns)));
     for (const p of placed.filter(isWorkload)) await this.applyOne(p, request.owner, ns);
+    await this.removeStaleDisruptionBudget(placed);
     return {};
   }
 
@@ -139,5 +140,15 @@ export class OperandReconciler implements Reconciler {
       this.deps.events.record(owner, 'Normal', 'OperandApplied', `Applied Deployment ${ns}/${obj.metadata.name}`);
       this.deps.logger.info('applied operand', { kind: obj.kind, name: obj.metadata.name, namespace: ns });
     }
+  }
+
+  /** Down to one replica: the PodDisruptionBudget rendered for more would only block drains, so it goes. */
+  private async removeStaleDisruptionBudget(placed: PlacedObject[]): Promise<void> {
+    const deployment = placed.find((p) => p.object.kind === Types.Deployment.kind)?.object;
+    if (!deployment || placed.some((p) => p.object.kind === Types.PodDisruptionBudget.kind)) return;
+    const ref = { ...Types.PodDisruptionBudget, namespace: deployment.metadata.namespace ?? '', name: deployment.metadata.name };
+    const current = await this.deps.topology.controlStore.get(ref);
+    if (current?.metadata.labels?.[Names.managedLabel] !== 'true') return;
+    if (await this.deps.topology.controlStore.delete(ref)) this.deps.logger.info('removed the operand PodDisruptionBudget: one replica', { namespace: ref.namespace, name: ref.name });
   }
 }
