@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -132,6 +132,10 @@ describe.each(cases)('$name image', ({ name, stageNames, operatorOnly, otherBund
       expect(bare.stderr.trimEnd().split('\n')).toHaveLength(1);
       expect(bare.stderr).toMatch(/^karpenter-operator: cannot start: CLUSTER_NAME is required/);
       expect(bare.stderr).not.toMatch(/unknown flag|RELEASE_VERSION|--guest-kubeconfig/);
+      // Node's compile cache lives beside the bundle, and the image warms it at build time.
+      const cache = join(tree, spec.opt, '.compile-cache');
+      expect(existsSync(cache) && readdirSync(cache).length > 0).toBe(true);
+      expect(stages(file).at(-1)!.lines).toContain('RUN /usr/bin/karpenter-operator --help > /dev/null');
     });
 
     it('the runtime tree starts without node_modules: --help, and render on fixtures', () => {
