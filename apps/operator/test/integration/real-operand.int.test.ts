@@ -1,22 +1,23 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DescribeInstancesCommand, EC2Client, type Instance } from '@aws-sdk/client-ec2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  aNodePool,
+  aPoolWorkload,
   applyObject,
   deleteObject,
   getObject,
+  instancesOfPool as instancesOf,
   karpenterBinary,
   listObjects,
   loadToolchain,
-  startKarpenterRunner,
-  startKubeletSimulator,
-  startMachineConfigRenderer,
+  startRealOperand,
   waitFor,
   type DeploymentRunner,
   type KubeletSimulator,
   type KubeObj,
+  type RealOperand,
 } from '@karpenter-operator/testkit';
 import { seededWorld, testCluster } from '@karpenter-operator/testkit/vitest';
 import { adminRequest, conditionOf, type Cond } from '../support/k8s.js';
@@ -32,11 +33,13 @@ import { applyKarpenterAndCredentials, KARPENTER } from '../support/scenario.js'
  *
  * Time bounds are several times what a loaded two-core machine needed (load average 14: Karpenter up and the
  * NodeClass Ready in 110 s, pod pending → Running 7 s, consolidation 41 s, CR teardown 23 s).
+
  */
 const cluster = testCluster();
 const kc = () => cluster.kubeConfig();
 const OPERAND_USER = `system:serviceaccount:${OPERATOR_NS}:karpenter`;
 const POOL = 'e2e';
+const INSTANCE_TYPES = ['m6i.large', 'm6i.xlarge', 'm5.large', 'm5.xlarge'];
 const WORKLOAD_NS = 'e2e-real-operand';
 const NC = ['karpenter.k8s.aws/v1', 'EC2NodeClass'] as const;
 const NODECLAIM = ['karpenter.sh/v1', 'NodeClaim'] as const;
@@ -45,9 +48,9 @@ const started = new Date();
 type WithConditions = KubeObj & { status?: { conditions?: Cond[]; providerID?: string; nodeName?: string } };
 
 let op: OperatorProcess | undefined;
+let operand: RealOperand | undefined;
 let runner: DeploymentRunner | undefined;
 let kubelets: KubeletSimulator | undefined;
-let stopRenderer: (() => void) | undefined;
 let runnerDir: string | undefined;
 const forgedFor = new Set<string>();
 /** What the runner and the simulated kubelets reported, newest last (for failure messages). */
@@ -84,43 +87,10 @@ async function eventually<T>(what: string, probe: () => Promise<T | undefined | 
 const nodeClaims = () => listObjects<WithConditions>(kc(), ...NODECLAIM);
 const condTrue = (o: WithConditions | undefined, type: string) => conditionOf(o, type)?.status === 'True';
 
-async function instancesOfPool(): Promise<Instance[]> {
-  const ec2 = new EC2Client(cluster.ec2Config());
-  try {
-    const r = await ec2.send(
-      new DescribeInstancesCommand({
-        Filters: [
-          { Name: 'tag:karpenter.sh/nodepool', Values: [POOL] },
-          { Name: 'instance-state-name', Values: ['pending', 'running', 'stopping', 'stopped'] },
-        ],
-      }),
-    );
-    return (r.Reservations ?? []).flatMap((x) => x.Instances ?? []);
-  } finally {
-    ec2.destroy();
-  }
-}
+const instancesOfPool = (pool = POOL) => instancesOf(cluster, pool);
+const ofPool = (c: KubeObj, pool = POOL) => c.metadata.labels?.['karpenter.sh/nodepool'] === pool;
 
-async function setWorkloadReplicas(replicas: number): Promise<void> {
-  await applyObject(kc(), {
-    apiVersion: 'apps/v1',
-    kind: 'Deployment',
-    metadata: { name: 'inflate', namespace: WORKLOAD_NS },
-    spec: {
-      replicas,
-      selector: { matchLabels: { app: 'inflate' } },
-      template: {
-        metadata: { labels: { app: 'inflate' } },
-        spec: {
-          // Only a node of this pool can host it.
-          nodeSelector: { 'karpenter.sh/nodepool': POOL },
-          terminationGracePeriodSeconds: 0,
-          containers: [{ name: 'app', image: 'registry.k8s.io/pause:3.10', resources: { requests: { cpu: '1', memory: '1Gi' } } }],
-        },
-      },
-    },
-  });
-}
+const setWorkloadReplicas = (replicas: number) => applyObject(kc(), aPoolWorkload('inflate', WORKLOAD_NS, { pool: POOL, replicas, cpu: '1', memory: '1Gi' }));
 
 describe('the real Karpenter provisions an OpenShift node through this operator', () => {
   beforeAll(async () => {
@@ -140,29 +110,30 @@ describe('the real Karpenter provisions an OpenShift node through this operator'
         LOG_LEVEL: 'info',
       },
     });
-    // MCO's render step, so the NodeClass's userData may point at its own pool.
-    stopRenderer = startMachineConfigRenderer(cluster, { log: note('mco') });
     runnerDir = mkdtempSync(join(tmpdir(), 'ko-real-operand-'));
-    runner = startKarpenterRunner({ cluster, karpenterBinary: binary, operatorEntry: join(REPO, 'apps/operator/dist/main.js'), baseDir: runnerDir, log: note('runner') });
-    kubelets = startKubeletSimulator({
+    operand = startRealOperand({
       cluster,
-      log: note('kubelet'),
-      // The first machine also gets a forged client CSR (an extra organization) for its instance.
-      forgeCsr: (claim) => {
-        if (forgedFor.size > 0 && !forgedFor.has(claim)) return undefined;
-        forgedFor.add(claim);
-        return { organizations: ['system:nodes', 'system:masters'] };
+      karpenterBinary: binary,
+      operatorEntry: join(REPO, 'apps/operator/dist/main.js'),
+      baseDir: runnerDir,
+      log: note('harness'),
+      kubelets: {
+        // The first machine also gets a forged client CSR (an extra organization) for its instance.
+        forgeCsr: (claim) => {
+          if (forgedFor.size > 0 && !forgedFor.has(claim)) return undefined;
+          forgedFor.add(claim);
+          return { organizations: ['system:nodes', 'system:masters'] };
+        },
       },
     });
+    ({ runner, kubelets } = operand);
     await applyObject(kc(), { apiVersion: 'v1', kind: 'Namespace', metadata: { name: WORKLOAD_NS } });
   }, 300_000);
 
   afterAll(async () => {
     await deleteObject(kc(), 'v1', 'Namespace', WORKLOAD_NS).catch(() => false);
     await deleteObject(kc(), 'karpenter.sh/v1', 'NodePool', POOL).catch(() => false);
-    await kubelets?.stop();
-    stopRenderer?.();
-    await runner?.stop();
+    await operand?.stop();
     await op?.stop();
     await resetOperatorWorld(cluster).catch(() => undefined);
     await dropKarpenterFinalizers();
@@ -194,24 +165,7 @@ describe('the real Karpenter provisions an OpenShift node through this operator'
 
   it('a pod only a new node can host becomes Running on a node Karpenter launched and the operator let join', async () => {
     const world = seededWorld();
-    await applyObject(kc(), {
-      apiVersion: 'karpenter.sh/v1',
-      kind: 'NodePool',
-      metadata: { name: POOL },
-      spec: {
-        template: {
-          spec: {
-            nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' },
-            requirements: [
-              { key: 'kubernetes.io/arch', operator: 'In', values: ['amd64'] },
-              { key: 'karpenter.sh/capacity-type', operator: 'In', values: ['on-demand'] },
-              { key: 'node.kubernetes.io/instance-type', operator: 'In', values: ['m6i.large', 'm6i.xlarge', 'm5.large', 'm5.xlarge'] },
-            ],
-          },
-        },
-        disruption: { consolidationPolicy: 'WhenEmptyOrUnderutilized', consolidateAfter: '5s' },
-      },
-    });
+    await applyObject(kc(), aNodePool(POOL, { arch: 'amd64', instanceTypes: INSTANCE_TYPES }));
     await setWorkloadReplicas(1);
 
     const launched = await eventually(
@@ -266,10 +220,10 @@ describe('the real Karpenter provisions an OpenShift node through this operator'
   }, 900_000);
 
   it('the node stays: no drift, no replacement, no second NodeClaim over 30 s', async () => {
-    const before = (await nodeClaims()).filter((c) => c.metadata.labels?.['karpenter.sh/nodepool'] === POOL);
+    const before = (await nodeClaims()).filter((c) => ofPool(c));
     expect(before).toHaveLength(1);
     await new Promise((r) => setTimeout(r, 30_000));
-    const after = (await nodeClaims()).filter((c) => c.metadata.labels?.['karpenter.sh/nodepool'] === POOL);
+    const after = (await nodeClaims()).filter((c) => ofPool(c));
     expect(after.map((c) => c.metadata.uid)).toEqual(before.map((c) => c.metadata.uid));
     expect(after[0]!.metadata.deletionTimestamp, (await diagnostics())).toBeUndefined();
     expect(conditionOf(after[0], 'Drifted')?.status ?? 'False', JSON.stringify(conditionOf(after[0], 'Drifted'))).not.toBe('True');
@@ -339,7 +293,7 @@ async function dropKarpenterFinalizers(): Promise<void> {
   const strip = async (path: string) => adminRequest(cluster, 'PATCH', path, { metadata: { finalizers: null } }, 'application/merge-patch+json').catch(() => undefined);
   for (const nc of await listObjects(kc(), ...NC).catch(() => [] as KubeObj[])) await strip(`/apis/karpenter.k8s.aws/v1/ec2nodeclasses/${nc.metadata.name}`);
   for (const c of await nodeClaims().catch(() => [] as WithConditions[])) {
-    if (c.metadata.labels?.['karpenter.sh/nodepool'] !== POOL) continue;
+    if (!ofPool(c)) continue;
     await strip(`/apis/karpenter.sh/v1/nodeclaims/${c.metadata.name}`);
     await deleteObject(kc(), ...NODECLAIM, c.metadata.name).catch(() => false);
   }
