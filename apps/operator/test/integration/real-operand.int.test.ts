@@ -15,6 +15,7 @@ import {
   startRealOperand,
   waitFor,
   type DeploymentRunner,
+  type ForgedCsr,
   type KubeletSimulator,
   type KubeObj,
   type RealOperand,
@@ -45,6 +46,14 @@ const NC = ['karpenter.k8s.aws/v1', 'EC2NodeClass'] as const;
 const NODECLAIM = ['karpenter.sh/v1', 'NodeClaim'] as const;
 const started = new Date();
 
+/** Client CSRs for the first machine's node name that its kubelet would never send, and why the operator leaves each. */
+const FORGED: Array<{ csr: ForgedCsr; reason: string }> = [
+  { csr: { request: { organizations: ['system:nodes', 'system:masters'] } }, reason: 'InvalidOrganization' },
+  { csr: { usages: ['digital signature', 'client auth', 'server auth'] }, reason: 'UnexpectedUsages' },
+  { csr: { request: { ipAddresses: ['10.0.250.250'] } }, reason: 'UnexpectedSubjectAltNames' },
+  { csr: { requester: 'admin' }, reason: 'UnexpectedRequester' },
+];
+
 type WithConditions = KubeObj & { status?: { conditions?: Cond[]; providerID?: string; nodeName?: string } };
 
 let op: OperatorProcess | undefined;
@@ -67,7 +76,7 @@ async function diagnostics(): Promise<string> {
   );
   return [
     `NodeClaims:\n${claimLines.join('\n') || '  none'}`,
-    `simulated kubelets:\n${(kubelets?.kubelets() ?? []).map((k) => `  ${k.nodeClaim} ${k.phase} ${k.nodeName ?? ''} client=${k.clientCsr ?? '-'} serving=${k.servingCsr ?? '-'} ${k.error ?? ''}`).join('\n') || '  none'}`,
+    `simulated kubelets:\n${(kubelets?.kubelets() ?? []).map((k) => `  ${k.nodeClaim} ${k.phase} ${k.nodeName ?? ''} client=${k.clientCsr ?? '-'} serving=${k.servingCsr ?? '-'} forged=${k.forgedCsrs.join(',') || '-'} ${k.error ?? ''}`).join('\n') || '  none'}`,
     `harness log:\n${harnessLog.slice(-30).join('\n')}`,
     `operand crashes: ${JSON.stringify(runner?.crashes().map((c) => ({ pod: c.pod, container: c.container, exitCode: c.exitCode })) ?? [])}`,
     `operand logs:\n${runner?.logTails(25) ?? '(runner not started)'}`,
@@ -91,6 +100,12 @@ const instancesOfPool = (pool = POOL) => instancesOf(cluster, pool);
 const ofPool = (c: KubeObj, pool = POOL) => c.metadata.labels?.['karpenter.sh/nodepool'] === pool;
 
 const setWorkloadReplicas = (replicas: number) => applyObject(kc(), aPoolWorkload('inflate', WORKLOAD_NS, { pool: POOL, replicas, cpu: '1', memory: '1Gi' }));
+
+/** The reasons of the events about CSR `name`. */
+async function csrEventReasons(name: string): Promise<string[]> {
+  const r = await adminRequest(cluster, 'GET', `/apis/events.k8s.io/v1/events?fieldSelector=${encodeURIComponent(`regarding.name=${name}`)}`);
+  return ((r.body as { items?: Array<{ reason?: string }> }).items ?? []).map((e) => e.reason ?? '');
+}
 
 describe('the real Karpenter provisions an OpenShift node through this operator', () => {
   beforeAll(async () => {
@@ -118,11 +133,11 @@ describe('the real Karpenter provisions an OpenShift node through this operator'
       baseDir: runnerDir,
       log: note('harness'),
       kubelets: {
-        // The first machine also gets a forged client CSR (an extra organization) for its instance.
+        // The first machine also gets forged client CSRs for its instance, each wrong in one way.
         forgeCsr: (claim) => {
           if (forgedFor.size > 0 && !forgedFor.has(claim)) return undefined;
           forgedFor.add(claim);
-          return { organizations: ['system:nodes', 'system:masters'] };
+          return FORGED.map((f) => f.csr);
         },
       },
     });
@@ -193,14 +208,12 @@ describe('the real Karpenter provisions an OpenShift node through this operator'
     expect(sim.nodeName).toBe(nodeName);
     expect(nodeName).toBe(instance!.PrivateDnsName!.toLowerCase());
 
-    // The operator approved both CSRs; the forged one for the same instance stays pending.
+    // The operator approved both CSRs (the forged ones for the same instance: the next test).
     await eventually('the serving CSR approved', async () => kubelets!.kubelets().find((k) => k.nodeClaim === launched.metadata.name)?.phase === 'joined', 120_000);
     const csr = (name: string) => getObject<KubeObj & { status?: { conditions?: Cond[] } }>(kc(), 'certificates.k8s.io/v1', 'CertificateSigningRequest', name);
     for (const name of [sim.clientCsr!, kubelets!.kubelets().find((k) => k.nodeClaim === launched.metadata.name)!.servingCsr!]) {
       expect(conditionOf(await csr(name), 'Approved')?.status, `CSR ${name}`).toBe('True');
     }
-    expect(sim.forgedCsr).toBeDefined();
-    expect((await csr(sim.forgedCsr!))?.status?.conditions ?? []).toEqual([]);
 
     const node = (await getObject<KubeObj & { spec?: { taints?: Array<{ key: string }>; providerID?: string } }>(kc(), 'v1', 'Node', nodeName))!;
     expect(node.spec?.providerID).toBe(launched.status!.providerID);
@@ -218,6 +231,22 @@ describe('the real Karpenter provisions an OpenShift node through this operator'
       120_000,
     );
   }, 900_000);
+
+  it('forged client CSRs for the launched instance stay pending while its real one was approved, each with the reason', async () => {
+    const sim = kubelets!.kubelets().find((k) => forgedFor.has(k.nodeClaim))!;
+    expect(sim.phase).toBe('joined');
+    expect(sim.forgedCsrs).toHaveLength(FORGED.length);
+    // The operator says why on each CSR (a Warning event); the real CSR, submitted after them, is approved.
+    for (const [i, name] of sim.forgedCsrs.entries()) {
+      await eventually(`event ${FORGED[i]!.reason} on forged CSR ${name}`, async () => (await csrEventReasons(name)).includes(FORGED[i]!.reason), 60_000);
+    }
+    expect(await csrEventReasons(sim.clientCsr!)).toContain('ClientCsrVerified');
+    for (const name of [...sim.forgedCsrs, sim.clientCsr!]) {
+      const o = await getObject<KubeObj & { status?: { conditions?: Cond[]; certificate?: string } }>(kc(), 'certificates.k8s.io/v1', 'CertificateSigningRequest', name);
+      if (name === sim.clientCsr) expect(conditionOf(o, 'Approved')?.status, `real CSR ${name}`).toBe('True');
+      else expect({ name, conditions: o?.status?.conditions ?? [], certificate: o?.status?.certificate }).toEqual({ name, conditions: [], certificate: undefined });
+    }
+  }, 120_000);
 
   it('the node stays: no drift, no replacement, no second NodeClaim over 30 s', async () => {
     const before = (await nodeClaims()).filter((c) => ofPool(c));
