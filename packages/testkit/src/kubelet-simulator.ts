@@ -31,8 +31,8 @@ export interface KubeletSimulatorOptions {
   pollMs?: number;
   /** KubeletConfig holding `registerWithTaints` for Karpenter's pools. */
   kubeletConfigName?: string;
-  /** true: never submit a client CSR for this NodeClaim (the node never joins). */
-  withholdCsr?: (nodeClaim: string) => boolean;
+  /** true: never submit a client CSR for this NodeClaim (the node never joins). `labels`: the NodeClaim's. */
+  withholdCsr?: (nodeClaim: string, labels: Record<string, string>) => boolean;
   /**
    * Before the real client CSR, also submit these forged ones for the same instance (each differing from the
    * kubelet's request as it says). `undefined` or `[]`: none.
@@ -154,7 +154,7 @@ export function startKubeletSimulator(opts: KubeletSimulatorOptions): KubeletSim
     if (!taints) return;
 
     // 4. Client CSR (and the forged one, when asked).
-    if (opts.withholdCsr?.(k.nodeClaim)) {
+    if (opts.withholdCsr?.(k.nodeClaim, claim.metadata.labels ?? {})) {
       k.phase = 'withheld';
       log(`${k.nodeClaim}: client CSR withheld (${nodeName})`);
       return;

@@ -34,13 +34,20 @@ import { applyKarpenterAndCredentials, KARPENTER } from '../support/scenario.js'
  *
  * Time bounds are several times what a loaded two-core machine needed (load average 14: Karpenter up and the
  * NodeClass Ready in 110 s, pod pending → Running 7 s, consolidation 41 s, CR teardown 23 s).
-
+ *
+ * Karpenter's registration deadline is `registrationTimeout = time.Minute * 15`, an unexported constant of
+ * sigs.k8s.io/karpenter v1.14.1 (pkg/controllers/nodeclaim/lifecycle/liveness.go): no flag or env shortens it,
+ * so the withheld-CSR case asserts what is visible well before it and does what Karpenter does at it.
  */
 const cluster = testCluster();
 const kc = () => cluster.kubeConfig();
 const OPERAND_USER = `system:serviceaccount:${OPERATOR_NS}:karpenter`;
 const POOL = 'e2e';
 const INSTANCE_TYPES = ['m6i.large', 'm6i.xlarge', 'm5.large', 'm5.xlarge'];
+/** A pool whose machines never send their client CSR. */
+const WITHHELD_POOL = 'e2e-withheld';
+/** Karpenter v1.14.1's registration deadline (a constant, see above). */
+const REGISTRATION_TIMEOUT_MS = 15 * 60_000;
 const WORKLOAD_NS = 'e2e-real-operand';
 const NC = ['karpenter.k8s.aws/v1', 'EC2NodeClass'] as const;
 const NODECLAIM = ['karpenter.sh/v1', 'NodeClaim'] as const;
@@ -133,6 +140,7 @@ describe('the real Karpenter provisions an OpenShift node through this operator'
       baseDir: runnerDir,
       log: note('harness'),
       kubelets: {
+        withholdCsr: (_claim, labels) => labels['karpenter.sh/nodepool'] === WITHHELD_POOL,
         // The first machine also gets forged client CSRs for its instance, each wrong in one way.
         forgeCsr: (claim) => {
           if (forgedFor.size > 0 && !forgedFor.has(claim)) return undefined;
@@ -147,7 +155,7 @@ describe('the real Karpenter provisions an OpenShift node through this operator'
 
   afterAll(async () => {
     await deleteObject(kc(), 'v1', 'Namespace', WORKLOAD_NS).catch(() => false);
-    await deleteObject(kc(), 'karpenter.sh/v1', 'NodePool', POOL).catch(() => false);
+    for (const pool of [POOL, WITHHELD_POOL]) await deleteObject(kc(), 'karpenter.sh/v1', 'NodePool', pool).catch(() => false);
     await operand?.stop();
     await op?.stop();
     await resetOperatorWorld(cluster).catch(() => undefined);
@@ -248,6 +256,48 @@ describe('the real Karpenter provisions an OpenShift node through this operator'
     }
   }, 120_000);
 
+  it('a machine whose client CSR is withheld never joins; Karpenter keeps its NodeClaim until the 15-min registration deadline', async () => {
+    // Karpenter v1.14.1 deletes an unregistered NodeClaim 15 min after its Registered condition went Unknown
+    // (a constant): the test sees the state before that deadline, then deletes the NodeClaim as Karpenter would.
+    await applyObject(kc(), aNodePool(WITHHELD_POOL, { arch: 'amd64', instanceTypes: INSTANCE_TYPES }));
+    await applyObject(kc(), aPoolWorkload('withheld', WORKLOAD_NS, { pool: WITHHELD_POOL, replicas: 1, cpu: '1', memory: '1Gi' }));
+    const launched = await eventually(
+      `a NodeClaim of pool ${WITHHELD_POOL} Launched with a providerID`,
+      async () => (await nodeClaims()).find((c) => ofPool(c, WITHHELD_POOL) && c.status?.providerID && condTrue(c, 'Launched')),
+      240_000,
+    );
+    const name = launched.metadata.name;
+    const instanceId = launched.status!.providerID!.split('/').pop()!;
+    await eventually(`the machine of ${name} withholding its CSR`, async () => kubelets!.kubelets().find((k) => k.nodeClaim === name)?.phase === 'withheld', 60_000);
+    // A bounded window in which a joining machine would long have registered (pod pending → Running took 7 s).
+    await new Promise((r) => setTimeout(r, 15_000));
+
+    const claim = await getObject<WithConditions>(kc(), ...NODECLAIM, name);
+    expect(claim?.metadata.deletionTimestamp, `NodeClaim ${name} still there`).toBeUndefined();
+    const registered = conditionOf(claim, 'Registered') as (Cond & { lastTransitionTime?: string }) | undefined;
+    expect({ status: registered?.status, reason: registered?.reason }).toEqual({ status: 'Unknown', reason: 'NodeNotFound' });
+    expect(condTrue(claim, 'Initialized')).toBe(false);
+    const deadline = Date.parse(registered!.lastTransitionTime!) + REGISTRATION_TIMEOUT_MS;
+    console.log(`real-operand: NodeClaim ${name} unregistered; Karpenter's registration deadline is ${new Date(deadline).toISOString()} (${Math.round((deadline - Date.now()) / 1000)} s ahead)`);
+    expect(deadline).toBeGreaterThan(Date.now());
+    const sim = kubelets!.kubelets().find((k) => k.nodeClaim === name)!;
+    expect({ phase: sim.phase, clientCsr: sim.clientCsr }).toEqual({ phase: 'withheld', clientCsr: undefined });
+    // No Node for its instance (the operator had nothing to approve), and the instance still runs, owned.
+    const nodes = await listObjects<KubeObj & { spec?: { providerID?: string } }>(kc(), 'v1', 'Node');
+    expect(nodes.filter((n) => n.spec?.providerID === launched.status!.providerID).map((n) => n.metadata.name)).toEqual([]);
+    const [instance] = (await instancesOfPool(WITHHELD_POOL)).filter((i) => i.InstanceId === instanceId);
+    expect(instance?.State?.Name, `instance ${instanceId}`).toMatch(/^(pending|running)$/);
+    expect(instance!.Tags).toContainEqual({ Key: seededWorld().facts.clusterTagKey, Value: 'owned' });
+
+    // What Karpenter does at the deadline: delete the NodeClaim; its termination then terminates the instance.
+    await deleteObject(kc(), 'apps/v1', 'Deployment', 'withheld', WORKLOAD_NS);
+    await deleteObject(kc(), ...NODECLAIM, name);
+    await eventually(`NodeClaim ${name} gone`, async () => (await getObject(kc(), ...NODECLAIM, name)) === undefined, 180_000);
+    await eventually(`instance ${instanceId} terminated in the emulator`, async () => !(await instancesOfPool(WITHHELD_POOL)).some((i) => i.InstanceId === instanceId), 120_000);
+    await deleteObject(kc(), 'karpenter.sh/v1', 'NodePool', WITHHELD_POOL);
+    expect(runner!.crashes()).toEqual([]);
+  }, 600_000);
+
   it('the node stays: no drift, no replacement, no second NodeClaim over 30 s', async () => {
     const before = (await nodeClaims()).filter((c) => ofPool(c));
     expect(before).toHaveLength(1);
@@ -322,11 +372,11 @@ async function dropKarpenterFinalizers(): Promise<void> {
   const strip = async (path: string) => adminRequest(cluster, 'PATCH', path, { metadata: { finalizers: null } }, 'application/merge-patch+json').catch(() => undefined);
   for (const nc of await listObjects(kc(), ...NC).catch(() => [] as KubeObj[])) await strip(`/apis/karpenter.k8s.aws/v1/ec2nodeclasses/${nc.metadata.name}`);
   for (const c of await nodeClaims().catch(() => [] as WithConditions[])) {
-    if (!ofPool(c)) continue;
+    if (!ofPool(c) && !ofPool(c, WITHHELD_POOL)) continue;
     await strip(`/apis/karpenter.sh/v1/nodeclaims/${c.metadata.name}`);
     await deleteObject(kc(), ...NODECLAIM, c.metadata.name).catch(() => false);
   }
-  for (const n of await listObjects(kc(), 'v1', 'Node', undefined, `karpenter.sh/nodepool=${POOL}`).catch(() => [] as KubeObj[])) {
+  for (const n of await listObjects(kc(), 'v1', 'Node', undefined, `karpenter.sh/nodepool in (${POOL},${WITHHELD_POOL})`).catch(() => [] as KubeObj[])) {
     await strip(`/api/v1/nodes/${n.metadata.name}`);
     await deleteObject(kc(), 'v1', 'Node', n.metadata.name).catch(() => false);
   }
