@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -33,7 +33,8 @@ import { applyKarpenterAndCredentials, KARPENTER } from '../support/scenario.js'
  * kubelets that bootstrap through the node-bootstrapper CSR the operator approves.
  *
  * Time bounds are several times what a loaded two-core machine needed (load average 14: Karpenter up and the
- * NodeClass Ready in 110 s, pod pending → Running 7 s, consolidation 41 s, CR teardown 23 s).
+ * NodeClass Ready in 110–153 s, pod pending → Running 7–14 s, a new log level until a new process leads 139 s,
+ * consolidation 41–93 s, CR teardown 23–33 s).
  *
  * Karpenter's registration deadline is `registrationTimeout = time.Minute * 15`, an unexported constant of
  * sigs.k8s.io/karpenter v1.14.1 (pkg/controllers/nodeclaim/lifecycle/liveness.go): no flag or env shortens it,
@@ -112,6 +113,12 @@ const setWorkloadReplicas = (replicas: number) => applyObject(kc(), aPoolWorkloa
 async function csrEventReasons(name: string): Promise<string[]> {
   const r = await adminRequest(cluster, 'GET', `/apis/events.k8s.io/v1/events?fieldSelector=${encodeURIComponent(`regarding.name=${name}`)}`);
   return ((r.body as { items?: Array<{ reason?: string }> }).items ?? []).map((e) => e.reason ?? '');
+}
+
+/** The environment and the command line of a running process (what it really runs with). */
+function processOf(pid: number): { env: string[]; args: string[] } {
+  const split = (f: string) => readFileSync(`/proc/${pid}/${f}`, 'utf8').split('\0').filter(Boolean);
+  return { env: split('environ'), args: split('cmdline') };
 }
 
 describe('the real Karpenter provisions an OpenShift node through this operator', () => {
@@ -308,6 +315,33 @@ describe('the real Karpenter provisions an OpenShift node through this operator'
     expect(conditionOf(after[0], 'Drifted')?.status ?? 'False', JSON.stringify(conditionOf(after[0], 'Drifted'))).not.toBe('True');
     expect(runner!.crashes()).toEqual([]);
   }, 180_000);
+
+  it('spec.logLevel debug: the operand restarts on the new pod template and the new processes run with it', async () => {
+    const old = runner!.replicas();
+    expect(old.map((r) => r.state)).toEqual(['running', 'running']);
+    await adminRequest(cluster, 'PATCH', `/apis/autoscaling.openshift.io/v1alpha1/karpenters/default`, { spec: { logLevel: 'debug' } }, 'application/merge-patch+json');
+    const oldHashes = new Set(old.map((r) => r.templateHash));
+    const fresh = await eventually(
+      'two operand processes on a new pod-template hash, none on the old',
+      async () => {
+        const rs = runner!.replicas();
+        return rs.length === 2 && rs.every((r) => r.state === 'running' && r.pid && !oldHashes.has(r.templateHash)) ? rs : undefined;
+      },
+      300_000,
+    );
+    for (const r of fresh) {
+      const p = processOf(r.pid!);
+      expect(p.env, `env of ${r.pod}`).toContain('LOG_LEVEL=debug');
+      expect(p.args, `args of ${r.pod}`).toContain('--log-level=debug');
+    }
+    await eventually('a DEBUG line in the new operand log', async () => fresh.some((r) => /"level":"DEBUG"/.test(readFileSync(r.logFile, 'utf8'))), 120_000);
+    // A new process takes the lead (the controller starts in ~90 s here, then waits for the lease).
+    await eventually('a new operand process holding the leader lease', async () => fresh.some((r) => /"message":"Successfully acquired lease"/.test(readFileSync(r.logFile, 'utf8'))), 400_000);
+    // Still provisioning-ready: the NodeClass stays Ready and the node stays.
+    expect(condTrue(await getObject<WithConditions>(kc(), ...NC, 'default'), 'Ready')).toBe(true);
+    expect((await nodeClaims()).filter((c) => ofPool(c) && condTrue(c, 'Ready'))).toHaveLength(1);
+    expect(runner!.crashes()).toEqual([]);
+  }, 900_000);
 
   it('scaled to zero: Karpenter consolidates the empty node and the instance is terminated', async () => {
     await setWorkloadReplicas(0);
