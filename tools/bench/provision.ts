@@ -15,18 +15,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import {
-  applyObject,
-  getObject,
-  karpenterBinary,
-  listObjects,
-  loadToolchain,
-  startKarpenterRunner,
-  startKubeletSimulator,
-  startMachineConfigRenderer,
-  waitFor,
-  type KubeObj,
-} from '@karpenter-operator/testkit';
+import { aNodePool, aPoolWorkload, applyObject, getObject, karpenterBinary, listObjects, loadToolchain, startRealOperand, waitFor, type KubeObj } from '@karpenter-operator/testkit';
 import { applyKarpenterAndCredentials, EC2NODECLASS, installManifests, runBench, startOperator, waitConverged, watchPath } from './src/harness.js';
 import { summarize } from './src/stats.js';
 
@@ -71,14 +60,20 @@ await runBench('provision', { timeoutMs: Number(args['timeout-s']) * 1000 }, asy
   });
   await op.waitReady();
   await waitConverged(ctx);
-  const stopRenderer = startMachineConfigRenderer(ctx.cluster);
-  ctx.onCleanup(stopRenderer);
   const dir = join(ctx.logDir, 'karpenter');
   mkdirSync(dir, { recursive: true });
-  const runner = startKarpenterRunner({ cluster: ctx.cluster, karpenterBinary: binary, operatorEntry: join(ctx.root, 'apps/operator/dist/main.js'), baseDir: dir, log: (l) => ctx.log(`runner: ${l}`) });
-  ctx.onCleanup(() => runner.stop());
-  const kubelets = startKubeletSimulator({ cluster: ctx.cluster });
-  ctx.onCleanup(() => kubelets.stop());
+  const operand = startRealOperand({
+    cluster: ctx.cluster,
+    karpenterBinary: binary,
+    operatorEntry: join(ctx.root, 'apps/operator/dist/main.js'),
+    baseDir: dir,
+    // The operand's process lines only: a line per kubelet step would be the bench's own load.
+    log: (l) => {
+      if (l.startsWith('runner: ')) ctx.log(l);
+    },
+  });
+  ctx.onCleanup(() => operand.stop());
+  const { runner, kubelets } = operand;
 
   const watches = await Promise.all([
     watchPath(kc, `/api/v1/namespaces/${NS}/pods`, (type, o: Obj) => {
@@ -110,44 +105,9 @@ await runBench('provision', { timeoutMs: Number(args['timeout-s']) * 1000 }, asy
   const karpenterReadyS = (Date.now() - t0) / 1000;
   ctx.log(`Karpenter up and NodeClass Ready in ${karpenterReadyS.toFixed(1)} s`);
   await applyObject(kc, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
-  await applyObject(kc, {
-    apiVersion: 'karpenter.sh/v1',
-    kind: 'NodePool',
-    metadata: { name: POOL },
-    spec: {
-      template: {
-        spec: {
-          nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' },
-          requirements: [
-            { key: 'karpenter.sh/capacity-type', operator: 'In', values: ['on-demand'] },
-            { key: 'node.kubernetes.io/instance-type', operator: 'In', values: ['m6i.large', 'm5.large'] },
-          ],
-        },
-      },
-      disruption: { consolidationPolicy: 'WhenEmptyOrUnderutilized', consolidateAfter: '5s' },
-      limits: { cpu: '1000' },
-    },
-  });
+  await applyObject(kc, aNodePool(POOL, { instanceTypes: ['m6i.large', 'm5.large'], limits: { cpu: '1000' } }));
 
-  const workload = (replicas: number) =>
-    applyObject(kc, {
-      apiVersion: 'apps/v1',
-      kind: 'Deployment',
-      metadata: { name: 'spread', namespace: NS },
-      spec: {
-        replicas,
-        selector: { matchLabels: { app: 'spread' } },
-        template: {
-          metadata: { labels: { app: 'spread' } },
-          spec: {
-            nodeSelector: { 'karpenter.sh/nodepool': POOL },
-            affinity: { podAntiAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [{ topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: { app: 'spread' } } }] } },
-            terminationGracePeriodSeconds: 0,
-            containers: [{ name: 'app', image: 'registry.k8s.io/pause:3.10', resources: { requests: { cpu: '500m', memory: '512Mi' } } }],
-          },
-        },
-      },
-    });
+  const workload = (replicas: number) => applyObject(kc, aPoolWorkload('spread', NS, { pool: POOL, replicas, cpu: '500m', memory: '512Mi', oneNodeEach: true }));
 
   const runs: Record<string, unknown>[] = [];
   for (const n of SIZES) {

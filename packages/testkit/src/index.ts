@@ -18,3 +18,4 @@ export * from './kubelet-simulator.js';
 export * from './credentials-minter.js';
 export * from './mco-standin.js';
 export * from './seed/openshift-aws.js';
+export * from './provisioning.js';

@@ -23,7 +23,7 @@ import { getObject, listObjects, type KubeObj } from './resources.js';
  *    labels, capacity; KWOK keeps it Ready from then on.
  * 6. Submit the serving CSR as the node (SANs: its DNS name and IP) and wait for its approval.
  *
- * Knobs let a test withhold the CSR, also submit a forged one, or delay the Node.
+ * Knobs let a test withhold the CSR, also submit forged ones, or delay the Node.
  */
 export interface KubeletSimulatorOptions {
   cluster: ClusterClient;
@@ -31,15 +31,25 @@ export interface KubeletSimulatorOptions {
   pollMs?: number;
   /** KubeletConfig holding `registerWithTaints` for Karpenter's pools. */
   kubeletConfigName?: string;
-  /** true: never submit a client CSR for this NodeClaim (the node never joins). */
-  withholdCsr?: (nodeClaim: string) => boolean;
+  /** true: never submit a client CSR for this NodeClaim (the node never joins). `labels`: the NodeClaim's. */
+  withholdCsr?: (nodeClaim: string, labels: Record<string, string>) => boolean;
   /**
-   * Before the real client CSR, also submit a forged one for the same instance as the bootstrapper, built
-   * with these overrides of the kubelet's request (e.g. an extra organization). `undefined`: none.
+   * Before the real client CSR, also submit these forged ones for the same instance (each differing from the
+   * kubelet's request as it says). `undefined` or `[]`: none.
    */
-  forgeCsr?: (nodeClaim: string, nodeName: string) => Parameters<typeof createKubeletClientCsr>[1] | undefined;
+  forgeCsr?: (nodeClaim: string, nodeName: string) => ForgedCsr[] | undefined;
   /** Delay between the signed client certificate and creating the Node. */
   nodeDelayMs?: (nodeClaim: string) => number;
+}
+
+/** A client CSR for a machine's node name that the real kubelet would not send. */
+export interface ForgedCsr {
+  /** Overrides of the kubelet's PKCS#10 request (another CN, an extra organization, SANs). */
+  request?: Parameters<typeof createKubeletClientCsr>[1];
+  /** `spec.usages`; the kubelet's (digital signature, client auth) when absent. */
+  usages?: string[];
+  /** Who submits it: the node bootstrapper (default) or a cluster admin, a requester no kubelet bootstraps as. */
+  requester?: 'node-bootstrapper' | 'admin';
 }
 
 export type KubeletPhase = 'booting' | 'withheld' | 'client-csr-pending' | 'node-delayed' | 'serving-csr-pending' | 'joined' | 'failed' | 'gone';
@@ -52,7 +62,8 @@ export interface SimulatedKubelet {
   ip?: string;
   phase: KubeletPhase;
   clientCsr?: string;
-  forgedCsr?: string;
+  /** The forged CSRs submitted for this machine, in the order `forgeCsr` listed them. */
+  forgedCsrs: string[];
   servingCsr?: string;
   /** Why the machine did not join (phase `failed`). */
   error?: string;
@@ -68,6 +79,7 @@ export interface KubeletSimulator {
 const MCO = 'openshift-machine-config-operator';
 const BOOTSTRAPPER = 'node-bootstrapper';
 const CLIENT_SIGNER = 'kubernetes.io/kube-apiserver-client-kubelet';
+const CLIENT_USAGES = ['digital signature', 'client auth'];
 const SERVING_SIGNER = 'kubernetes.io/kubelet-serving';
 
 type NodeClaim = KubeObj & {
@@ -142,16 +154,19 @@ export function startKubeletSimulator(opts: KubeletSimulatorOptions): KubeletSim
     if (!taints) return;
 
     // 4. Client CSR (and the forged one, when asked).
-    if (opts.withholdCsr?.(k.nodeClaim)) {
+    if (opts.withholdCsr?.(k.nodeClaim, claim.metadata.labels ?? {})) {
       k.phase = 'withheld';
       log(`${k.nodeClaim}: client CSR withheld (${nodeName})`);
       return;
     }
     bootstrapper ??= await opts.cluster.kubeConfigFor(MCO, BOOTSTRAPPER, { expirationSeconds: 48 * 3600 });
-    const forged = opts.forgeCsr?.(k.nodeClaim, nodeName);
-    if (forged) k.forgedCsr = await submitCsr(bootstrapper, await createKubeletClientCsr(nodeName, forged), CLIENT_SIGNER, ['digital signature', 'client auth']);
+    for (const forged of opts.forgeCsr?.(k.nodeClaim, nodeName) ?? []) {
+      const as = forged.requester === 'admin' ? kc : bootstrapper;
+      k.forgedCsrs.push(await submitCsr(as, await createKubeletClientCsr(nodeName, forged.request), CLIENT_SIGNER, forged.usages ?? CLIENT_USAGES));
+      log(`${k.nodeClaim}: forged client CSR ${k.forgedCsrs.at(-1)} for ${nodeName} submitted`);
+    }
     const client = await createKubeletClientCsr(nodeName);
-    k.clientCsr = await submitCsr(bootstrapper, client, CLIENT_SIGNER, ['digital signature', 'client auth']);
+    k.clientCsr = await submitCsr(bootstrapper, client, CLIENT_SIGNER, CLIENT_USAGES);
     k.phase = 'client-csr-pending';
     log(`${k.nodeClaim}: client CSR ${k.clientCsr} for ${nodeName} submitted`);
 
@@ -266,7 +281,7 @@ export function startKubeletSimulator(opts: KubeletSimulatorOptions): KubeletSim
       const providerID = claim.status?.providerID;
       if (kubelets.has(uid) || !providerID || claim.metadata.deletionTimestamp) continue;
       const instanceId = providerID.split('/').pop() ?? '';
-      const k: SimulatedKubelet = { nodeClaim: claim.metadata.name, providerID, instanceId, phase: 'booting', timings: {} };
+      const k: SimulatedKubelet = { nodeClaim: claim.metadata.name, providerID, instanceId, phase: 'booting', forgedCsrs: [], timings: {} };
       kubelets.set(uid, k);
       log(`${k.nodeClaim}: instance ${instanceId} booting`);
       const task = join(k, claim)
@@ -293,7 +308,7 @@ export function startKubeletSimulator(opts: KubeletSimulatorOptions): KubeletSim
   loop();
 
   return {
-    kubelets: () => [...kubelets.values()].map((k) => ({ ...k, timings: { ...k.timings } })),
+    kubelets: () => [...kubelets.values()].map((k) => ({ ...k, forgedCsrs: [...k.forgedCsrs], timings: { ...k.timings } })),
     stop: async () => {
       stopped = true;
       if (timer) clearTimeout(timer);

@@ -1,0 +1,138 @@
+import { DescribeInstancesCommand, EC2Client, type Instance } from '@aws-sdk/client-ec2';
+import type { ClusterClient } from './access.js';
+import { startKubeletSimulator, type KubeletSimulator, type KubeletSimulatorOptions } from './kubelet-simulator.js';
+import { startMachineConfigRenderer } from './mco-standin.js';
+import { startKarpenterRunner, type DeploymentRunner } from './operand-runner.js';
+import type { KubeObj } from './resources.js';
+
+/**
+ * What the real-operand end-to-end test and the provision bench both stand up and apply: the parts that make
+ * the operator's operand Deployment provision nodes locally, a NodePool and a workload only its nodes can host.
+ */
+
+export interface RealOperand {
+  runner: DeploymentRunner;
+  kubelets: KubeletSimulator;
+  /** Stops the simulated kubelets, the MCO render stand-in and the operand's processes. */
+  stop(): Promise<void>;
+}
+
+export interface RealOperandOptions {
+  cluster: ClusterClient;
+  /** The real controller (`karpenterBinary()` from the toolchain). */
+  karpenterBinary: string;
+  /** The operator bundle (`apps/operator/dist/main.js`), the program of the operand's init container. */
+  operatorEntry: string;
+  /** Where the operand's pods get their directories and logs. */
+  baseDir: string;
+  /** One line per thing the harness parts did, each prefixed with its source (`mco:`, `runner:`, `kubelet:`). */
+  log?: (line: string) => void;
+  /** Knobs of the simulated kubelets (withhold, forge, delay). */
+  kubelets?: Omit<KubeletSimulatorOptions, 'cluster' | 'log'>;
+}
+
+/**
+ * The MCO render step (so the NodeClass's userData may point at its own pool), the operand Deployment run as
+ * processes of the real controller, and a simulated kubelet for every launched instance.
+ */
+export function startRealOperand(opts: RealOperandOptions): RealOperand {
+  const prefixed = (who: string) => (opts.log ? (line: string) => opts.log!(`${who}: ${line}`) : undefined);
+  const stopRenderer = startMachineConfigRenderer(opts.cluster, { log: prefixed('mco') });
+  const runner = startKarpenterRunner({ cluster: opts.cluster, karpenterBinary: opts.karpenterBinary, operatorEntry: opts.operatorEntry, baseDir: opts.baseDir, log: prefixed('runner') });
+  const kubelets = startKubeletSimulator({ ...opts.kubelets, cluster: opts.cluster, log: prefixed('kubelet') });
+  return {
+    runner,
+    kubelets,
+    stop: async () => {
+      await kubelets.stop();
+      stopRenderer();
+      await runner.stop();
+    },
+  };
+}
+
+export interface NodePoolOptions {
+  /** `node.kubernetes.io/instance-type` values the pool may launch. */
+  instanceTypes: string[];
+  /** EC2NodeClass of its nodes; `default`. */
+  nodeClass?: string;
+  /** `kubernetes.io/arch`; any when absent. */
+  arch?: string;
+  /** `spec.disruption.consolidateAfter`; `5s` so an empty node goes quickly. */
+  consolidateAfter?: string;
+  limits?: Record<string, string>;
+}
+
+/** An on-demand NodePool of `opts.nodeClass` that consolidates empty or underutilized nodes. */
+export function aNodePool(name: string, opts: NodePoolOptions): KubeObj {
+  return {
+    apiVersion: 'karpenter.sh/v1',
+    kind: 'NodePool',
+    metadata: { name },
+    spec: {
+      template: {
+        spec: {
+          nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: opts.nodeClass ?? 'default' },
+          requirements: [
+            ...(opts.arch ? [{ key: 'kubernetes.io/arch', operator: 'In', values: [opts.arch] }] : []),
+            { key: 'karpenter.sh/capacity-type', operator: 'In', values: ['on-demand'] },
+            { key: 'node.kubernetes.io/instance-type', operator: 'In', values: opts.instanceTypes },
+          ],
+        },
+      },
+      disruption: { consolidationPolicy: 'WhenEmptyOrUnderutilized', consolidateAfter: opts.consolidateAfter ?? '5s' },
+      ...(opts.limits ? { limits: opts.limits } : {}),
+    },
+  };
+}
+
+export interface PoolWorkloadOptions {
+  /** Only a node of this NodePool can host its pods. */
+  pool: string;
+  replicas: number;
+  cpu: string;
+  memory: string;
+  /** Every pod on a node of its own (required hostname anti-affinity). */
+  oneNodeEach?: boolean;
+}
+
+/** A Deployment `name` of pause pods (label `app=<name>`) that only nodes of `opts.pool` can host. */
+export function aPoolWorkload(name: string, namespace: string, opts: PoolWorkloadOptions): KubeObj {
+  const labels = { app: name };
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name, namespace },
+    spec: {
+      replicas: opts.replicas,
+      selector: { matchLabels: labels },
+      template: {
+        metadata: { labels },
+        spec: {
+          nodeSelector: { 'karpenter.sh/nodepool': opts.pool },
+          ...(opts.oneNodeEach ? { affinity: { podAntiAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [{ topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: labels } }] } } } : {}),
+          terminationGracePeriodSeconds: 0,
+          containers: [{ name: 'app', image: 'registry.k8s.io/pause:3.10', resources: { requests: { cpu: opts.cpu, memory: opts.memory } } }],
+        },
+      },
+    },
+  };
+}
+
+/** The emulator's instances Karpenter launched for NodePool `pool` that are not terminated (or shutting down). */
+export async function instancesOfPool(cluster: ClusterClient, pool: string): Promise<Instance[]> {
+  const ec2 = new EC2Client(cluster.ec2Config());
+  try {
+    const r = await ec2.send(
+      new DescribeInstancesCommand({
+        Filters: [
+          { Name: 'tag:karpenter.sh/nodepool', Values: [pool] },
+          { Name: 'instance-state-name', Values: ['pending', 'running', 'stopping', 'stopped'] },
+        ],
+      }),
+    );
+    return (r.Reservations ?? []).flatMap((x) => x.Instances ?? []);
+  } finally {
+    ec2.destroy();
+  }
+}
