@@ -77,6 +77,7 @@ export function unknownPlatformModule(platform: string): ContainerModule {
     credentialsRequests: () => [],
     relatedObjects: () => [],
     renderDefaultNodeClass: fail,
+    renderNodeClass: fail,
     verifyNodeClass: async () => fail(),
     instanceIdFromProviderId: () => undefined,
     describeInstances: async () => fail(),
