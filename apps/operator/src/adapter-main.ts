@@ -17,7 +17,7 @@ import { startHttpServer } from './http/server.js';
 import { createKubeCluster, isConnectionFailure, KubeEventRecorder, loadKubeConfig, toCoreError, WatchedKubeConfig } from './kube/index.js';
 import { createLogger } from './observability/logger.js';
 import { PromMetrics } from './observability/metrics.js';
-import { ControllerRuntime, routeByCluster } from './runtime/index.js';
+import { AllMetricDefinitions, ControllerRuntime, routeByCluster } from './runtime/index.js';
 
 const USAGE = `Usage: karpenter-operator-hypershift-adapter [run] --namespace NS --guest-kubeconfig FILE [--kubeconfig FILE] [--hcp-name NAME]
        [--metrics-bind-address [host]:port (:8080)] [--health-probe-bind-address [host]:port (:8081)]
@@ -67,7 +67,7 @@ async function main(argv: string[]): Promise<number> {
   }
 
   const logger = createLogger('info').child({ container: 'hypershift-adapter' });
-  const metrics = new PromMetrics();
+  const metrics = new PromMetrics(AllMetricDefinitions);
   const clock = systemClock;
   const own = loadKubeConfig({ ...(values.kubeconfig ? { kubeconfig: values.kubeconfig } : {}), env: process.env });
   // In the pod: a 401 re-reads the rotated ServiceAccount token at once.

@@ -77,6 +77,7 @@ export function unknownPlatformModule(platform: string): ContainerModule {
     credentialsRequests: () => [],
     relatedObjects: () => [],
     renderDefaultNodeClass: fail,
+    renderNodeClass: fail,
     verifyNodeClass: async () => fail(),
     instanceIdFromProviderId: () => undefined,
     describeInstances: async () => fail(),
@@ -176,7 +177,7 @@ export function buildContainer(inputs: ContainerInputs): Container {
         ...nodeLifecycleReconcilers({ topology, cloud, board, clock, logger, metrics, events, facts, parts: hosted ? ['node-identity'] : undefined }),
       ];
       const status = new StatusReconciler({ topology, cloud, settings: s, board });
-      return [...core.map((r) => instrument(r, { board, metrics, clock, logger })), status];
+      return [...core.map((r) => instrument(r, { board })), status];
     },
     [TopologyId, CloudProviderId, StatusBoardId, ClockId, LoggerId, MetricsId, EventRecorderId, SettingsId],
   );

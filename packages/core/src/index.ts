@@ -11,6 +11,7 @@ export * from './ports/logger.js';
 export * from './ports/metrics.js';
 export * from './ports/event-recorder.js';
 export * from './runtime/reconciler.js';
+export * from './runtime/finalizers.js';
 export * from './policy/conditions.js';
 export * from './policy/subset.js';
 export * from './policy/ignition.js';

@@ -10,6 +10,7 @@ import {
   type DiscoveryInput,
   type InstanceInfo,
   type KubeObject,
+  type NodeClassSource,
   type OperandCloudConfig,
   type OperatorSettings,
   type RelatedObject,
@@ -21,6 +22,7 @@ import { renderDefaultNodeClass } from './discovery.js';
 import { Ec2Adapter, instanceIdFromProviderId, type Ec2ClientOptions } from './ec2.js';
 import type { EC2Client } from '@aws-sdk/client-ec2';
 import { EC2_FILTER_VALUES_MAX, EC2NodeClassLabel, EC2NodeClassType } from './names.js';
+import { renderEc2NodeClass } from './nodeclass.js';
 import { awsOperandRbac } from './rbac.js';
 
 /** The runtime CRD files, as karpenter-provider-aws ships them (`pkg/apis/crds`). */
@@ -98,6 +100,10 @@ export class AwsCloudProvider implements CloudProvider {
 
   renderDefaultNodeClass(input: DiscoveryInput): DefaultNodeClass {
     return renderDefaultNodeClass(input);
+  }
+
+  renderNodeClass(source: NodeClassSource): DefaultNodeClass {
+    return renderEc2NodeClass(source);
   }
 
   verifyNodeClass(nodeClass: KubeObject, facts: ClusterFacts): Promise<VerificationProblem[]> {

@@ -5,9 +5,10 @@ import {
   type DefaultNodeClass,
   type DiscoveryInput,
   type KubeObject,
+  type NodeClassSource,
   type ResourceTag,
 } from '@karpenter-operator/core';
-import { EC2NodeClassType } from './names.js';
+import { renderEc2NodeClass } from './nodeclass.js';
 import { decodeProviderSpec, PROVIDER_SPEC_PATH, type AwsFilter, type AwsProviderSpec, type AwsResourceRef } from './provider-spec.js';
 
 /**
@@ -25,10 +26,6 @@ const MAX_VOLUME_GIB = 59000;
 const MAX_TERMS = 30;
 const MAX_TAGS_PER_TERM = 20;
 
-/** OpenShift's kubelet reservations (MCO defaults); Karpenter's own defaults model AWS-CNI/EKS nodes. */
-export const OPENSHIFT_SYSTEM_RESERVED = { cpu: '500m', memory: '1Gi', 'ephemeral-storage': '1Gi' } as const;
-/** OpenShift reserves nothing for kube daemons separately; zeros override Karpenter's EKS formula. */
-export const OPENSHIFT_KUBE_RESERVED = { cpu: '0', memory: '0', 'ephemeral-storage': '0' } as const;
 
 export type Architecture = 'amd64' | 'arm64';
 const STREAM_ARCH: Record<Architecture, string> = { amd64: 'x86_64', arm64: 'aarch64' };
@@ -170,23 +167,11 @@ export function sameTerms(a: unknown, b: unknown): boolean {
   return sa.size === sb.size && [...sa].every((k) => sb.has(k));
 }
 
-/** Rule 9: keys Karpenter's CRD (or Karpenter itself) rejects in `spec.tags`. */
-export function isRestrictedTagKey(key: string): boolean {
-  return (
-    key === '' ||
-    key.startsWith('kubernetes.io/cluster') ||
-    key.startsWith('karpenter.sh/') ||
-    key.startsWith('karpenter.k8s.aws/') ||
-    key.startsWith('eks:')
-  );
-}
-
-function mergeTags(infra: ResourceTag[], machine: Array<{ name: string; value: string }>): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const t of infra) if (!isRestrictedTagKey(t.key)) out[t.key] = t.value;
-  for (const t of machine) if (!isRestrictedTagKey(t.name)) out[t.name] = t.value;
-  return out;
-}
+/** Rule 9: the Infrastructure's tags, then the primary's (which win); the renderer drops restricted keys. */
+const sourceTags = (infra: ResourceTag[], machine: Array<{ name: string; value: string }>): NodeClassSource['tags'] => [
+  ...infra.map((t) => ({ key: t.key, value: t.value })),
+  ...machine.map((t) => ({ key: t.name, value: t.value })),
+];
 
 function readUserData(input: DiscoveryInput, primary: Worker): string {
   const name = primary.spec.userDataSecret ?? DEFAULT_USER_DATA_SECRET;
@@ -266,12 +251,11 @@ function amiTerms(input: DiscoveryInput, workers: Worker[]): Term[] {
   return terms;
 }
 
-function blockDeviceMappings(primary: Worker): Array<Record<string, unknown>> {
+/** The primary's root volume, or undefined for the renderer's default (`DEFAULT_ROOT_VOLUME`). */
+function rootVolume(primary: Worker): Record<string, unknown> | undefined {
   const i = primary.spec.blockDevices.findIndex((b) => b.ebs !== undefined);
   const ebs = i >= 0 ? primary.spec.blockDevices[i]!.ebs! : undefined;
-  if (!ebs) {
-    return [{ deviceName: '/dev/xvda', rootVolume: true, ebs: { volumeSize: `${DEFAULT_VOLUME_GIB}Gi`, volumeType: 'gp3', encrypted: true, deleteOnTermination: true } }];
-  }
+  if (!ebs) return undefined;
   const f = field(`blockDevices[${i}].ebs`);
   const size = ebs.volumeSize || DEFAULT_VOLUME_GIB;
   if (size > MAX_VOLUME_GIB) {
@@ -285,7 +269,7 @@ function blockDeviceMappings(primary: Worker): Array<Record<string, unknown>> {
   if (ebs.throughputMib && ebs.volumeType === 'gp3') out.throughput = ebs.throughputMib;
   const kms = ebs.kmsKey?.arn ?? ebs.kmsKey?.id;
   if (kms) out.kmsKeyID = kms;
-  return [{ deviceName: '/dev/xvda', rootVolume: true, ebs: out }];
+  return out;
 }
 
 function instanceProfile(primary: Worker): string {
@@ -315,11 +299,17 @@ export function workerMachineSets(machineSets: KubeObject[]): Worker[] {
 }
 
 /**
- * Renders EC2NodeClass `default` from the worker MachineSets. Throws `InvalidInputError` with reason
+ * Renders EC2NodeClass `default` from the worker MachineSets: decodes them into a `NodeClassSource`
+ * (`nodeClassSourceFromMachineSets`) and renders that (`renderEc2NodeClass`). Throws `InvalidInputError` with reason
  * `NoWorkerMachineSet`, `InvalidProviderSpec`, `UserDataSecretMissing`, `InvalidUserData` (the Secret holds no
  * usable Ignition pointer config) or `InvalidBootImages`. Pure.
  */
 export function renderDefaultNodeClass(input: DiscoveryInput): DefaultNodeClass {
+  return renderEc2NodeClass(nodeClassSourceFromMachineSets(input));
+}
+
+/** Worker MachineSets → the default NodeClass's source, by the rules above. Throws as `renderDefaultNodeClass`. Pure. */
+export function nodeClassSourceFromMachineSets(input: DiscoveryInput): NodeClassSource {
   const workers = workerMachineSets(input.machineSets);
   const primary = workers[0];
   if (!primary) {
@@ -359,33 +349,18 @@ export function renderDefaultNodeClass(input: DiscoveryInput): DefaultNodeClass 
   }
 
   const userData = readUserData(input, primary);
-  const tags = mergeTags(input.facts.resourceTags, primary.spec.tags);
-
-  const spec: Record<string, unknown> = {
-    amiFamily: 'Custom',
-    amiSelectorTerms,
+  const profile = instanceProfile(primary);
+  const volume = rootVolume(primary);
+  return {
+    userData,
+    imageSelectorTerms: amiSelectorTerms,
+    instanceProfile: profile,
     subnetSelectorTerms,
     securityGroupSelectorTerms,
-    instanceProfile: instanceProfile(primary),
-    blockDeviceMappings: blockDeviceMappings(primary),
-    metadataOptions: {
-      httpEndpoint: 'enabled',
-      httpProtocolIPv6: 'disabled',
-      httpPutResponseHopLimit: 1,
-      httpTokens: primary.spec.metadataAuthentication === 'Optional' ? 'optional' : 'required',
-    },
-  };
-  if (primary.spec.publicIp) spec.associatePublicIPAddress = true;
-  if (Object.keys(tags).length) spec.tags = tags;
-  spec.userData = userData;
-  spec.kubelet = {
+    tags: sourceTags(input.facts.resourceTags, primary.spec.tags),
+    ...(volume ? { rootVolume: volume } : {}),
+    metadataTokens: primary.spec.metadataAuthentication === 'Optional' ? 'optional' : 'required',
+    ...(primary.spec.publicIp ? { associatePublicIp: true } : {}),
     maxPods: input.maxPods,
-    systemReserved: { ...OPENSHIFT_SYSTEM_RESERVED },
-    kubeReserved: { ...OPENSHIFT_KUBE_RESERVED },
-  };
-
-  return {
-    object: { ...EC2NodeClassType, metadata: { name: Names.defaultNodeClass }, spec },
-    protectedSpec: { amiFamily: 'Custom', amiSelectorTerms: structuredClone(amiSelectorTerms), userData },
   };
 }

@@ -51,6 +51,10 @@ export class AzureStubCloudProvider implements CloudProvider {
     throw new UnsupportedPlatformError(this.platform, AZURE_UNSUPPORTED_MESSAGE);
   }
 
+  renderNodeClass(): DefaultNodeClass {
+    throw new UnsupportedPlatformError(this.platform, AZURE_UNSUPPORTED_MESSAGE);
+  }
+
   async verifyNodeClass(): Promise<VerificationProblem[]> {
     throw new UnsupportedPlatformError(this.platform, AZURE_UNSUPPORTED_MESSAGE);
   }

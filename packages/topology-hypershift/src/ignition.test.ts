@@ -3,14 +3,12 @@ import { InvalidInputError, type KubeObject } from '@karpenter-operator/core';
 import { decodeHostedControlPlane, HcpAnnotations } from './hcp.js';
 import {
   IgnitionAnnotations,
-  isKarpenterRestrictedTagKey,
   mergeNodeClassTags,
   nodeClassInputsFromSecrets,
-  renderHcpDefaultNodeClass,
+  hcpNodeClassSource,
   type NodeClassInput,
 } from './ignition.js';
 import { aHostedControlPlane, anIgnitionSecret, HCP_NAMESPACE, INFRA_ID } from './testing/builders.js';
-const EC2NodeClass = { apiVersion: 'karpenter.k8s.aws/v1', kind: 'EC2NodeClass' } as const;
 
 const POINTER = '{"ignition":{"version":"3.4.0","config":{"merge":[{"source":"https://ignition.demo:443/ignition","httpHeaders":[{"name":"TargetConfigVersionHash","value":"abc"}]}]}}}';
 
@@ -132,30 +130,12 @@ describe('mergeNodeClassTags', () => {
     { name: 'cluster wins a conflict', cluster: [{ key: 'a', value: '1' }], own: { a: '9' }, allow: false, tags: { a: '1' }, conflicts: ['a'] },
     { name: 'override policy lets the NodeClass win', cluster: [{ key: 'a', value: '1' }], own: { a: '9' }, allow: true, tags: { a: '9' }, conflicts: ['a'] },
     { name: 'same value is no conflict', cluster: [{ key: 'a', value: '1' }], own: { a: '1' }, allow: false, tags: { a: '1' }, conflicts: [] },
-    {
-      name: 'restricted keys dropped from both sides',
-      cluster: [{ key: `kubernetes.io/cluster/${INFRA_ID}`, value: 'owned' }, { key: 'eks:x', value: '1' }, { key: 'keep', value: 'k' }],
-      own: { 'karpenter.sh/nodepool': 'x', 'karpenter.k8s.aws/ec2nodeclass': 'y', '': 'z' },
-      allow: true,
-      tags: { keep: 'k' },
-      conflicts: [],
-    },
   ])('$name', ({ cluster, own, allow, tags, conflicts }) => {
     expect(mergeNodeClassTags(cluster, own as Record<string, string>, allow)).toEqual({ tags, conflicts });
   });
-
-  it.each([
-    { name: 'cluster tag', key: 'kubernetes.io/cluster/x', restricted: true },
-    { name: 'karpenter.sh', key: 'karpenter.sh/managed-by', restricted: true },
-    { name: 'eks', key: 'eks:eks-cluster-name', restricted: true },
-    { name: 'plain', key: 'team', restricted: false },
-    { name: 'kubernetes.io role is allowed', key: 'kubernetes.io/role/internal-elb', restricted: false },
-  ])('restricted key: $name', ({ key, restricted }) => {
-    expect(isKarpenterRestrictedTagKey(key)).toBe(restricted);
-  });
 });
 
-describe('renderHcpDefaultNodeClass', () => {
+describe('hcpNodeClassSource', () => {
   const hcp = decodeHostedControlPlane(
     aHostedControlPlane({
       spec: { platform: { aws: { resourceTags: [{ key: 'red-hat-managed', value: 'true' }, { key: `kubernetes.io/cluster/${INFRA_ID}`, value: 'owned' }] } } },
@@ -163,25 +143,20 @@ describe('renderHcpDefaultNodeClass', () => {
   );
   const inputs = nodeClassInputsFromSecrets([anIgnitionSecret({ userData: POINTER, ami: 'ami-0aaa', arm64Ami: 'ami-0bbb' })], HCP_NAMESPACE);
 
-  it('renders default from tag selectors, the ignition Secret and the instance-profile annotation', () => {
-    const r = renderHcpDefaultNodeClass({ nodeClassType: EC2NodeClass, hcp, nodeClassInputs: inputs });
-    expect(r.object).toEqual({
-      apiVersion: 'karpenter.k8s.aws/v1',
-      kind: 'EC2NodeClass',
-      metadata: { name: 'default' },
-      spec: {
-        amiFamily: 'Custom',
-        amiSelectorTerms: [{ id: 'ami-0aaa' }, { id: 'ami-0bbb' }],
-        subnetSelectorTerms: [{ tags: { 'kubernetes.io/role/internal-elb': '1', [`kubernetes.io/cluster/${INFRA_ID}`]: '*' } }],
-        securityGroupSelectorTerms: [{ tags: { 'karpenter.sh/discovery': INFRA_ID } }],
-        instanceProfile: 'demo-x7k2p-worker',
-        blockDeviceMappings: [{ deviceName: '/dev/xvda', rootVolume: true, ebs: { volumeSize: '120Gi', volumeType: 'gp3', encrypted: true, deleteOnTermination: true } }],
-        metadataOptions: { httpEndpoint: 'enabled', httpProtocolIPv6: 'disabled', httpPutResponseHopLimit: 1, httpTokens: 'required' },
-        userData: POINTER,
-        tags: { 'red-hat-managed': 'true' },
-      },
+  it('decodes default from tag selectors, the ignition Secret and the instance-profile annotation', () => {
+    const r = hcpNodeClassSource({ hcp, nodeClassInputs: inputs });
+    expect(r.source).toEqual({
+      userData: POINTER,
+      imageSelectorTerms: [{ id: 'ami-0aaa' }, { id: 'ami-0bbb' }],
+      instanceProfile: 'demo-x7k2p-worker',
+      subnetSelectorTerms: [{ tags: { 'kubernetes.io/role/internal-elb': '1', [`kubernetes.io/cluster/${INFRA_ID}`]: '*' } }],
+      securityGroupSelectorTerms: [{ tags: { 'karpenter.sh/discovery': INFRA_ID } }],
+      // The cluster tag goes to the provider too; its renderer drops the keys its NodeClass reserves.
+      tags: [
+        { key: 'red-hat-managed', value: 'true' },
+        { key: `kubernetes.io/cluster/${INFRA_ID}`, value: 'owned' },
+      ],
     });
-    expect(r.protectedSpec).toEqual({ amiFamily: 'Custom', amiSelectorTerms: [{ id: 'ami-0aaa' }, { id: 'ami-0bbb' }], userData: POINTER });
     expect(r.tagConflicts).toEqual([]);
   });
 
@@ -189,19 +164,19 @@ describe('renderHcpDefaultNodeClass', () => {
     { name: 'internal-elb (default)', subnetSelector: undefined, want: { 'kubernetes.io/role/internal-elb': '1', [`kubernetes.io/cluster/${INFRA_ID}`]: '*' } },
     { name: 'discovery tag', subnetSelector: 'discovery' as const, want: { 'karpenter.sh/discovery': INFRA_ID } },
   ])('subnets by $name', ({ subnetSelector, want }) => {
-    const spec = renderHcpDefaultNodeClass({ nodeClassType: EC2NodeClass, hcp, nodeClassInputs: inputs, ...(subnetSelector ? { subnetSelector } : {}) }).object.spec as { subnetSelectorTerms: unknown };
-    expect(spec.subnetSelectorTerms).toEqual([{ tags: want }]);
+    const { source } = hcpNodeClassSource({ hcp, nodeClassInputs: inputs, ...(subnetSelector ? { subnetSelector } : {}) });
+    expect(source.subnetSelectorTerms).toEqual([{ tags: want }]);
   });
 
   it('reports tag conflicts with the NodeClass and keeps the cluster value', () => {
-    const r = renderHcpDefaultNodeClass({ nodeClassType: EC2NodeClass, hcp, nodeClassInputs: inputs, nodeClassTags: { 'red-hat-managed': 'false', team: 'x' } });
-    expect((r.object.spec as { tags: unknown }).tags).toEqual({ 'red-hat-managed': 'true', team: 'x' });
+    const r = hcpNodeClassSource({ hcp, nodeClassInputs: inputs, nodeClassTags: { 'red-hat-managed': 'false', team: 'x' } });
+    expect(Object.fromEntries(r.source.tags.map((t) => [t.key, t.value]))).toEqual({ 'red-hat-managed': 'true', [`kubernetes.io/cluster/${INFRA_ID}`]: 'owned', team: 'x' });
     expect(r.tagConflicts).toEqual(['red-hat-managed']);
   });
 
-  it('omits tags when there are none', () => {
+  it('has no tags when the cluster has none', () => {
     const bare = decodeHostedControlPlane(aHostedControlPlane({ spec: { platform: { aws: { resourceTags: null } } } }));
-    expect(renderHcpDefaultNodeClass({ nodeClassType: EC2NodeClass, hcp: bare, nodeClassInputs: inputs }).object.spec).not.toHaveProperty('tags');
+    expect(hcpNodeClassSource({ hcp: bare, nodeClassInputs: inputs }).source.tags).toEqual([]);
   });
 
   it.each([
@@ -217,7 +192,7 @@ describe('renderHcpDefaultNodeClass', () => {
   ])('rejects $name', ({ hcp: h, inputs: i, reason, field }) => {
     let err: unknown;
     try {
-      renderHcpDefaultNodeClass({ nodeClassType: EC2NodeClass, hcp: h, nodeClassInputs: i });
+      hcpNodeClassSource({ hcp: h, nodeClassInputs: i });
     } catch (e) {
       err = e;
     }

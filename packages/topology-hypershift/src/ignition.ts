@@ -2,10 +2,9 @@ import {
   InvalidInputError,
   Names,
   Types,
-  type DefaultNodeClass,
+  type NodeClassSource,
   type KubeObject,
   type ResourceTag,
-  type TypeRef,
   type Watch,
 } from '@karpenter-operator/core';
 import type { HostedControlPlane } from './hcp.js';
@@ -13,7 +12,7 @@ import { HcpAnnotations } from './hcp.js';
 
 /**
  * The ignition Secret contract between HyperShift's ignition generator and this operator
- * (`reference/hypershift.md`, "The ignition Secret contract"), and EC2NodeClass `default` of an HCP.
+ * (`reference/hypershift.md`, "The ignition Secret contract"), and the source of NodeClass `default` of an HCP.
  */
 
 export const IgnitionLabels = {
@@ -153,17 +152,6 @@ function decodeIgnitionSecret(secret: KubeObject, bindNs: string): { nodeClass: 
   return { nodeClass, input: { userData, amiSelectorTerms, source } };
 }
 
-/** Karpenter's CRD (or Karpenter itself) rejects these keys in `EC2NodeClass.spec.tags`. */
-export function isKarpenterRestrictedTagKey(key: string): boolean {
-  return (
-    key === '' ||
-    key.startsWith('kubernetes.io/cluster') ||
-    key.startsWith('karpenter.sh/') ||
-    key.startsWith('karpenter.k8s.aws/') ||
-    key.startsWith('eks:')
-  );
-}
-
 export interface TagMerge {
   tags: Record<string, string>;
   /** Keys the NodeClass sets to a value other than the cluster's (kept or overridden per policy). */
@@ -171,8 +159,8 @@ export interface TagMerge {
 }
 
 /**
- * The HostedCluster's `resourceTags` merged with a NodeClass's own tags, restricted keys dropped. The
- * cluster's value wins on a conflict unless `allowOverride`; conflicts are listed either way so that
+ * The HostedCluster's `resourceTags` merged with a NodeClass's own tags (keys the cloud reserves are
+ * dropped later, by the provider's renderer). The cluster's value wins on a conflict unless `allowOverride`; conflicts are listed either way so that
  * they can be reported as a condition. Pure.
  */
 export function mergeNodeClassTags(
@@ -181,11 +169,10 @@ export function mergeNodeClassTags(
   allowOverride = false,
 ): TagMerge {
   const cluster: Record<string, string> = {};
-  for (const t of clusterTags) if (!isKarpenterRestrictedTagKey(t.key)) cluster[t.key] = t.value;
+  for (const t of clusterTags) cluster[t.key] = t.value;
   const tags: Record<string, string> = { ...cluster };
   const conflicts: string[] = [];
   for (const [k, v] of Object.entries(nodeClassTags)) {
-    if (isKarpenterRestrictedTagKey(k)) continue;
     if (k in cluster && cluster[k] !== v) {
       conflicts.push(k);
       if (!allowOverride) continue;
@@ -195,10 +182,8 @@ export function mergeNodeClassTags(
   return { tags, conflicts: conflicts.sort() };
 }
 
-export interface HcpDefaultNodeClassInput {
+export interface HcpNodeClassSourceInput {
   hcp: HostedControlPlane;
-  /** The provider's NodeClass kind. */
-  nodeClassType: TypeRef;
   /** From `nodeClassInputsFromSecrets`; the entry for `default` is used. */
   nodeClassInputs: ReadonlyMap<string, NodeClassInput>;
   /**
@@ -211,18 +196,20 @@ export interface HcpDefaultNodeClassInput {
   allowTagOverride?: boolean;
 }
 
-export interface HcpDefaultNodeClass extends DefaultNodeClass {
+export interface HcpNodeClassSource {
+  /** What the provider renders NodeClass `default` from (`CloudProvider.renderNodeClass`). */
+  source: NodeClassSource;
   tagConflicts: string[];
 }
 
-const ROOT_VOLUME = { volumeSize: '120Gi', volumeType: 'gp3', encrypted: true, deleteOnTermination: true } as const;
-
 /**
- * EC2NodeClass `default` of an HCP, fully operator-managed (`reference/hypershift.md`, "Default NodeClass
- * in HCP"). Throws `InvalidInputError`: `spec.infraID` missing, no default instance profile annotation,
- * or no ignition Secret bound to `default` (reason `IgnitionSecretMissing`). Pure.
+ * The source of NodeClass `default` of an HCP: the ignition Secret's
+ * userData and AMIs, the instance-profile annotation, subnets and security groups by the infraID's tags,
+ * the cluster's tags. The provider renders it; nothing here decides the NodeClass's shape. Throws
+ * `InvalidInputError`: `spec.infraID` missing, no default instance profile annotation, or no ignition
+ * Secret bound to `default` (reason `IgnitionSecretMissing`). Pure.
  */
-export function renderHcpDefaultNodeClass(input: HcpDefaultNodeClassInput): HcpDefaultNodeClass {
+export function hcpNodeClassSource(input: HcpNodeClassSourceInput): HcpNodeClassSource {
   const { hcp } = input;
   const infraID = hcp.infraID;
   if (!infraID) throw new InvalidInputError('InvalidHostedControlPlane', hcp.object, 'spec.infraID', 'missing');
@@ -249,21 +236,15 @@ export function renderHcpDefaultNodeClass(input: HcpDefaultNodeClassInput): HcpD
   const subnetTags =
     input.subnetSelector === 'discovery' ? discovery : { 'kubernetes.io/role/internal-elb': '1', [`kubernetes.io/cluster/${infraID}`]: '*' };
   const { tags, conflicts } = mergeNodeClassTags(hcp.resourceTags, input.nodeClassTags, input.allowTagOverride);
-  const amiSelectorTerms = ignition.amiSelectorTerms.map((t) => ({ ...t }));
-  const spec: Record<string, unknown> = {
-    amiFamily: 'Custom',
-    amiSelectorTerms,
-    subnetSelectorTerms: [{ tags: subnetTags }],
-    securityGroupSelectorTerms: [{ tags: { ...discovery } }],
-    instanceProfile,
-    blockDeviceMappings: [{ deviceName: '/dev/xvda', rootVolume: true, ebs: { ...ROOT_VOLUME } }],
-    metadataOptions: { httpEndpoint: 'enabled', httpProtocolIPv6: 'disabled', httpPutResponseHopLimit: 1, httpTokens: 'required' },
-    userData: ignition.userData,
-  };
-  if (Object.keys(tags).length) spec.tags = tags;
   return {
-    object: { ...input.nodeClassType, metadata: { name }, spec },
-    protectedSpec: { amiFamily: 'Custom', amiSelectorTerms: amiSelectorTerms.map((t) => ({ ...t })), userData: ignition.userData },
+    source: {
+      userData: ignition.userData,
+      imageSelectorTerms: ignition.amiSelectorTerms.map((t) => ({ ...t })),
+      instanceProfile,
+      subnetSelectorTerms: [{ tags: subnetTags }],
+      securityGroupSelectorTerms: [{ tags: { ...discovery } }],
+      tags: Object.entries(tags).map(([key, value]) => ({ key, value })),
+    },
     tagConflicts: conflicts,
   };
 }

@@ -21,9 +21,8 @@ export {
 } from './hypershift-topology.js';
 export {
   nodeClassInputsFromSecrets,
-  renderHcpDefaultNodeClass,
+  hcpNodeClassSource,
   mergeNodeClassTags,
-  isKarpenterRestrictedTagKey,
   ignitionSecretWatch,
   nodePoolAnnotationFor,
   IgnitionLabels,
@@ -33,8 +32,8 @@ export {
   IGNITION_MISSING_REASON,
   type NodeClassInput,
   type NodeClassInputOptions,
-  type HcpDefaultNodeClass,
-  type HcpDefaultNodeClassInput,
+  type HcpNodeClassSource,
+  type HcpNodeClassSourceInput,
   type TagMerge,
 } from './ignition.js';
 export { hcpOperandLayout, HcpOperandNames } from './operand-layout.js';

@@ -21,7 +21,7 @@ import { buildContainer, ReconcilersId, StatusBoardId } from '../container.js';
 import { hostedControlPlaneName } from './hosted-control-plane.js';
 import { startHttpServer } from '../http/server.js';
 import { createKubeCluster, KubeEventRecorder, LeaderElector, leaderIdentity, loadKubeConfig, openshiftElectionTiming, toCoreError, WatchedKubeConfig, type KubeCluster, type KubeTransport } from '../kube/index.js';
-import { routeByCluster, type CacheFactory } from '../runtime/index.js';
+import { AllMetricDefinitions, routeByCluster, type CacheFactory } from '../runtime/index.js';
 import { createLogger } from '../observability/logger.js';
 import { PromMetrics } from '../observability/metrics.js';
 import { retryDelay, startupBackoff } from '../runtime/backoff.js';
@@ -123,7 +123,7 @@ async function guestCluster(config: OperatorConfig, deps: { metrics: PromMetrics
 
 export async function runOperator(config: OperatorConfig, env: Record<string, string | undefined>): Promise<number> {
   const logger = createLogger(config.logLevel);
-  const metrics = new PromMetrics();
+  const metrics = new PromMetrics(AllMetricDefinitions);
   const clock = systemClock;
   const { config: kc, source, refreshCredentials } = loadKubeConfig({ kubeconfig: config.kubeconfig, env });
   const onUnauthorized = refreshCredentials

@@ -14,9 +14,11 @@ import {
   TerminalError,
   TransientError,
   Types,
+  updateFinalizersVia,
   type ApplyOptions,
   type Clock,
   type ClusterStore,
+  type FinalizerChange,
   type KubeObject,
   type ListOptions,
   type Metrics,
@@ -225,6 +227,10 @@ export class KubeClusterStore implements ClusterStore {
       return { changed: true, object: undefined };
     }
     return { changed: true, object: this.remember(result) };
+  }
+
+  async updateFinalizers(ref: ObjectRef, change: FinalizerChange): Promise<WriteResult> {
+    return updateFinalizersVia(this, ref, change);
   }
 
   async delete(ref: ObjectRef, options: { propagation?: 'Foreground' | 'Background' | 'Orphan' } = {}): Promise<boolean> {

@@ -1,13 +1,11 @@
+import { NodeIdentityMetrics, type MetricDefinition } from '@karpenter-operator/core';
+
+export type { MetricDefinition };
+
 /**
  * Metrics the runtime and the Kubernetes adapters emit through the `Metrics` port, with their type,
- * labels and help text, so the Prometheus adapter can register them up front (one source of truth).
+ * labels and help text, so the Prometheus adapter registers them up front (one source of truth).
  */
-export interface MetricDefinition {
-  name: string;
-  type: 'counter' | 'gauge' | 'histogram';
-  help: string;
-  labels: readonly string[];
-}
 
 export const RuntimeMetrics = {
   queueDepth: {
@@ -107,3 +105,6 @@ export const RuntimeMetrics = {
     labels: [],
   },
 } as const satisfies Record<string, MetricDefinition>;
+
+/** Every metric either binary records: what `PromMetrics` registers at start. */
+export const AllMetricDefinitions: readonly MetricDefinition[] = [...Object.values(RuntimeMetrics), ...Object.values(NodeIdentityMetrics)];

@@ -8,3 +8,17 @@ export function finalizersPatch(finalizers: readonly string[], resourceVersion: 
   if (!resourceVersion) throw new Error(`${what}: no resourceVersion to write its finalizers over`);
   return { metadata: { finalizers: [...finalizers], resourceVersion } };
 }
+
+/** Finalizers to add (appended when absent) and to remove. */
+export interface FinalizerChange {
+  add?: readonly string[];
+  remove?: readonly string[];
+}
+
+/** The finalizer list after `change`, or undefined when it already is so (nothing to write). Order is kept. Pure. */
+export function finalizersAfter(current: readonly string[], change: FinalizerChange): string[] | undefined {
+  const remove = new Set(change.remove ?? []);
+  const next = current.filter((f) => !remove.has(f));
+  for (const f of change.add ?? []) if (!next.includes(f)) next.push(f);
+  return next.length === current.length && next.every((f, i) => f === current[i]) ? undefined : next;
+}

@@ -29,6 +29,30 @@ export interface DefaultNodeClass {
   protectedSpec: Record<string, unknown>;
 }
 
+/**
+ * What a topology decodes for the default NodeClass (standalone: the worker MachineSets; HyperShift: the
+ * ignition Secrets and the HostedControlPlane), in the NodeClass's own terms. The provider renders it
+ * (`renderNodeClass`): the spec, the kubelet reservations and the protected fields are decided there once.
+ */
+export interface NodeClassSource {
+  /** The node's pointer config, verbatim; protected. */
+  userData: string;
+  /** Image selector terms in order (AWS: `{ id: 'ami-…' }`); protected. */
+  imageSelectorTerms: Array<Record<string, unknown>>;
+  instanceProfile: string;
+  subnetSelectorTerms: Array<Record<string, unknown>>;
+  securityGroupSelectorTerms: Array<Record<string, unknown>>;
+  /** Tags for what the NodeClass launches, in order (a later key wins); keys the cloud reserves are dropped. */
+  tags: Array<{ key: string; value: string }>;
+  /** The root volume in the provider's terms; the provider's default when absent. */
+  rootVolume?: Record<string, unknown>;
+  /** Instance metadata tokens; `required` when absent. */
+  metadataTokens?: 'required' | 'optional';
+  associatePublicIp?: boolean;
+  /** kubelet `maxPods`; Karpenter's own default when absent. */
+  maxPods?: number;
+}
+
 export interface VerificationProblem {
   /** Spec field at fault, e.g. `spec.subnetSelectorTerms[1]`. */
   field: string;
@@ -107,6 +131,13 @@ export interface CloudProvider {
    * `UserDataSecretMissing`, naming the object and field.
    */
   renderDefaultNodeClass(input: DiscoveryInput): DefaultNodeClass;
+
+  /**
+   * Renders NodeClass `default` from an already decoded source (what a topology other than standalone
+   * decodes, e.g. HyperShift's ignition Secrets); `renderDefaultNodeClass` decodes the MachineSets into
+   * the same source and renders it here too. Pure.
+   */
+  renderNodeClass(source: NodeClassSource): DefaultNodeClass;
 
   /**
    * Checks against the cloud that what a NodeClass references exists and belongs to the cluster.

@@ -1,4 +1,5 @@
 import type { KubeObject, ObjectRef, TypeRef } from '../model/kube.js';
+import type { FinalizerChange } from '../policy/finalizers.js';
 import type { OwnedPath } from '../policy/subset.js';
 import { token } from './token.js';
 
@@ -71,6 +72,14 @@ export interface ClusterStore {
    * Idempotent in the same sense as `apply`.
    */
   patch(ref: ObjectRef, patch: Record<string, unknown>): Promise<WriteResult>;
+
+  /**
+   * Adds and removes finalizers on the object as the store shows it, writing the whole list with its
+   * resourceVersion as a precondition, always: a finalizer another controller changed meanwhile is never
+   * undone (409 Conflict, the caller retries with fresh state). Sends nothing when the list already is so.
+   * Throws `NotFoundError` when the object is gone. Implementations delegate to `updateFinalizersVia`.
+   */
+  updateFinalizers(ref: ObjectRef, change: FinalizerChange): Promise<WriteResult>;
 
   /** Deletes the object. Returns false (and sends nothing) when the cache shows it absent or deleting. */
   delete(ref: ObjectRef, options?: { propagation?: 'Foreground' | 'Background' | 'Orphan' }): Promise<boolean>;

@@ -4,6 +4,7 @@ import type {
   CloudProvider,
   DefaultNodeClass,
   InstanceInfo,
+  NodeClassSource,
   OperandCloudConfig,
   RelatedObject,
   VerificationProblem,
@@ -18,6 +19,7 @@ export type FakeCloudMethod =
   | 'credentialsRequests'
   | 'relatedObjects'
   | 'renderDefaultNodeClass'
+  | 'renderNodeClass'
   | 'verifyNodeClass'
   | 'instanceIdFromProviderId'
   | 'describeInstances'
@@ -174,6 +176,16 @@ export class FakeCloudProvider implements CloudProvider {
     const d = this.defaultNodeClass;
     if (d === undefined) throw new Error('FakeCloudProvider: no defaultNodeClass configured');
     return structuredClone(typeof d === 'function' ? d(input) : d);
+  }
+
+  /** A minimal NodeClass of the source's fields (not a provider's real rendering). */
+  renderNodeClass(source: NodeClassSource): DefaultNodeClass {
+    this.record('renderNodeClass', [source]);
+    const spec = { imageSelectorTerms: source.imageSelectorTerms, userData: source.userData, instanceProfile: source.instanceProfile };
+    return structuredClone({
+      object: { ...this.nodeClassType, metadata: { name: 'default' }, spec },
+      protectedSpec: { imageSelectorTerms: source.imageSelectorTerms, userData: source.userData },
+    });
   }
 
   async verifyNodeClass(nodeClass: KubeObject, facts: ClusterFacts): Promise<VerificationProblem[]> {

@@ -1,7 +1,9 @@
 import { ConflictError, NotFoundError } from '../errors.js';
 import type { KubeObject, ObjectRef, TypeRef } from '../model/kube.js';
+import type { FinalizerChange } from '../policy/finalizers.js';
 import { isApplied, isSubset, replacingPatch } from '../policy/subset.js';
 import type { ApplyOptions, ClusterStore, ListOptions, WriteResult } from '../ports/cluster-store.js';
+import { updateFinalizersVia } from '../runtime/finalizers.js';
 
 export interface RecordedWrite {
   verb: 'apply' | 'create' | 'patchStatus' | 'patch' | 'delete' | 'approve';
@@ -164,6 +166,10 @@ export class MemoryClusterStore implements ClusterStore {
     }
     this.objects.set(keyOf(ref), merged);
     return { changed: true, object: clone(merged) };
+  }
+
+  async updateFinalizers(ref: ObjectRef, change: FinalizerChange): Promise<WriteResult> {
+    return updateFinalizersVia(this, ref, change);
   }
 
   async delete(ref: ObjectRef): Promise<boolean> {

@@ -3,6 +3,7 @@ import { Types, type KubeObject } from '../model/kube.js';
 import { FakeClock, FakeCloudProvider, MemoryClusterStore } from '../testing/index.js';
 import { StandaloneTopology } from '../topology/standalone.js';
 import type { Reconciler } from '../runtime/reconciler.js';
+import { CrdsPendingRequeueMs, KarpenterGate } from './crds/crds.js';
 import { whileKarpenterRuns } from './gate.js';
 
 const crd = (name: string, established: boolean): KubeObject => ({
@@ -44,5 +45,19 @@ describe('whileKarpenterRuns', () => {
     await t.gate.reconcile('k');
     expect(t.gets()).toBe(gets + 1);
     expect(t.cloud.callsOf('crds')).toHaveLength(1);
+  });
+
+  it('is the same gate the operand uses: closed quietly without a request, requeued while CRDs are pending, open with the request', async () => {
+    const store = new MemoryClusterStore();
+    const clock = new FakeClock();
+    const cloud = new FakeCloudProvider({ crds: [crd('nodepools.karpenter.sh', false)] });
+    const gate = new KarpenterGate({ topology: new StandaloneTopology({ store, namespace: 'ns', clock }), cloud });
+    expect(await gate.check()).toEqual({ open: false });
+    store.seed({ ...Types.Karpenter, metadata: { name: 'default' }, spec: {} });
+    expect(await gate.check()).toEqual({ open: false, requeueAfterMs: CrdsPendingRequeueMs });
+    store.seed(crd('nodepools.karpenter.sh', true));
+    expect(await gate.check()).toMatchObject({ open: true, request: { deleting: false, owner: { kind: 'Karpenter' } } });
+    store.seed({ ...Types.Karpenter, metadata: { name: 'default', deletionTimestamp: '2026-01-01T00:00:00Z', finalizers: ['x'] }, spec: {} });
+    expect(await gate.check()).toEqual({ open: false });
   });
 });

@@ -1,4 +1,4 @@
-import { Types, type KubeObject } from '@karpenter-operator/core';
+import { Types, type KubeObject, type NodeClassSource } from '@karpenter-operator/core';
 import { MemoryClusterStore, RecordingEvents } from '@karpenter-operator/core/testing';
 import { describe, expect, it } from 'vitest';
 import { HcpAnnotations } from '../hcp.js';
@@ -27,7 +27,15 @@ const secret = (name: string, value: string | undefined, ami = 'ami-0abc'): Kube
   data: value === undefined ? {} : { value: Buffer.from(value).toString('base64') },
 });
 const EC2NodeClass = { apiVersion: 'karpenter.k8s.aws/v1', kind: 'EC2NodeClass' } as const;
-const cloud = { nodeClassType: EC2NodeClass };
+// The provider's rendering is tested in provider-aws (and wired for real in apps/operator); here only that the
+// source reaches it and the result is applied.
+const cloud = {
+  nodeClassType: EC2NodeClass,
+  renderNodeClass: (s: NodeClassSource) => ({
+    object: { ...EC2NodeClass, metadata: { name: 'default' }, spec: { amiFamily: 'Custom', amiSelectorTerms: s.imageSelectorTerms, userData: s.userData, instanceProfile: s.instanceProfile } },
+    protectedSpec: {},
+  }),
+};
 const defaultRef = { ...EC2NodeClass, name: 'default' };
 
 describe('HcpDefaultNodeClassReconciler', () => {

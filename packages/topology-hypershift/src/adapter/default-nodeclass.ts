@@ -11,7 +11,7 @@ import {
   type Watch,
 } from '@karpenter-operator/core';
 import { decodeHostedControlPlane, HostedControlPlaneType } from '../hcp.js';
-import { ignitionSecretWatch, IgnitionLabels, nodeClassInputsFromSecrets, renderHcpDefaultNodeClass } from '../ignition.js';
+import { hcpNodeClassSource, ignitionSecretWatch, IgnitionLabels, nodeClassInputsFromSecrets } from '../ignition.js';
 
 export const HCP_DEFAULT_NODECLASS_CONTROLLER = 'hostedcontrolplane.default-nodeclass';
 export const EC2NODECLASS_CRD = 'ec2nodeclasses.karpenter.k8s.aws';
@@ -24,16 +24,16 @@ export interface HcpDefaultNodeClassDeps {
   namespace: string;
   hcpName: string;
   events: EventRecorder;
-  /** The cloud whose NodeClass `default` is (the composition root passes the AWS provider). */
-  cloud: Pick<CloudProvider, 'nodeClassType'>;
+  /** Renders NodeClass `default` from the decoded source (the composition root passes the AWS provider). */
+  cloud: Pick<CloudProvider, 'nodeClassType' | 'renderNodeClass'>;
   /** Requeue while waiting for the operator's CRD. Default 10 s. */
   retryMs?: number;
 }
 
 /**
  * `hostedcontrolplane.default-nodeclass`: once the operator has installed the EC2NodeClass CRD in the
- * guest, keeps EC2NodeClass `default` there as rendered from the HCP and the ignition Secrets of its
- * namespace. An invalid Secret (or a missing input) is an event and `problem()` naming the Secret and
+ * guest, keeps EC2NodeClass `default` there: the HCP and the ignition Secrets of its namespace decoded
+ * into a `NodeClassSource` (`hcpNodeClassSource`), rendered by the provider (`renderNodeClass`). An invalid Secret (or a missing input) is an event and `problem()` naming the Secret and
  * field; it never throws out of the reconcile, and the last good NodeClass stays.
  */
 export class HcpDefaultNodeClassReconciler implements Reconciler {
@@ -77,7 +77,8 @@ export class HcpDefaultNodeClassReconciler implements Reconciler {
       const nodeClassInputs = nodeClassInputsFromSecrets(secrets, namespace, { onInvalid: (e) => problems.push(e.message) });
       const current = await guest.get({ ...this.deps.cloud.nodeClassType, name: Names.defaultNodeClass });
       const currentTags = (current?.spec as { tags?: Record<string, string> } | undefined)?.tags;
-      const rendered = renderHcpDefaultNodeClass({ hcp, nodeClassInputs, nodeClassType: this.deps.cloud.nodeClassType, ...(currentTags ? { nodeClassTags: currentTags } : {}) });
+      const { source } = hcpNodeClassSource({ hcp, nodeClassInputs, ...(currentTags ? { nodeClassTags: currentTags } : {}) });
+      const rendered = this.deps.cloud.renderNodeClass(source);
       const r = await guest.apply(rendered.object, { fieldManager: ADAPTER_FIELD_MANAGER, force: true });
       if (r.changed) events.record(hcp.ref, 'Normal', 'DefaultNodeClassApplied', `EC2NodeClass ${Names.defaultNodeClass} follows the ignition Secrets`);
     } catch (e) {

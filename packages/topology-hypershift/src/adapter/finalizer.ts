@@ -1,5 +1,4 @@
 import {
-  finalizersPatch,
   isTransientError,
   Types,
   type Clock,
@@ -102,7 +101,7 @@ export class HcpFinalizerReconciler implements Reconciler {
       'GuestUnreachable',
       `guest API unreachable for ${Math.round((now - since) / 1000)} s during deletion: released ${HCP_KARPENTER_FINALIZER}; cloud resources (instances of NodeClaims) may be orphaned`,
     );
-    await management.patch(hcp.ref, finalizersPatch(hcp.finalizers.filter((f) => f !== HCP_KARPENTER_FINALIZER), hcp.resourceVersion, hcp.object));
+    await management.updateFinalizers(hcp.ref, { remove: [HCP_KARPENTER_FINALIZER] });
     this.failingSince.delete(hcp.ref.uid);
     return {};
   }

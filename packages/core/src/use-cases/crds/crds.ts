@@ -3,6 +3,7 @@ import type { KarpenterRequest } from '../../model/cluster.js';
 import type { KubeObject } from '../../model/kube.js';
 import { Types } from '../../model/kube.js';
 import { Names } from '../../model/names.js';
+import type { Clock } from '../../ports/clock.js';
 import type { CloudProvider } from '../../ports/cloud-provider.js';
 import type { Topology } from '../../ports/topology.js';
 import type { Reconciler, Result, Watch } from '../../runtime/reconciler.js';
@@ -72,6 +73,45 @@ export async function pendingCrds(topology: Topology, cloud: CloudProvider): Pro
 }
 
 /**
+ * How long a reconcile waits before looking again while the runtime CRDs are not Established. Established
+ * follows within a second or two of an apply, and the CRD watch usually wakes the reconcile first.
+ */
+export const CrdsPendingRequeueMs = 2_000;
+
+export type KarpenterGateState = { open: true; request: KarpenterRequest } | { open: false; requeueAfterMs?: number };
+
+/**
+ * The one gate in front of everything that needs a running Karpenter (the operand, NodeClasses,
+ * MachineConfigPools, CSR approval): the request is active (`activeRequest`) and the runtime CRDs are
+ * Established. Closed without a requeue when no request is active (its watch re-opens it), with
+ * `CrdsPendingRequeueMs` while CRDs are pending. Throws what `activeRequest` throws.
+ *
+ * With a clock, an "all Established" answer is reused for a second: reading four large cached CRDs for every
+ * reconcile costs real CPU when thousands of CSRs arrive at once (a fresh operator reconciles every CSR).
+ */
+export class KarpenterGate {
+  private establishedUntil = 0;
+
+  constructor(private readonly deps: { topology: Topology; cloud: CloudProvider; clock?: Clock }) {}
+
+  async check(): Promise<KarpenterGateState> {
+    const { topology, cloud, clock } = this.deps;
+    const request = await activeRequest(topology, cloud);
+    if (!request) return { open: false };
+    const now = clock?.now();
+    if (now === undefined || now >= this.establishedUntil) {
+      if ((await pendingCrds(topology, cloud)).length) return { open: false, requeueAfterMs: CrdsPendingRequeueMs };
+      if (now !== undefined) this.establishedUntil = now + 1_000;
+    }
+    return { open: true, request };
+  }
+}
+
+/** What a gated reconcile returns while the gate is closed. */
+export const closedResult = (state: Extract<KarpenterGateState, { open: false }>): Result =>
+  state.requeueAfterMs !== undefined ? { requeueAfterMs: state.requeueAfterMs } : {};
+
+/**
  * `customresourcedefinition.crds`: applies NodePool, NodeClaim, NodeOverlay and the provider's NodeClass
  * CRDs while Karpenter is requested; re-creates them when deleted; never deletes them (deleting a CRD
  * deletes every object of its kind).
@@ -99,8 +139,7 @@ export class CrdsReconciler implements Reconciler {
     const { topology, cloud } = this.deps;
     if (!(await activeRequest(topology, cloud))) return {};
     for (const crd of desiredCrds(cloud)) await topology.workloadStore.apply(crd);
-    const pending = await pendingCrds(topology, cloud);
-    // Established follows within a second or two; the CRD watch usually wakes us first.
-    return pending.length ? { requeueAfterMs: 1000 } : {};
+    // Not gated on the CRDs it installs; it waits for them as the gate does.
+    return (await pendingCrds(topology, cloud)).length ? { requeueAfterMs: CrdsPendingRequeueMs } : {};
   }
 }

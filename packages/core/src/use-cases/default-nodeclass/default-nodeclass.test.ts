@@ -62,6 +62,9 @@ class FakeCloud implements CloudProvider {
   relatedObjects() {
     return [];
   }
+  renderNodeClass(): DefaultNodeClass {
+    throw new Error('the standalone use-case renders from MachineSets only');
+  }
   renderDefaultNodeClass(input: DiscoveryInput): DefaultNodeClass {
     const workers = input.machineSets.filter(
       (m) => (m.spec as { template: { metadata: { labels: Record<string, string> } } }).template.metadata.labels['machine.openshift.io/cluster-api-machine-role'] === 'worker',

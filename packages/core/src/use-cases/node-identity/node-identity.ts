@@ -28,7 +28,7 @@ import type { CloudProvider, InstanceInfo } from '../../ports/cloud-provider.js'
 import type { ClusterStore } from '../../ports/cluster-store.js';
 import type { EventRecorder, EventType } from '../../ports/event-recorder.js';
 import type { Logger } from '../../ports/logger.js';
-import type { Metrics } from '../../ports/metrics.js';
+import type { MetricDefinition, Metrics } from '../../ports/metrics.js';
 import type { Reconciler, Result, Watch } from '../../runtime/reconciler.js';
 import type { StatusBoard } from '../status-board.js';
 import { InstanceLookup, type LookupOptions, type ObservedInstance } from './instance-lookup.js';
@@ -65,7 +65,7 @@ export const NodeIdentityMetrics = {
     help: 'Pending kubelet CSRs whose node name matches no Karpenter instance or Node (left to cluster-machine-approver or an administrator; never counted toward the approval cap).',
     labels: [],
   },
-} as const;
+} as const satisfies Record<string, MetricDefinition>;
 
 export interface NodeIdentityLimits {
   /**

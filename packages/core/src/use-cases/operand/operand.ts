@@ -10,7 +10,7 @@ import type { EventRecorder } from '../../ports/event-recorder.js';
 import type { Logger } from '../../ports/logger.js';
 import type { Topology } from '../../ports/topology.js';
 import type { Reconciler, Result, Watch } from '../../runtime/reconciler.js';
-import { activeRequest, ManagedCrdsWatch, pendingCrds } from '../crds/crds.js';
+import { closedResult, KarpenterGate, ManagedCrdsWatch } from '../crds/crds.js';
 
 export const OPERAND_KEY = 'operand';
 
@@ -67,7 +67,10 @@ export class OperandReconciler implements Reconciler {
   readonly name = 'deployment.operand';
   readonly watches: Watch[];
 
+  private readonly gate: KarpenterGate;
+
   constructor(private readonly deps: OperandDeps) {
+    this.gate = new KarpenterGate(deps);
     const ns = deps.topology.operandNamespace;
     const layout = deps.topology.operandLayout(deps.settings);
     this.watches = [
@@ -98,8 +101,9 @@ export class OperandReconciler implements Reconciler {
   async reconcile(): Promise<Result> {
     const { topology, cloud, settings } = this.deps;
     // Removal is the teardown use-case's job, in order; the ownerRef lets GC finish it.
-    const request = await activeRequest(topology, cloud);
-    if (!request) return {};
+    const gate = await this.gate.check();
+    if (!gate.open) return closedResult(gate);
+    const { request } = gate;
     let facts;
     try {
       facts = await topology.clusterFacts();
@@ -108,7 +112,6 @@ export class OperandReconciler implements Reconciler {
       if (isInvalidInputError(e)) return {};
       throw e;
     }
-    if ((await pendingCrds(topology, cloud)).length) return { requeueAfterMs: 2000 };
 
     const cloudConfig = cloud.operandCloudConfig(facts, settings);
     const ns = topology.operandNamespace;

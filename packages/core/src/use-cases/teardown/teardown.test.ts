@@ -111,13 +111,27 @@ describe('TeardownReconciler', () => {
     expect(w.events.events.map((e) => e.reason)).toContain('TeardownComplete');
   });
 
-  it('a finalizer write over an owner changed since it was read is a conflict: nothing another controller wrote is undone', async () => {
+  it('a finalizer added by another controller after the request was read is kept: only its own is removed', async () => {
     const w = world({ finalizers: [FIN], deletionTimestamp: DELETED_AT });
     await w.freeze();
     const read = (await w.owner())!;
-    // Another controller adds its finalizer after the teardown read the owner.
+    // Another controller adds its finalizer after the teardown read the request.
     w.control.seed({ ...read, metadata: { ...read.metadata, finalizers: [FIN, 'late'] } });
+    w.control.clearWrites();
+    await w.teardown.reconcile();
+    expect((await w.owner())?.metadata.finalizers).toEqual(['late']);
+    expect(ownerFinalizerWrites(w.control)).toEqual([['late']]);
+  });
+
+  it('a finalizer write over an owner changed since the store read it is a conflict, never a blind overwrite', async () => {
+    const w = world({ finalizers: [FIN], deletionTimestamp: DELETED_AT });
+    const read = (await w.owner())!;
+    // The store's own view is stale: what it read is older than what the API server holds.
+    const get = w.control.get.bind(w.control);
+    w.control.seed({ ...read, metadata: { ...read.metadata, finalizers: [FIN, 'late'] } });
+    w.control.get = (async (ref: Parameters<typeof get>[0]) => (ref.kind === read.kind ? structuredClone(read) : get(ref))) as typeof w.control.get;
     await expect(w.teardown.reconcile()).rejects.toBeInstanceOf(ConflictError);
+    w.control.get = get;
     expect((await w.owner())?.metadata.finalizers).toEqual([FIN, 'late']);
   });
 });

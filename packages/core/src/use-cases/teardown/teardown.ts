@@ -1,7 +1,6 @@
 import type { KubeObject } from '../../model/kube.js';
 import { refOf, Types } from '../../model/kube.js';
 import { Names } from '../../model/names.js';
-import { finalizersPatch } from '../../policy/finalizers.js';
 import type { Clock } from '../../ports/clock.js';
 import type { EventRecorder } from '../../ports/event-recorder.js';
 import type { Logger } from '../../ports/logger.js';
@@ -54,9 +53,8 @@ export class TeardownReconciler implements Reconciler {
     const owner = request.owner;
     const ownerRef = { apiVersion: owner.apiVersion, kind: owner.kind, name: owner.name, ...(owner.namespace ? { namespace: owner.namespace } : {}) };
     const fin = topology.teardownFinalizer;
-    const setFinalizers = (list: string[]) => topology.controlStore.patch(ownerRef, finalizersPatch(list, request.resourceVersion, `${owner.kind} ${owner.name}`));
     if (!request.deleting) {
-      if (!request.finalizers.includes(fin)) await setFinalizers([...request.finalizers, fin]);
+      if (!request.finalizers.includes(fin)) await topology.controlStore.updateFinalizers(ownerRef, { add: [fin] });
       return {};
     }
     if (!request.finalizers.includes(fin)) return {};
@@ -81,7 +79,7 @@ export class TeardownReconciler implements Reconciler {
     if (await topology.controlStore.delete(dep, { propagation: 'Foreground' })) events.record(owner, 'Normal', 'DeletingOperand', 'NodeClaims are gone; removing Karpenter');
     if (await topology.controlStore.get(dep)) return { requeueAfterMs: this.deps.pollMs ?? 5000 };
 
-    await setFinalizers(request.finalizers.filter((f) => f !== fin));
+    await topology.controlStore.updateFinalizers(ownerRef, { remove: [fin] });
     events.record(owner, 'Normal', 'TeardownComplete', 'NodePools, NodeClaims and the operand are removed');
     return {};
   }
