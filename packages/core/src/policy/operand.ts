@@ -387,10 +387,15 @@ function guestKubeconfig(layout: OperandLayout): { env: EnvVar[]; volumes: Array
   };
 }
 
+/** The labels of the operand's pods and its Deployment's selector (the metrics Service selects them too). */
+export function operandPodLabels(): Record<string, string> {
+  return { app: 'karpenter' };
+}
+
 function renderDeployment(input: OperandInput, layout: OperandLayout): KubeObject {
   const { facts, settings, request, cloud, credentialsHash } = input;
   const place = placement(input.topology, facts, layout);
-  const selector = { app: 'karpenter' };
+  const selector = operandPodLabels();
   const guest = guestKubeconfig(layout);
 
   const clusterEnv: EnvVar[] = [
