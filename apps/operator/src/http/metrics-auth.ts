@@ -42,7 +42,7 @@ export const MetricsAuthCache = { tokenMs: 60_000, allowMs: 5 * 60_000, denyMs: 
  * with a SubjectAccessReview for the non-resource URL — `nonResourceAttributes.path` the request's path,
  * `verb` the lower-cased HTTP method (`get` for `GET /metrics`); not allowed is 403. The operator's
  * ServiceAccount needs `create` on `tokenreviews` and `subjectaccessreviews` (ClusterRole
- * `system:auth-delegator`); the scraper needs `get` on the non-resource URL `/metrics`.
+ * `karpenter-operator-metrics-auth`); the scraper needs `get` on the non-resource URL `/metrics`.
  */
 export class DelegatingMetricsAuth {
   private readonly tokens = new Map<string, { user: UserInfo | undefined; until: number }>();

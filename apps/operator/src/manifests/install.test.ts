@@ -58,7 +58,7 @@ describe('install/', () => {
       '00_credentialsrequest-aws.yaml: CredentialsRequest',
       '00_namespace.yaml: Namespace',
       '02_metrics-services.yaml: Service,Service,NetworkPolicy',
-      '02_rbac-metrics-auth.yaml: ClusterRoleBinding',
+      '02_rbac-metrics-auth.yaml: ClusterRole,ClusterRoleBinding',
       '02_rbac-namespaced.yaml: Role,RoleBinding,Role,RoleBinding,Role,RoleBinding,Role,RoleBinding',
       '02_rbac-operand-grants.yaml: ClusterRole,ClusterRoleBinding',
       '02_rbac.yaml: ServiceAccount,ClusterRole,ClusterRoleBinding',

@@ -2,7 +2,7 @@ import { manifestPrefix } from './cvo.js';
 import type { InstallFile } from './install.js';
 import {
   dashboardConfigMap,
-  metricsAuthDelegatorBinding,
+  metricsAuthRbac,
   operandMetricsNetworkPolicy,
   operandMetricsService,
   operatorMetricsService,
@@ -20,7 +20,7 @@ export const monitoringPrefix = manifestPrefix.replace(/^0000_\d\d_/, '0000_90_'
  */
 export function monitoringPrerequisiteFiles(): InstallFile[] {
   return [
-    { name: `${manifestPrefix}02_rbac-metrics-auth.yaml`, documents: [metricsAuthDelegatorBinding()] },
+    { name: `${manifestPrefix}02_rbac-metrics-auth.yaml`, documents: metricsAuthRbac() },
     { name: `${manifestPrefix}02_metrics-services.yaml`, documents: [operatorMetricsService(), operandMetricsService(), operandMetricsNetworkPolicy()] },
   ];
 }

@@ -97,14 +97,16 @@ describe('monitoring manifests', () => {
     for (const p of probePorts) expect(typeof p === 'number' ? p : named.find((n: Obj) => n['name'] === p)?.containerPort).toBe(OperandNames.healthPort);
   });
 
-  it('binds prometheus-k8s of openshift-monitoring to a discovery-only Role, and the operator to system:auth-delegator', () => {
+  it('binds prometheus-k8s of openshift-monitoring to a discovery-only Role, and the operator to token and access reviews only', () => {
     const rb = find('RoleBinding', 'prometheus-k8s', ns);
     expect(rb['subjects']).toEqual([{ kind: 'ServiceAccount', name: 'prometheus-k8s', namespace: 'openshift-monitoring' }]);
     const verbs = new Set((find('Role', 'prometheus-k8s', ns)['rules'] as Obj[]).flatMap((r) => r['verbs']));
     expect([...verbs].sort()).toEqual(['get', 'list', 'watch']);
-    const crb = find('ClusterRoleBinding', MonitoringNames.authDelegatorBinding);
-    expect(crb['roleRef'].name).toBe('system:auth-delegator');
+    const crb = find('ClusterRoleBinding', MonitoringNames.metricsAuthRole);
+    expect(crb['roleRef'].name).toBe(MonitoringNames.metricsAuthRole);
     expect(crb['subjects']).toEqual([{ kind: 'ServiceAccount', name: Names.operatorServiceAccount, namespace: ns }]);
+    const rules = (find('ClusterRole', MonitoringNames.metricsAuthRole)['rules'] as Obj[]).map((r) => `${r['apiGroups']}/${r['resources']}:${r['verbs']}`);
+    expect(rules).toEqual(['authentication.k8s.io/tokenreviews:create', 'authorization.k8s.io/subjectaccessreviews:create']);
   });
 
   it('gives every alert a severity, a summary and a description that says what to check', () => {

@@ -29,7 +29,7 @@ export const MonitoringNames = {
   operandService: 'karpenter-metrics',
   operatorPort: 8443,
   metricsCertDir: '/etc/tls/private',
-  authDelegatorBinding: 'karpenter-operator-auth-delegator',
+  metricsAuthRole: 'karpenter-operator-metrics-auth',
   operandMetricsPolicy: 'karpenter-allow-metrics-from-monitoring',
   prometheusRule: 'karpenter-operator',
   dashboard: 'dashboard-karpenter',
@@ -67,16 +67,28 @@ export function operatorMetricsService(): KubeObject {
 }
 
 /**
- * The operator authenticates and authorises scrapes itself (TokenReview + SubjectAccessReview): the
- * built-in ClusterRole `system:auth-delegator` grants exactly those two creates.
+ * The operator authenticates and authorises scrapes itself (TokenReview + SubjectAccessReview): a
+ * ClusterRole of exactly those two creates (what the built-in `system:auth-delegator` holds), bound to
+ * the operator's ServiceAccount.
  */
-export function metricsAuthDelegatorBinding(): KubeObject {
-  return {
-    ...Types.ClusterRoleBinding,
-    metadata: { name: MonitoringNames.authDelegatorBinding },
-    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'system:auth-delegator' },
-    subjects: [{ kind: 'ServiceAccount', name: Names.operatorServiceAccount, namespace: ns }],
-  };
+export function metricsAuthRbac(): KubeObject[] {
+  const name = MonitoringNames.metricsAuthRole;
+  return [
+    {
+      ...Types.ClusterRole,
+      metadata: { name },
+      rules: [
+        { apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'], why: 'authenticate scrapes of the metrics endpoint (the bearer token)' },
+        { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'], why: 'authorise scrapes of the metrics endpoint (get on /metrics)' },
+      ],
+    },
+    {
+      ...Types.ClusterRoleBinding,
+      metadata: { name },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
+      subjects: [{ kind: 'ServiceAccount', name: Names.operatorServiceAccount, namespace: ns }],
+    },
+  ];
 }
 
 /**
