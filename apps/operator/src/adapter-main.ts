@@ -1,6 +1,6 @@
 // The HyperShift sidecar adapter (images/hypershift-adapter.Containerfile): the HCP-specific controllers of
 // packages/topology-hypershift/src/adapter. It talks to the operator only through Kubernetes objects.
-import type { Server } from 'node:http';
+import type { Server } from 'node:net';
 import { parseArgs } from 'node:util';
 import { describeError, systemClock, type Reconciler } from '@karpenter-operator/core';
 import {

@@ -11,6 +11,14 @@ export interface OperatorConfig {
   kubeconfig?: string;
   guestKubeconfig?: string;
   metricsBindAddress: { host: string; port: number };
+  /**
+   * `--metrics-secure`: serve metrics over HTTPS, each scrape authenticated (TokenReview) and authorised
+   * (SubjectAccessReview for `get` on the non-resource URL `/metrics`). Off by default: HyperShift's
+   * Deployment and local runs scrape plain HTTP.
+   */
+  metricsSecure: boolean;
+  /** `--metrics-cert-dir`: the mounted serving-certificate Secret (`tls.crt`, `tls.key`). */
+  metricsCertDir?: string;
   healthProbeBindAddress: { host: string; port: number };
   leaderElect: boolean;
   /**
@@ -64,6 +72,8 @@ const FLAG_NAMES = [
   'kubeconfig',
   'guest-kubeconfig',
   'metrics-bind-address',
+  'metrics-secure',
+  'metrics-cert-dir',
   'health-probe-bind-address',
   'leader-elect',
   'leader-elect-lease-duration',
@@ -73,7 +83,9 @@ const FLAG_NAMES = [
   'log-level',
 ] as const;
 
-/** `--name value`, `--name=value`, and bare boolean `--leader-elect` / `--leader-elect=false`. */
+const BOOLEAN_FLAGS: readonly string[] = ['leader-elect', 'metrics-secure'];
+
+/** `--name value`, `--name=value`, and bare booleans (`--leader-elect` / `--leader-elect=false`, `--metrics-secure`). */
 export function parseFlags(argv: readonly string[]): { flags: Map<string, string>; errors: string[] } {
   const flags = new Map<string, string>();
   /** How each flag was spelled (its name or an alias). */
@@ -99,7 +111,7 @@ export function parseFlags(argv: readonly string[]): { flags: Map<string, string
     }
     spelled.set(name, given);
     if (eq > 0) flags.set(name, arg.slice(eq + 1));
-    else if (name === 'leader-elect') flags.set(name, 'true');
+    else if (BOOLEAN_FLAGS.includes(name)) flags.set(name, 'true');
     else if (i + 1 < argv.length && !argv[i + 1]!.startsWith('--')) flags.set(name, argv[++i]!);
     else errors.push(`flag --${given} needs a value`);
   }
@@ -163,6 +175,7 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
   const releaseVersion = env.RELEASE_VERSION || (managementCluster ? UNKNOWN_RELEASE_VERSION : undefined);
   if (!releaseVersion) errors.push('RELEASE_VERSION is required (unless MANAGEMENT_CLUSTER=true)');
   const leaderElect = parseBool('--leader-elect', flags.get('leader-elect'), false, errors);
+  const metricsSecure = parseBool('--metrics-secure', flags.get('metrics-secure'), false, errors);
   const platform = env.PLATFORM || undefined;
   if (managementCluster) {
     for (const k of ['CLUSTER_NAME', 'CLUSTER_ENDPOINT', 'PLATFORM', 'REGION'] as const) {
@@ -180,6 +193,7 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
   const config: OperatorConfig = {
     namespace: namespace!,
     metricsBindAddress: metrics,
+    metricsSecure,
     healthProbeBindAddress: health,
     leaderElect,
     releaseVersion: releaseVersion!,
@@ -195,6 +209,7 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
   };
   opt('kubeconfig', flags.get('kubeconfig') ?? env.KUBECONFIG);
   opt('guestKubeconfig', flags.get('guest-kubeconfig'));
+  opt('metricsCertDir', flags.get('metrics-cert-dir'));
   opt('clusterName', env.CLUSTER_NAME);
   opt('clusterEndpoint', env.CLUSTER_ENDPOINT);
   opt('platform', platform);

@@ -14,7 +14,8 @@ const USAGE = `Usage: karpenter-operator [run] [flags]           the operator (d
        karpenter-operator check-credentials [--credentials FILE] [--region R]
 
 run flags: --namespace NS (required) --kubeconfig FILE --guest-kubeconfig FILE (alias --target-kubeconfig) --leader-elect
-           --metrics-bind-address [host]:port (:8080) --health-probe-bind-address [host]:port (:8081)
+           --metrics-bind-address [host]:port (:8080) --metrics-secure --metrics-cert-dir DIR
+           --health-probe-bind-address [host]:port (:8081)
            --crd-dir DIR --log-level debug|info|warn|error
 env: RELEASE_VERSION (required unless MANAGEMENT_CLUSTER=true), KARPENTER_IMAGE_AWS, CLUSTER_NAME, CLUSTER_ENDPOINT,
      PLATFORM, REGION, MANAGEMENT_CLUSTER, HCP_NAME, AWS_SHARED_CREDENTIALS_FILE, NODE_IDENTITY_CREDENTIALS_FILE,

@@ -1,4 +1,4 @@
-import type { Server } from 'node:http';
+import type { Server } from 'node:net';
 import {
   decodeInfrastructure,
   describeError,
@@ -17,10 +17,12 @@ import {
   type StatusBoard,
 } from '@karpenter-operator/core';
 import { platformRequirements, type OperatorConfig } from '../config.js';
+import { metricsServiceHostnames } from '../manifests/monitoring.js';
 import { buildContainer, ReconcilersId, StatusBoardId } from '../container.js';
 import { hostedControlPlaneName } from './hosted-control-plane.js';
+import { startSecureMetricsServer } from '../http/secure-metrics.js';
 import { startHttpServer } from '../http/server.js';
-import { createKubeCluster, KubeEventRecorder, LeaderElector, leaderIdentity, loadKubeConfig, openshiftElectionTiming, toCoreError, WatchedKubeConfig, type KubeCluster, type KubeTransport } from '../kube/index.js';
+import { createKubeCluster, createKubeTransport, KubeEventRecorder, LeaderElector, leaderIdentity, loadKubeConfig, openshiftElectionTiming, toCoreError, WatchedKubeConfig, type KubeCluster, type KubeTransport } from '../kube/index.js';
 import { AllMetricDefinitions, routeByCluster, type CacheFactory } from '../runtime/index.js';
 import { createLogger } from '../observability/logger.js';
 import { PromMetrics } from '../observability/metrics.js';
@@ -152,11 +154,22 @@ export async function runOperator(config: OperatorConfig, env: Record<string, st
     },
   });
   servers.push(health);
-  const metricsServer = await startHttpServer(config.metricsBindAddress.host, config.metricsBindAddress.port, {
-    healthy: () => true,
-    ready: () => ({ ok: true, detail: 'ok' }),
-    metrics: () => metrics.text(),
-  });
+  const metricsHandlers = { healthy: () => true, ready: () => ({ ok: true, detail: 'ok' }), metrics: () => metrics.text() };
+  const metricsServer = config.metricsSecure
+    ? await startSecureMetricsServer(
+        {
+          ...config.metricsBindAddress,
+          certDir: config.metricsCertDir,
+          hostnames: metricsServiceHostnames(config.namespace),
+          // Not the cluster's transport: leader election fences that one's writes, and the reviews are creates.
+          transport: createKubeTransport(kc, { metrics, userAgent: replicaUserAgent(config), ...(onUnauthorized ? { onUnauthorized } : {}) }),
+          clock,
+          logger,
+          metrics,
+        },
+        metricsHandlers,
+      )
+    : await startHttpServer(config.metricsBindAddress.host, config.metricsBindAddress.port, metricsHandlers);
   servers.push(metricsServer);
 
   // SIGTERM while start-up waits for the API server: a clean exit, not a wait for the next retry.

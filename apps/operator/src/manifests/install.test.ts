@@ -58,12 +58,19 @@ describe('install/', () => {
       '00_credentialsrequest-aws-node-identity.yaml: CredentialsRequest',
       '00_credentialsrequest-aws.yaml: CredentialsRequest',
       '00_namespace.yaml: Namespace',
+      '02_metrics-services.yaml: Service,Service,NetworkPolicy',
+      '02_rbac-metrics-auth.yaml: ClusterRole,ClusterRoleBinding',
       '02_rbac-namespaced.yaml: Role,RoleBinding,Role,RoleBinding,Role,RoleBinding,Role,RoleBinding',
       '02_rbac-operand-grants.yaml: ClusterRole,ClusterRoleBinding',
       '02_rbac.yaml: ServiceAccount,ClusterRole,ClusterRoleBinding',
       '03_deployment.yaml: Deployment',
       '04_clusteroperator.yaml: ClusterOperator',
       '05_karpenter-reader.yaml: ClusterRole',
+      // Monitoring at run level 90, after the component.
+      '0000_90_karpenter-operator_00_prometheus-rbac.yaml: Role,RoleBinding',
+      '0000_90_karpenter-operator_01_servicemonitors.yaml: ServiceMonitor,ServiceMonitor',
+      '0000_90_karpenter-operator_02_prometheusrule.yaml: PrometheusRule',
+      '0000_90_karpenter-operator_03_dashboard.yaml: ConfigMap',
       'image-references: ImageStream',
     ]);
   });

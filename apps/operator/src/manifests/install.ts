@@ -7,6 +7,7 @@ import { operatorNamespace } from './namespace.js';
 import { operatorDeployment } from './operator-deployment.js';
 import { operandGrantsRbac, operatorClusterRbac, operatorNamespacedRbac } from './operator-rbac.js';
 import { clusterOperator, imageReferences, karpenterReaderClusterRole } from './release.js';
+import { monitoringFiles, monitoringPrerequisiteFiles } from './monitoring-files.js';
 
 export interface InstallFile {
   /** File name inside `install/`. */
@@ -32,9 +33,11 @@ export function installFiles(): InstallFile[] {
     { name: `${manifestPrefix}02_rbac.yaml`, documents: operatorClusterRbac() },
     { name: `${manifestPrefix}02_rbac-namespaced.yaml`, documents: operatorNamespacedRbac() },
     { name: `${manifestPrefix}02_rbac-operand-grants.yaml`, documents: operandGrantsRbac() },
+    ...monitoringPrerequisiteFiles(),
     { name: `${manifestPrefix}03_deployment.yaml`, documents: [operatorDeployment()] },
     { name: `${manifestPrefix}04_clusteroperator.yaml`, documents: [clusterOperator()] },
     { name: `${manifestPrefix}05_karpenter-reader.yaml`, documents: [karpenterReaderClusterRole()] },
+    ...monitoringFiles(),
     { name: 'image-references', documents: [imageReferences()] },
   ];
 }

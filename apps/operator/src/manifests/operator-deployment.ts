@@ -8,6 +8,7 @@ import {
   type KubeObject,
 } from '@karpenter-operator/core';
 import { payloadImages, releaseVersionPlaceholder } from './cvo.js';
+import { MonitoringNames } from './monitoring.js';
 
 /** Where the operator's own (node-identity) credential is mounted. */
 export const nodeIdentityCredentialsDir = '/etc/node-identity';
@@ -39,7 +40,11 @@ export function operatorDeployment(): KubeObject {
               imagePullPolicy: 'IfNotPresent',
               args: [
                 '--namespace=$(POD_NAMESPACE)',
-                '--metrics-bind-address=:8080',
+                // HTTPS with service-ca's certificate; each scrape is checked with a TokenReview and a
+                // SubjectAccessReview. The probes stay plain HTTP on their own port.
+                `--metrics-bind-address=:${MonitoringNames.operatorPort}`,
+                '--metrics-secure',
+                `--metrics-cert-dir=${MonitoringNames.metricsCertDir}`,
                 '--health-probe-bind-address=:8081',
                 '--leader-elect',
               ],
@@ -54,7 +59,7 @@ export function operatorDeployment(): KubeObject {
                 { name: 'NODE_IDENTITY_CREDENTIALS_FILE', value: `${nodeIdentityCredentialsDir}/credentials` },
               ],
               ports: [
-                { name: 'metrics', containerPort: 8080, protocol: 'TCP' },
+                { name: 'metrics', containerPort: MonitoringNames.operatorPort, protocol: 'TCP' },
                 { name: 'health', containerPort: 8081, protocol: 'TCP' },
               ],
               livenessProbe: { httpGet: { path: '/healthz', port: 'health' }, initialDelaySeconds: 15, periodSeconds: 20 },
@@ -64,6 +69,7 @@ export function operatorDeployment(): KubeObject {
               terminationMessagePolicy: 'FallbackToLogsOnError',
               volumeMounts: [
                 { name: 'node-identity-credentials', mountPath: nodeIdentityCredentialsDir, readOnly: true },
+                { name: 'metrics-tls', mountPath: MonitoringNames.metricsCertDir, readOnly: true },
                 // Short-lived credentials (STS): the credentials file names this token.
                 boundServiceAccountToken.mount(),
               ],
@@ -77,6 +83,12 @@ export function operatorDeployment(): KubeObject {
               secret: { secretName: Names.nodeIdentityCredentialsSecret, optional: true },
             },
             boundServiceAccountToken.volume(),
+            {
+              name: 'metrics-tls',
+              // Optional: service-ca writes it once the metrics Service exists; until then (or without
+              // service-ca) the operator serves metrics with a self-signed certificate and says so.
+              secret: { secretName: MonitoringNames.operatorCertSecret, optional: true },
+            },
           ],
         },
       },

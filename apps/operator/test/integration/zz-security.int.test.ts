@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyObject, deleteObject, getObject, kubeRequest, listObjects, readManifests, waitFor, type AuditEvent, type KubeObj } from '@karpenter-operator/testkit';
 import { seededWorld, testCluster } from '@karpenter-operator/testkit/vitest';
+import { scrapeMetrics } from '../support/metrics-scrape.js';
 import { credentialsFileText, installManifests, OPERATOR_NS, OPERATOR_SA, OPERATOR_USER, REPO, resetOperatorWorld, startOperator, type OperatorProcess } from '../support/operator-process.js';
 import { applyKarpenterAndCredentials, crdEstablished, isConverged, KARPENTER, launchKarpenterInstance, submitClientCsr, waitCsrApproved } from '../support/scenario.js';
 
@@ -25,7 +26,8 @@ describe('security: secrets and RBAC, as the operator ServiceAccount', () => {
     await resetOperatorWorld(cluster);
     // From scratch, so the create paths run too (the Lease, the operand's objects).
     await deleteObject(kc(), ...LEASE).catch(() => false);
-    op = await startOperator(cluster, { name: 'karpenter-operator-security', env: { LOG_LEVEL: 'debug' } });
+    // --metrics-secure as install/ runs it: scrapes are reviewed with the metrics-auth ClusterRole.
+    op = await startOperator(cluster, { name: 'karpenter-operator-security', env: { LOG_LEVEL: 'debug' }, args: ['--metrics-secure'] });
   }, 180_000);
 
   afterAll(async () => {
@@ -36,6 +38,10 @@ describe('security: secrets and RBAC, as the operator ServiceAccount', () => {
   it('drives a full life cycle: converge, CSR approval, user NodeClass, CRD re-creation, teardown', async () => {
     await applyKarpenterAndCredentials(cluster, { logLevel: 'debug' });
     await waitFor('convergence', () => isConverged(cluster), { timeoutMs: 90_000, intervalMs: 500 });
+
+    // A scrape with the operator's own token: authenticated (TokenReview), not authorised for /metrics (SubjectAccessReview).
+    const scraped = await scrapeMetrics(op.metricsPort, { token: await cluster.tokenFor(OPERATOR_NS, OPERATOR_SA), serverName: `karpenter-operator-metrics.${OPERATOR_NS}.svc` });
+    expect(scraped.status, scraped.body).toBe(403);
 
     const node = await launchKarpenterInstance(cluster, seededWorld(), 'security-e2e1');
     const csr = await submitClientCsr(cluster, node.dns);

@@ -364,13 +364,18 @@ function guestKubeconfig(layout: OperandLayout): { env: EnvVar[]; volumes: Array
   };
 }
 
+/** The labels of the operand's pods and its Deployment's selector (the metrics Service selects them too). */
+export function operandPodLabels(): Record<string, string> {
+  return { app: 'karpenter' };
+}
+
 function renderDeployment(input: OperandInput, layout: OperandLayout): KubeObject {
   const { facts, settings, request, cloud, credentialsHash } = input;
   const tuned = operandSettings(request);
   const place = layout.pod;
   // Without leader election a second replica would act alongside the first: the CR's count applies only with it.
   const replicas = layout.leaderElection && tuned.replicas !== undefined ? tuned.replicas : replicasFor(facts, layout);
-  const selector = { app: 'karpenter' };
+  const selector = operandPodLabels();
   const guest = guestKubeconfig(layout);
 
   const clusterEnv: EnvVar[] = [
