@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { canonicalQuantity, featureGatesValue, karpenterSpecRules, operandSettings, parseDurationNs, schemaRuleFor } from './karpenter-settings.js';
+import { canonicalQuantity, featureGatesValue, karpenterFeatureGates, karpenterSpecRules, NON_NEGATIVE_QUANTITY_PATTERN, operandSettings, parseDurationNs, schemaRuleFor, unknownFeatureGates } from './karpenter-settings.js';
 import { decodeKarpenter } from '../topology/karpenter-cr.js';
 import { Types } from '../model/kube.js';
 
@@ -29,10 +29,8 @@ describe('parseDurationNs: Go durations as Karpenter reads them', () => {
 describe('karpenterSpecRules: the TypeScript side of each CEL rule', () => {
   it.each([
     { rule: 'replicas', ok: [1, 2, 5], bad: [0, -1, 1.5] },
-    { rule: 'resourceQuantity', ok: ['500m', '1Gi', 2, '0'], bad: ['-1', 'lots', '1 GB', -2] },
     { rule: 'batchIdleDuration', ok: ['1s', '100ms', '1m30s'], bad: ['0s', '1', 'soon', '-1s'] },
     { rule: 'batchMaxDuration', ok: ['10s'], bad: ['0ms', '10 s'] },
-    { rule: 'featureGates', ok: [{}, { NodeRepair: true, CapacityBuffer: false }], bad: [{ Drift: true }, { NodeRepair: true, nodeRepair: true }] },
     { rule: 'interruptionQueue', ok: ['', 'mycluster-karpenter', 'a_b-1'], bad: ['https://sqs.us-east-1.amazonaws.com/1/q', 'x'.repeat(81), 'a.fifo', 'has space'] },
     { rule: 'vmMemoryOverheadPercent', ok: [0, 0.075, 0.99], bad: [-0.1, 1, 7.5] },
     { rule: 'reservedENIs', ok: [0, 3], bad: [-1, 0.5] },
@@ -43,8 +41,13 @@ describe('karpenterSpecRules: the TypeScript side of each CEL rule', () => {
     expect(schemaRuleFor(r)).toBe(r);
   });
 
-  it('names the unknown feature gates in its message', () => {
-    expect(karpenterSpecRules.featureGates.messageFor({ Drift: true, NodeRepair: true })).toMatch(/^spec\.settings\.featureGates: unknown feature gate Drift; the gates Karpenter v1\.14\.1 knows are NodeRepair, /);
+  it('unknownFeatureGates names what the pinned Karpenter does not know', () => {
+    expect(unknownFeatureGates({ NodeRepair: true, Drift: true, nodeRepair: false })).toEqual(['Drift', 'nodeRepair']);
+    expect(unknownFeatureGates(Object.fromEntries(karpenterFeatureGates.map((g) => [g, true])))).toEqual([]);
+  });
+
+  it.each([['500m', true], ['1Gi', true], ['2', true], ['1e3', true], ['.5', true], ['-1', false], ['lots', false], ['1 GB', false], ['1gi', false]])('quantity pattern: %s → %s', (q, ok) => {
+    expect(new RegExp(NON_NEGATIVE_QUANTITY_PATTERN).test(q)).toBe(ok);
   });
 
   it('each message names its field', () => {

@@ -2,7 +2,7 @@ import { InvalidInputError } from '../errors.js';
 import type { KarpenterRequest, KarpenterSettings, LogLevel, OperandResources } from '../model/cluster.js';
 import type { KubeObject } from '../model/kube.js';
 import { Types } from '../model/kube.js';
-import { karpenterSpecRules, type SchemaRule } from '../policy/karpenter-settings.js';
+import { karpenterFeatureGates, karpenterSpecRules, NON_NEGATIVE_QUANTITY_PATTERN, unknownFeatureGates, type SchemaRule } from '../policy/karpenter-settings.js';
 
 const LEVELS: readonly LogLevel[] = ['debug', 'info', 'error'];
 
@@ -46,7 +46,7 @@ function decodeSettings(spec: Spec | undefined, where: string): Pick<KarpenterRe
   const out: Pick<KarpenterRequest, 'replicas' | 'resources' | 'settings'> = {};
   const bad = (field: string, detail: string) => new InvalidInputError('KarpenterCheckFailed', where, field, detail);
   const check = (field: string, value: unknown, rule: SchemaRule) => {
-    if (!rule.holds(value)) throw bad(field, `${rule.messageFor(value)}, got ${JSON.stringify(value)}`);
+    if (!rule.holds(value)) throw bad(field, `${rule.message}, got ${JSON.stringify(value)}`);
   };
   if (!spec) return out;
   if (spec.replicas !== undefined) {
@@ -59,7 +59,10 @@ function decodeSettings(spec: Spec | undefined, where: string): Pick<KarpenterRe
     for (const [k, list] of Object.entries(spec.resources)) {
       if (k !== 'requests' && k !== 'limits') throw bad(`spec.resources.${k}`, 'unknown field: only requests and limits');
       if (!isMap(list)) throw bad(`spec.resources.${k}`, 'must be a map of resource name to quantity');
-      for (const [name, q] of Object.entries(list)) check(`spec.resources.${k}.${name}`, q, karpenterSpecRules.resourceQuantity);
+      for (const [name, q] of Object.entries(list)) {
+        const ok = (typeof q === 'number' && q >= 0) || (typeof q === 'string' && new RegExp(NON_NEGATIVE_QUANTITY_PATTERN).test(q));
+        if (!ok) throw bad(`spec.resources.${k}.${name}`, `must be a non-negative quantity such as 500m, 1 or 1Gi, got ${JSON.stringify(q)}`);
+      }
       resources[k] = { ...(list as Record<string, string | number>) };
     }
     out.resources = resources;
@@ -84,7 +87,7 @@ function decodeSettings(spec: Spec | undefined, where: string): Pick<KarpenterRe
           break;
         case 'featureGates':
           if (!isMap(v) || Object.values(v).some((g) => typeof g !== 'boolean')) throw bad(field, 'must be a map of gate name to true or false');
-          check(field, v, karpenterSpecRules.featureGates);
+          if (unknownFeatureGates(v).length) throw bad(field, `unknown feature gate ${unknownFeatureGates(v).join(', ')}; Karpenter v1.14.1 knows ${karpenterFeatureGates.join(', ')}`);
           settings.featureGates = { ...(v as Record<string, boolean>) };
           break;
         default:

@@ -112,7 +112,9 @@ export class StandaloneTopology implements Topology {
       }));
       const r = setConditions(crConditions, next, now);
       try {
-        await store.patchStatus(crRef, { conditions: r.conditions });
+        // The generation these conditions describe: its settings are in the operand's Deployment, and
+        // Progressing says whether the pods run them yet.
+        await store.patchStatus(crRef, { observedGeneration: request.generation, conditions: r.conditions });
       } catch (e) {
         // The CR may vanish between read and write (teardown finished); the next reconcile sees that.
         if (!isNotFoundError(e)) throw e;

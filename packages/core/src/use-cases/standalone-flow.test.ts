@@ -119,6 +119,30 @@ describe('standalone flow (in memory)', () => {
     expect(store.writes).toEqual([]);
   });
 
+  it('a settings change: status.observedGeneration moves, Progressing on the CR until the operand rolled out, then quiet', async () => {
+    store.seed(karpenter({ generation: 1 }));
+    store.seed(secret);
+    await all();
+    settle(store);
+    await all();
+    const crStatus = async () => (await store.get({ ...Types.Karpenter, name: 'default' }))?.status as { observedGeneration: number; conditions: Array<{ type: string; status: string; reason: string; observedGeneration: number }> };
+    expect((await crStatus()).observedGeneration).toBe(1);
+    const cr = (await store.get({ ...Types.Karpenter, name: 'default' }))!;
+    store.seed({ ...cr, metadata: { ...cr.metadata, generation: 2 }, spec: { ...(cr.spec as object), settings: { batchMaxDuration: '30s' } } });
+    await all();
+    const rolling = await crStatus();
+    expect(rolling.observedGeneration).toBe(2);
+    expect(rolling.conditions.find((c) => c.type === 'Progressing')).toMatchObject({ status: 'True', reason: 'OperandRollingOut', observedGeneration: 2 });
+    const dep = await store.get({ ...Types.Deployment, namespace: NS, name: 'karpenter' });
+    expect(JSON.stringify(dep?.spec)).toContain('"name":"BATCH_MAX_DURATION","value":"30s"');
+    settle(store);
+    await all();
+    expect((await crStatus()).conditions.find((c) => c.type === 'Progressing')).toMatchObject({ status: 'False', observedGeneration: 2 });
+    store.clearWrites();
+    await all();
+    expect(store.writes).toEqual([]);
+  });
+
   it('keeps lastTransitionTime when a status does not change', async () => {
     store.seed(karpenter());
     store.seed(secret);
