@@ -5,7 +5,6 @@ import { parseArgs } from 'node:util';
 import { describeError, systemClock, type Reconciler } from '@karpenter-operator/core';
 import {
   AutoNodeStatusReconciler,
-  HcpCredentialsReconciler,
   HcpDefaultNodeClassReconciler,
   HcpFinalizerReconciler,
   NODECLASS_POLICY_CONTROLLER,
@@ -22,8 +21,8 @@ const USAGE = `Usage: karpenter-operator-hypershift-adapter [run] --namespace NS
        [--metrics-bind-address [host]:port (:8080)] [--health-probe-bind-address [host]:port (:8081)]
        [--guest-unreachable-timeout DURATION (5m): how long the guest API may be unreachable during HCP deletion before the HCP finalizer goes]
 The HyperShift sidecar adapter: HCP status.autoNode, the HCP finalizer when the guest is gone, and (with --hcp-name)
-EC2NodeClass default from ignition Secrets (guarded in the guest by a ValidatingAdmissionPolicy) and the operand's
-web-identity credentials Secret from spec.autoNode.`;
+EC2NodeClass default from ignition Secrets (guarded in the guest by a ValidatingAdmissionPolicy). The operand's
+credentials Secret (karpenter-credentials) is HyperShift's own.`;
 
 /** `90s`, `5m`, `1h` → milliseconds. */
 function duration(flag: string, value: string, errors: string[]): number {
@@ -112,7 +111,6 @@ async function main(argv: string[]): Promise<number> {
   if (hcpName) {
     reconcilers.push(
       new HcpDefaultNodeClassReconciler({ ...base, hcpName, events }),
-      new HcpCredentialsReconciler({ management: mgmt.store, namespace, hcpName, events }),
       new NodeClassPolicyReconciler({ management: mgmt.store, guest: guest.store, namespace, hcpName, exempt: guestIdentity }),
     );
   }

@@ -30,6 +30,8 @@ export interface OperatorConfig {
   guestKubeconfigSecret?: string;
   operandImageAws?: string;
   operatorImage?: string;
+  /** TOKEN_MINTER_IMAGE: management-cluster mode, the token minter run beside the operand (newer HyperShift sets it). */
+  tokenMinterImage?: string;
   awsSharedCredentialsFile?: string;
   /** Credentials for the operator's own node-identity lookups (DescribeInstances only). */
   nodeIdentityCredentialsFile?: string;
@@ -161,6 +163,7 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
   opt('guestKubeconfigSecret', env.GUEST_KUBECONFIG_SECRET);
   opt('operandImageAws', env.KARPENTER_IMAGE_AWS);
   opt('operatorImage', env.OPERATOR_IMAGE);
+  opt('tokenMinterImage', env.TOKEN_MINTER_IMAGE);
   opt('awsSharedCredentialsFile', env.AWS_SHARED_CREDENTIALS_FILE);
   opt('nodeIdentityCredentialsFile', env.NODE_IDENTITY_CREDENTIALS_FILE);
   opt('awsEndpoint', env.AWS_ENDPOINT_URL_EC2 ?? env.AWS_ENDPOINT_URL);

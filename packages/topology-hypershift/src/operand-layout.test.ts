@@ -132,8 +132,8 @@ describe('planOperand: HyperShift (management-cluster mode)', () => {
   });
 
   it.each([
-    { name: 'guest kubeconfig volume from the default Secret', over: {}, path: (o: KubeObject[]) => podSpec(o)['volumes'], want: [
-      { name: 'provider-creds', secret: { secretName: 'karpenter-cloud-credentials' } },
+    { name: 'guest kubeconfig volume from the default Secret, credentials from HyperShift\'s Secret', over: {}, path: (o: KubeObject[]) => podSpec(o)['volumes'], want: [
+      { name: 'provider-creds', secret: { secretName: 'karpenter-credentials' } },
       { name: 'guest-kubeconfig', secret: { secretName: 'service-network-admin-kubeconfig', items: [{ key: 'kubeconfig', path: 'kubeconfig' }] } },
     ] },
     { name: 'guest kubeconfig Secret from settings', over: { settings: settings({ guestKubeconfigSecret: 'karpenter-guest-kubeconfig' }) }, path: (o: KubeObject[]) => (podSpec(o)['volumes'] as Obj[]).find((v) => v['name'] === 'guest-kubeconfig')!['secret'].secretName, want: 'karpenter-guest-kubeconfig' },
@@ -204,3 +204,83 @@ describe('planOperand: HyperShift (management-cluster mode)', () => {
 
 });
 
+
+describe('hcpOperandLayout: the token minter (TOKEN_MINTER_IMAGE)', () => {
+  const HCP_NS = 'clusters-demo';
+  const MINTER = 'quay.io/example/control-plane-operator:4.22';
+  const render = (over: Partial<OperatorSettings> = {}) => {
+    const s = settings(over);
+    return renderOperand(input({ namespace: HCP_NS, settings: s, layout: hcpOperandLayout(HCP_NS, s) }));
+  };
+  const minterOf = (objs: KubeObject[]): Obj | undefined => (podSpec(objs)['initContainers'] as Obj[] | undefined)?.find((c) => c['name'] === 'token-minter');
+  /** The file a container sees at `path`, by the volume mounted at the longest prefix: `volume:sub/path`. */
+  const fileAt = (objs: KubeObject[], c: Obj, path: string): string | undefined => {
+    const m = ((c['volumeMounts'] as Obj[]) ?? []).filter((v) => path.startsWith(`${v['mountPath']}/`)).sort((a, b) => b['mountPath'].length - a['mountPath'].length)[0];
+    if (!m) return undefined;
+    const volume = (podSpec(objs)['volumes'] as Obj[]).find((v) => v['name'] === m['name']);
+    return volume ? `${m['name']}:${path.slice(m['mountPath'].length + 1)}` : undefined;
+  };
+  const arg = (c: Obj, flag: string) => (c['args'] as string[]).find((a) => a.startsWith(`--${flag}=`))?.slice(flag.length + 3);
+
+  it('runs as HyperShift runs it: control-plane-operator token-minter for kube-system/karpenter, audience openshift', () => {
+    const m = minterOf(render({ tokenMinterImage: MINTER }))!;
+    expect(m['image']).toBe(MINTER);
+    expect(m['command']).toEqual(['/usr/bin/control-plane-operator', 'token-minter']);
+    expect(m['args']).toEqual([
+      '--service-account-namespace=kube-system',
+      '--service-account-name=karpenter',
+      '--token-audience=openshift',
+      '--token-file=/var/run/secrets/openshift/serviceaccount/token',
+      '--kubeconfig=/etc/karpenter/guest-kubeconfig/kubeconfig',
+    ]);
+  });
+
+  it('is a sidecar for the pod\'s life whose startup waits for the token, before any other init container', () => {
+    const objs = render({ tokenMinterImage: MINTER, operatorImage: 'op:1' });
+    const inits = podSpec(objs)['initContainers'] as Obj[];
+    expect(inits.map((c) => c['name'])).toEqual(['token-minter', OperandNames.initContainer]);
+    expect(inits[0]!['restartPolicy']).toBe('Always');
+    expect(inits[0]!['startupProbe']).toEqual({ exec: { command: ['cat', arg(inits[0]!, 'token-file')] }, failureThreshold: 10 });
+    expect(inits[0]!['resources']).toEqual({ requests: { cpu: '10m', memory: '30Mi' } });
+  });
+
+  it.each([
+    { name: 'Karpenter', pick: (o: KubeObject[]) => controller(o) },
+    { name: 'the credentials check', pick: (o: KubeObject[]) => (podSpec(o)['initContainers'] as Obj[]).find((c) => c['name'] === OperandNames.initContainer)! },
+  ])('$name reads the token from the file the minter writes, in a pod-lived volume', ({ pick }) => {
+    const objs = render({ tokenMinterImage: MINTER, operatorImage: 'op:1' });
+    const m = minterOf(objs)!;
+    const tokenFile = arg(m, 'token-file')!;
+    const written = fileAt(objs, m, tokenFile);
+    expect(written).toBe('serviceaccount-token:token');
+    expect(fileAt(objs, pick(objs), tokenFile)).toBe(written);
+    expect((podSpec(objs)['volumes'] as Obj[]).find((v) => v['name'] === 'serviceaccount-token')).toEqual({ name: 'serviceaccount-token', emptyDir: {} });
+  });
+
+  it('reaches the guest through the guest kubeconfig Secret the pod mounts', () => {
+    const objs = render({ tokenMinterImage: MINTER, guestKubeconfigSecret: 'my-guest-kubeconfig' });
+    const m = minterOf(objs)!;
+    const file = fileAt(objs, m, arg(m, 'kubeconfig')!)!;
+    const [volumeName, key] = file.split(':');
+    const volume = (podSpec(objs)['volumes'] as Obj[]).find((v) => v['name'] === volumeName)!;
+    expect(volume['secret'].secretName).toBe('my-guest-kubeconfig');
+    expect(volume['secret'].items).toEqual([{ key, path: key }]);
+  });
+
+  it('the token path is the one HyperShift\'s credentials profile names (web_identity_token_file)', () => {
+    expect(arg(minterOf(render({ tokenMinterImage: MINTER }))!, 'token-file')).toBe('/var/run/secrets/openshift/serviceaccount/token');
+  });
+
+  it('without TOKEN_MINTER_IMAGE: no minter and no token volume (older HyperShift)', () => {
+    const objs = render();
+    expect(minterOf(objs)).toBeUndefined();
+    expect((podSpec(objs)['volumes'] as Obj[]).map((v) => v['name'])).not.toContain('serviceaccount-token');
+  });
+
+  it('waits for and mounts HyperShift\'s credentials Secret karpenter-credentials', () => {
+    expect(hcpOperandLayout(HCP_NS, settings()).credentialsSecret).toBe('karpenter-credentials');
+    const vols = (podSpec(render())['volumes'] as Obj[]).filter((v) => v['secret']).map((v) => v['secret'].secretName);
+    expect(vols).toContain('karpenter-credentials');
+    expect(vols).not.toContain('karpenter-cloud-credentials');
+  });
+});

@@ -49,6 +49,11 @@ export interface OperatorSettings {
   operandImage: string;
   /** The operator's own image, used for the credentials-check init container. */
   operatorImage?: string;
+  /**
+   * Image of a token minter a topology runs beside the operand to write its web-identity token
+   * (TOKEN_MINTER_IMAGE); unused where the pod's own projected token serves.
+   */
+  tokenMinterImage?: string;
   clusterNameOverride?: string;
   clusterEndpointOverride?: string;
   /**

@@ -140,8 +140,33 @@ export interface OperandLayout {
   guestKubeconfigSecret?: string;
   /** Karpenter's `FEATURE_GATES`, when set; absent keeps Karpenter's defaults. */
   featureGates?: string;
+  /**
+   * The Secret holding the operand's cloud credentials when the host writes it under its own name
+   * (the provider's credentials volume is pointed at it, and the operand waits for it); absent: the
+   * provider's `OperandCloudConfig.credentialsSecret`.
+   */
+  credentialsSecret?: string;
   /** Where and how the pods run. */
   pod: OperandPodLayout;
+}
+
+/**
+ * The provider's cloud config with its credentials Secret replaced by the layout's, where the layout names
+ * one: the Secret volumes that mounted the provider's Secret mount the layout's. Pure.
+ */
+export function withLayoutCredentials(cfg: OperandCloudConfig, layout: Pick<OperandLayout, 'credentialsSecret'>): OperandCloudConfig {
+  const name = layout.credentialsSecret;
+  if (name === undefined || name === cfg.credentialsSecret) return cfg;
+  const volumes = cfg.volumes.map((v) => {
+    const secret = v['secret'] as { secretName?: unknown } | undefined;
+    return secret?.secretName === cfg.credentialsSecret ? { ...v, secret: { ...secret, secretName: name } } : v;
+  });
+  return { ...cfg, volumes, credentialsSecret: name };
+}
+
+/** The name of the credentials Secret the operand waits for, as far as the layout knows it. Pure. */
+export function layoutCredentialsSecret(layout: Pick<OperandLayout, 'credentialsSecret'>): string {
+  return layout.credentialsSecret ?? Names.credentialsSecret;
 }
 
 /** A volume and where the containers that need it mount it. */
@@ -160,6 +185,13 @@ export interface OperandPodLayout {
   annotations: Record<string, string>;
   /** Volumes every container that reads the cloud credentials mounts (e.g. a bound ServiceAccount token). */
   credentialVolumes: VolumeAndMount[];
+  /**
+   * Containers that run for the pod's whole life beside Karpenter (Kubernetes sidecars: init containers
+   * with `restartPolicy: Always`), started before the credentials check, e.g. a token minter writing the
+   * web-identity token into a credential volume. They may mount the guest kubeconfig
+   * (`OperandNames.guestKubeconfigVolume`).
+   */
+  sidecars?: Array<Record<string, unknown>>;
 }
 
 /** The ServiceAccount the operand's pods run as in `namespace`. Pure. */
@@ -359,7 +391,8 @@ function guestKubeconfig(layout: OperandLayout): { env: EnvVar[]; volumes: Array
 }
 
 function renderDeployment(input: OperandInput, layout: OperandLayout): KubeObject {
-  const { facts, settings, request, cloud, credentialsHash } = input;
+  const { facts, settings, request, credentialsHash } = input;
+  const cloud = withLayoutCredentials(input.cloud, layout);
   const place = layout.pod;
   const replicas = replicasFor(facts, layout);
   const selector = { app: 'karpenter' };
@@ -429,6 +462,10 @@ function renderDeployment(input: OperandInput, layout: OperandLayout): KubeObjec
     };
     if (credentialMounts.length) check['volumeMounts'] = credentialMounts.map((m) => structuredClone(m));
     podSpec['initContainers'] = [check];
+  }
+  if (place.sidecars?.length) {
+    // Before the check: it (and Karpenter) need what they provide.
+    podSpec['initContainers'] = [...place.sidecars.map((c) => structuredClone(c)), ...((podSpec['initContainers'] as unknown[] | undefined) ?? [])];
   }
   if (place.nodeSelector) podSpec['nodeSelector'] = { ...place.nodeSelector };
   if (place.tolerations) podSpec['tolerations'] = place.tolerations.map((t) => ({ ...t }));
