@@ -54,6 +54,15 @@ export const UNKNOWN_RELEASE_VERSION = releaseVersionPlaceholder;
  */
 export const FLAG_ALIASES: Readonly<Record<string, string>> = { 'target-kubeconfig': 'guest-kubeconfig' };
 
+/**
+ * Default listen addresses of the two processes. They differ so that the operator and the sidecar adapter
+ * can run as two containers of one pod (where they share the network namespace) without a flag.
+ */
+export const DEFAULT_ADDRESSES = {
+  operator: { metrics: ':8080', health: ':8081' },
+  adapter: { metrics: ':8082', health: ':8083' },
+} as const;
+
 const FLAG_NAMES = [
   'namespace',
   'kubeconfig',
@@ -135,8 +144,8 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
   if (platform === 'AWS' && !env.KARPENTER_IMAGE_AWS) errors.push('KARPENTER_IMAGE_AWS is required for PLATFORM=AWS');
   const logLevel = (flags.get('log-level') ?? env.LOG_LEVEL ?? 'info') as OperatorConfig['logLevel'];
   if (!['debug', 'info', 'warn', 'error'].includes(logLevel)) errors.push(`--log-level must be debug, info, warn or error, got ${JSON.stringify(logLevel)}`);
-  const metrics = parseAddress('--metrics-bind-address', flags.get('metrics-bind-address') ?? ':8080', errors);
-  const health = parseAddress('--health-probe-bind-address', flags.get('health-probe-bind-address') ?? ':8081', errors);
+  const metrics = parseAddress('--metrics-bind-address', flags.get('metrics-bind-address') ?? DEFAULT_ADDRESSES.operator.metrics, errors);
+  const health = parseAddress('--health-probe-bind-address', flags.get('health-probe-bind-address') ?? DEFAULT_ADDRESSES.operator.health, errors);
   if (errors.length) return { ok: false, errors };
   const config: OperatorConfig = {
     namespace: namespace!,
