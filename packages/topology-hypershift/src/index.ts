@@ -37,7 +37,7 @@ export {
   type HcpDefaultNodeClassInput,
   type TagMerge,
 } from './ignition.js';
-export { hcpOperandLayout, HcpOperandNames, tokenMinterSidecar } from './operand-layout.js';
+export { hcpOperandLayout, hcpScheduling, HcpOperandNames, HcpPodConventions, tokenMinterSidecar } from './operand-layout.js';
 export { autoNodeStatus, cpuCores, type AutoNodeStatus } from './status.js';
 export { hypershiftTopologyModule, HyperShiftTopologyId, type HyperShiftTopologyModuleOptions } from './module.js';
 export * from './adapter/index.js';

@@ -38,7 +38,56 @@ export const HcpOperandNames = {
   tokenMinterCommand: ['/usr/bin/control-plane-operator', 'token-minter'],
   /** The audience AWS STS expects of the token (the web-identity provider's client ID). */
   tokenAudience: 'openshift',
+  /** The component name HyperShift gives Karpenter's pods (`hypershift.openshift.io/control-plane-component`). */
+  component: 'karpenter',
+  /** Karpenter's requests as HyperShift sizes its own Karpenter: its work is the guest's, its pod is small. */
+  controllerRequests: { cpu: '10m', memory: '60Mi' },
+  /** The writable `/tmp` every HCP container gets under its read-only root. */
+  tmpVolume: 'tmp-dir',
 } as const;
+
+/** Labels, taints and annotations HyperShift schedules and audits hosted-control-plane pods by. */
+export const HcpPodConventions = {
+  controlPlaneComponentLabel: 'hypershift.openshift.io/control-plane-component',
+  /** Pods of one HCP prefer one another's nodes (value: the HCP namespace). */
+  colocationLabel: 'hypershift.openshift.io/hosted-control-plane',
+  /** Node label and taint of nodes dedicated to control planes (value `true`). */
+  controlPlaneNodeKey: 'hypershift.openshift.io/control-plane',
+  /** Node label and taint of nodes dedicated to one hosted cluster (value: the HCP namespace). */
+  clusterNodeKey: 'hypershift.openshift.io/cluster',
+  /** The pod's emptyDir volumes, for the cluster autoscaler to drain its node anyway. */
+  safeToEvictLocalVolumesAnnotation: 'cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes',
+} as const;
+
+/**
+ * The scheduling HyperShift gives every hosted-control-plane pod of the HCP in `namespace`: tolerate the
+ * control-plane and this cluster's dedicated-node taints, prefer such nodes (this cluster's twice as much),
+ * and prefer the nodes of this HCP's other pods. Pure.
+ */
+export function hcpScheduling(namespace: string): { tolerations: Array<Record<string, string>>; affinity: Record<string, unknown>; labels: Record<string, string> } {
+  const { controlPlaneNodeKey, clusterNodeKey, colocationLabel, controlPlaneComponentLabel } = HcpPodConventions;
+  const prefer = (weight: number, key: string, value: string) => ({ weight, preference: { matchExpressions: [{ key, operator: 'In', values: [value] }] } });
+  return {
+    tolerations: [
+      { key: controlPlaneNodeKey, operator: 'Equal', value: 'true', effect: 'NoSchedule' },
+      { key: clusterNodeKey, operator: 'Equal', value: namespace, effect: 'NoSchedule' },
+    ],
+    affinity: {
+      nodeAffinity: { preferredDuringSchedulingIgnoredDuringExecution: [prefer(50, controlPlaneNodeKey, 'true'), prefer(100, clusterNodeKey, namespace)] },
+      podAffinity: {
+        preferredDuringSchedulingIgnoredDuringExecution: [
+          { weight: 100, podAffinityTerm: { labelSelector: { matchLabels: { [colocationLabel]: namespace } }, topologyKey: 'kubernetes.io/hostname' } },
+        ],
+      },
+    },
+    labels: { [controlPlaneComponentLabel]: HcpOperandNames.component, [colocationLabel]: namespace },
+  };
+}
+
+/** `/tmp` as an empty pod-lived volume. */
+function tmpVolume(): VolumeAndMount {
+  return { volume: { name: HcpOperandNames.tmpVolume, emptyDir: {} }, mount: { name: HcpOperandNames.tmpVolume, mountPath: '/tmp' } };
+}
 
 /**
  * The token volume (empty, pod-lived) and where it is mounted: the directory the credentials profile's
@@ -76,21 +125,25 @@ export function tokenMinterSidecar(image: string): Record<string, unknown> {
     resources: { requests: { cpu: '10m', memory: '30Mi' } },
     securityContext: restrictedContainerSecurityContext(),
     terminationMessagePolicy: 'FallbackToLogsOnError',
-    volumeMounts: [{ name: guestKubeconfigVolume, mountPath: guestKubeconfigDir, readOnly: true }, tokenVolume(false).mount],
+    volumeMounts: [{ name: guestKubeconfigVolume, mountPath: guestKubeconfigDir, readOnly: true }, tokenVolume(false).mount, tmpVolume().mount],
   };
 }
 
 /**
  * The operand on a hosted control plane: pods in the HCP namespace of the management cluster, the guest
  * reached through the guest kubeconfig Secret, identity `kube-system/karpenter` on the guest, one replica
- * without leader election, HyperShift's control-plane priority, and no node selector or tolerations of
- * its own (the HCP namespace's scheduling applies). Credentials as HyperShift provides them: its Secret
+ * without leader election, and a pod as HyperShift gives every hosted-control-plane pod: its priority,
+ * tolerations, node and pod affinity, labels, a writable `/tmp` in every container under the read-only
+ * root, the emptyDir volumes named for the cluster autoscaler, and requests the size of HyperShift's own
+ * Karpenter. No node selector (the HCP's own applies where it sets one). Credentials as HyperShift provides them: its Secret
  * `karpenter-credentials` and, with TOKEN_MINTER_IMAGE, the token minter writing the guest ServiceAccount's
  * web-identity token into a volume Karpenter mounts where that profile looks. Nothing of the management
  * cluster's own tokens is mounted. Pure.
  */
 export function hcpOperandLayout(namespace: string, settings: Pick<OperatorSettings, 'guestKubeconfigSecret' | 'tokenMinterImage'>): OperandLayout {
   const minter = settings.tokenMinterImage;
+  const scheduling = hcpScheduling(namespace);
+  const emptyDirs = [...(minter ? [tokenVolume(true)] : []), tmpVolume()].map((v) => v.volume['name'] as string);
   return {
     podServiceAccount: operandPodServiceAccount(namespace),
     apiIdentity: { namespace: HcpOperandNames.guestIdentityNamespace, name: Names.operandServiceAccount },
@@ -101,8 +154,13 @@ export function hcpOperandLayout(namespace: string, settings: Pick<OperatorSetti
     credentialsSecret: HcpOperandNames.credentialsSecret,
     pod: {
       priorityClassName: HcpOperandNames.priorityClassName,
-      annotations: {},
+      tolerations: scheduling.tolerations,
+      affinity: scheduling.affinity,
+      labels: scheduling.labels,
+      annotations: { [HcpPodConventions.safeToEvictLocalVolumesAnnotation]: emptyDirs.join(',') },
       credentialVolumes: minter ? [tokenVolume(true)] : [],
+      sharedVolumes: [tmpVolume()],
+      controllerRequests: { ...HcpOperandNames.controllerRequests },
       ...(minter ? { sidecars: [tokenMinterSidecar(minter)] } : {}),
     },
   };

@@ -1,4 +1,4 @@
-import type { ClusterFacts, KarpenterRequest, OperatorSettings } from '../model/cluster.js';
+import type { ClusterFacts, KarpenterRequest, OperandPodOverrides, OperatorSettings } from '../model/cluster.js';
 import type { KubeObject, ObjectMeta, OwnerReference, TypeRef } from '../model/kube.js';
 import { Names } from '../model/names.js';
 import { Types } from '../model/kube.js';
@@ -192,6 +192,14 @@ export interface OperandPodLayout {
    * (`OperandNames.guestKubeconfigVolume`).
    */
   sidecars?: Array<Record<string, unknown>>;
+  /** Pod-template labels beside the selector's (the host's conventions for its workloads). */
+  labels?: Record<string, string>;
+  /** Node and pod affinity; a spread of leader-electing replicas by hostname is added to it. */
+  affinity?: Record<string, unknown>;
+  /** Volumes every container the operator renders mounts (e.g. a writable `/tmp` under a read-only root). */
+  sharedVolumes?: VolumeAndMount[];
+  /** Karpenter's requests; default one CPU and 1 GiB (a cluster-sized scheduler loop). */
+  controllerRequests?: { cpu: string; memory: string };
 }
 
 /** The ServiceAccount the operand's pods run as in `namespace`. Pure. */
@@ -390,6 +398,23 @@ function guestKubeconfig(layout: OperandLayout): { env: EnvVar[]; volumes: Array
   };
 }
 
+/**
+ * The request's overrides over a rendered pod spec: node selector replaced, tolerations added, priority
+ * class replaced, requests merged per container (init containers included).
+ */
+function applyPodOverrides(podSpec: Record<string, unknown>, o: OperandPodOverrides | undefined): void {
+  if (!o) return;
+  if (o.nodeSelector && Object.keys(o.nodeSelector).length) podSpec['nodeSelector'] = { ...o.nodeSelector };
+  if (o.tolerations?.length) podSpec['tolerations'] = [...((podSpec['tolerations'] as unknown[] | undefined) ?? []), ...o.tolerations.map((t) => ({ ...t }))];
+  if (o.priorityClassName) podSpec['priorityClassName'] = o.priorityClassName;
+  for (const c of [...((podSpec['initContainers'] as Array<Record<string, unknown>> | undefined) ?? []), ...(podSpec['containers'] as Array<Record<string, unknown>>)]) {
+    const extra = o.requests?.[c['name'] as string];
+    if (!extra) continue;
+    const resources = (c['resources'] ?? {}) as { requests?: Record<string, string> };
+    c['resources'] = { ...resources, requests: { ...resources.requests, ...extra } };
+  }
+}
+
 function renderDeployment(input: OperandInput, layout: OperandLayout): KubeObject {
   const { facts, settings, request, credentialsHash } = input;
   const cloud = withLayoutCredentials(input.cloud, layout);
@@ -431,12 +456,13 @@ function renderDeployment(input: OperandInput, layout: OperandLayout): KubeObjec
     livenessProbe: { httpGet: { path: '/healthz', port: 'http' }, initialDelaySeconds: 30, timeoutSeconds: 30 },
     readinessProbe: { httpGet: { path: '/readyz', port: 'http' }, initialDelaySeconds: 5, timeoutSeconds: 30 },
     // Requests only: a CPU limit throttles the scheduler loop and a memory limit OOM-kills it under load.
-    resources: { requests: { cpu: '1', memory: '1Gi' } },
+    resources: { requests: { ...(place.controllerRequests ?? { cpu: '1', memory: '1Gi' }) } },
     securityContext,
     terminationMessagePolicy: 'FallbackToLogsOnError',
   };
+  const shared = place.sharedVolumes ?? [];
   const credentialMounts = [...cloud.volumeMounts, ...place.credentialVolumes.map((c) => c.mount)];
-  const mounts = [...credentialMounts, ...guest.volumeMounts];
+  const mounts = [...credentialMounts, ...guest.volumeMounts, ...shared.map((v) => v.mount)];
   if (mounts.length) controller['volumeMounts'] = mounts.map((m) => structuredClone(m));
 
   const podSpec: Record<string, unknown> = {
@@ -460,7 +486,8 @@ function renderDeployment(input: OperandInput, layout: OperandLayout): KubeObjec
       securityContext: restrictedContainerSecurityContext(),
       terminationMessagePolicy: 'FallbackToLogsOnError',
     };
-    if (credentialMounts.length) check['volumeMounts'] = credentialMounts.map((m) => structuredClone(m));
+    const checkMounts = [...credentialMounts, ...shared.map((v) => v.mount)];
+    if (checkMounts.length) check['volumeMounts'] = checkMounts.map((m) => structuredClone(m));
     podSpec['initContainers'] = [check];
   }
   if (place.sidecars?.length) {
@@ -469,21 +496,24 @@ function renderDeployment(input: OperandInput, layout: OperandLayout): KubeObjec
   }
   if (place.nodeSelector) podSpec['nodeSelector'] = { ...place.nodeSelector };
   if (place.tolerations) podSpec['tolerations'] = place.tolerations.map((t) => ({ ...t }));
+  const affinity: Record<string, unknown> = structuredClone(place.affinity ?? {});
   if (replicas > 1) {
-    podSpec['affinity'] = {
+    Object.assign(affinity, {
       podAntiAffinity: {
         preferredDuringSchedulingIgnoredDuringExecution: [
           { weight: 100, podAffinityTerm: { topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: { ...selector } } } },
         ],
       },
-    };
+    });
   }
-  const volumes = [...cloud.volumes, ...place.credentialVolumes.map((c) => c.volume), ...guest.volumes];
+  if (Object.keys(affinity).length) podSpec['affinity'] = affinity;
+  const volumes = [...cloud.volumes, ...place.credentialVolumes.map((c) => c.volume), ...guest.volumes, ...shared.map((v) => v.volume)];
   if (volumes.length) podSpec['volumes'] = volumes.map((v) => structuredClone(v));
 
   const podAnnotations: Record<string, string> = { ...place.annotations };
   if (credentialsHash !== undefined) podAnnotations[OperandNames.credentialsHashAnnotation] = credentialsHash;
-  const template: Record<string, unknown> = { metadata: { labels: { ...selector } }, spec: podSpec };
+  applyPodOverrides(podSpec, request.podOverrides);
+  const template: Record<string, unknown> = { metadata: { labels: { ...place.labels, ...request.podOverrides?.labels, ...selector } }, spec: podSpec };
   if (Object.keys(podAnnotations).length) (template['metadata'] as Record<string, unknown>)['annotations'] = podAnnotations;
 
   return {
