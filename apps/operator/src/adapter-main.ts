@@ -5,13 +5,12 @@ import { parseArgs } from 'node:util';
 import { describeError, systemClock, type Reconciler } from '@karpenter-operator/core';
 import {
   AutoNodeStatusReconciler,
-  HcpCredentialsReconciler,
   HcpDefaultNodeClassReconciler,
   HcpFinalizerReconciler,
   NODECLASS_POLICY_CONTROLLER,
   NodeClassPolicyReconciler,
 } from '@karpenter-operator/topology-hypershift';
-import { parseAddress } from './config.js';
+import { DEFAULT_ADDRESSES, parseAddress } from './config.js';
 import { providerFor } from './providers.js';
 import { startHttpServer } from './http/server.js';
 import { createKubeCluster, isConnectionFailure, KubeEventRecorder, loadKubeConfig, toCoreError, WatchedKubeConfig } from './kube/index.js';
@@ -20,11 +19,11 @@ import { PromMetrics } from './observability/metrics.js';
 import { AllMetricDefinitions, ControllerRuntime, routeByCluster } from './runtime/index.js';
 
 const USAGE = `Usage: karpenter-operator-hypershift-adapter [run] --namespace NS --guest-kubeconfig FILE [--kubeconfig FILE] [--hcp-name NAME]
-       [--metrics-bind-address [host]:port (:8080)] [--health-probe-bind-address [host]:port (:8081)]
+       [--metrics-bind-address [host]:port (${DEFAULT_ADDRESSES.adapter.metrics})] [--health-probe-bind-address [host]:port (${DEFAULT_ADDRESSES.adapter.health})]
        [--guest-unreachable-timeout DURATION (5m): how long the guest API may be unreachable during HCP deletion before the HCP finalizer goes]
 The HyperShift sidecar adapter: HCP status.autoNode, the HCP finalizer when the guest is gone, and (with --hcp-name)
-EC2NodeClass default from ignition Secrets (guarded in the guest by a ValidatingAdmissionPolicy) and the operand's
-web-identity credentials Secret from spec.autoNode.`;
+EC2NodeClass default from ignition Secrets (guarded in the guest by a ValidatingAdmissionPolicy). The operand's
+credentials Secret (karpenter-credentials) is HyperShift's own.`;
 
 /** `90s`, `5m`, `1h` → milliseconds. */
 function duration(flag: string, value: string, errors: string[]): number {
@@ -49,8 +48,8 @@ async function main(argv: string[]): Promise<number> {
       kubeconfig: { type: 'string' },
       'guest-kubeconfig': { type: 'string' },
       'hcp-name': { type: 'string' },
-      'metrics-bind-address': { type: 'string', default: ':8080' },
-      'health-probe-bind-address': { type: 'string', default: ':8081' },
+      'metrics-bind-address': { type: 'string', default: DEFAULT_ADDRESSES.adapter.metrics },
+      'health-probe-bind-address': { type: 'string', default: DEFAULT_ADDRESSES.adapter.health },
       'guest-unreachable-timeout': { type: 'string', default: '5m' },
     },
   });
@@ -115,7 +114,6 @@ async function main(argv: string[]): Promise<number> {
     const cloud = providerFor('AWS', { crdDir: '' });
     reconcilers.push(
       new HcpDefaultNodeClassReconciler({ ...base, hcpName, events, cloud }),
-      new HcpCredentialsReconciler({ management: mgmt.store, namespace, hcpName, events }),
       new NodeClassPolicyReconciler({ management: mgmt.store, guest: guest.store, namespace, hcpName, exempt: guestIdentity }),
     );
   }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseConfig, UNKNOWN_RELEASE_VERSION } from './config.js';
+import { DEFAULT_ADDRESSES, parseAddress, parseConfig, UNKNOWN_RELEASE_VERSION } from './config.js';
 
 const env = { RELEASE_VERSION: '4.22.0', KARPENTER_IMAGE_AWS: 'quay.io/k:1' };
 const d = { crdDir: '/crds' };
@@ -97,5 +97,18 @@ describe('parseConfig', () => {
     expect(name({ POD_NAME: 'p', MY_NAME: 'm', HOSTNAME: 'h' })).toBe('p');
     expect(name({ MY_NAME: 'm', HOSTNAME: 'h' })).toBe('m');
     expect(name({ HOSTNAME: 'h' })).toBe('h');
+  });
+});
+
+describe('default listen addresses', () => {
+  it('the operator and the sidecar adapter never collide in one pod', () => {
+    const ports = Object.values(DEFAULT_ADDRESSES).flatMap((a) => [a.metrics, a.health]).map((v) => parseAddress('x', v, []).port);
+    expect(ports.length).toBe(4);
+    expect(new Set(ports).size).toBe(4);
+  });
+
+  it('the operator listens where it did when no flag is given', () => {
+    const r = parseConfig(['--namespace=a'], env, d);
+    expect(r.ok && [r.config.metricsBindAddress.port, r.config.healthProbeBindAddress.port]).toEqual([8080, 8081]);
   });
 });

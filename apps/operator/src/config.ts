@@ -45,6 +45,8 @@ export interface OperatorConfig {
   guestKubeconfigSecret?: string;
   operandImageAws?: string;
   operatorImage?: string;
+  /** TOKEN_MINTER_IMAGE: management-cluster mode, the token minter run beside the operand (newer HyperShift sets it). */
+  tokenMinterImage?: string;
   awsSharedCredentialsFile?: string;
   /** Credentials for the operator's own node-identity lookups (DescribeInstances only). */
   nodeIdentityCredentialsFile?: string;
@@ -66,6 +68,15 @@ export const UNKNOWN_RELEASE_VERSION = releaseVersionPlaceholder;
  * (`control-plane-operator/.../karpenteroperator`), this project's name for it is `--guest-kubeconfig`.
  */
 export const FLAG_ALIASES: Readonly<Record<string, string>> = { 'target-kubeconfig': 'guest-kubeconfig' };
+
+/**
+ * Default listen addresses of the two processes. They differ so that the operator and the sidecar adapter
+ * can run as two containers of one pod (where they share the network namespace) without a flag.
+ */
+export const DEFAULT_ADDRESSES = {
+  operator: { metrics: ':8080', health: ':8081' },
+  adapter: { metrics: ':8082', health: ':8083' },
+} as const;
 
 const FLAG_NAMES = [
   'namespace',
@@ -186,8 +197,8 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
   if (platform === 'AWS' && !env.KARPENTER_IMAGE_AWS) errors.push('KARPENTER_IMAGE_AWS is required for PLATFORM=AWS');
   const logLevel = (flags.get('log-level') ?? env.LOG_LEVEL ?? 'info') as OperatorConfig['logLevel'];
   if (!['debug', 'info', 'warn', 'error'].includes(logLevel)) errors.push(`--log-level must be debug, info, warn or error, got ${JSON.stringify(logLevel)}`);
-  const metrics = parseAddress('--metrics-bind-address', flags.get('metrics-bind-address') ?? ':8080', errors);
-  const health = parseAddress('--health-probe-bind-address', flags.get('health-probe-bind-address') ?? ':8081', errors);
+  const metrics = parseAddress('--metrics-bind-address', flags.get('metrics-bind-address') ?? DEFAULT_ADDRESSES.operator.metrics, errors);
+  const health = parseAddress('--health-probe-bind-address', flags.get('health-probe-bind-address') ?? DEFAULT_ADDRESSES.operator.health, errors);
   const leaderElectionTiming = parseElectionTiming(flags, errors);
   if (errors.length) return { ok: false, errors };
   const config: OperatorConfig = {
@@ -218,6 +229,7 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
   opt('guestKubeconfigSecret', env.GUEST_KUBECONFIG_SECRET);
   opt('operandImageAws', env.KARPENTER_IMAGE_AWS);
   opt('operatorImage', env.OPERATOR_IMAGE);
+  opt('tokenMinterImage', env.TOKEN_MINTER_IMAGE);
   opt('awsSharedCredentialsFile', env.AWS_SHARED_CREDENTIALS_FILE);
   opt('nodeIdentityCredentialsFile', env.NODE_IDENTITY_CREDENTIALS_FILE);
   opt('awsEndpoint', env.AWS_ENDPOINT_URL_EC2 ?? env.AWS_ENDPOINT_URL);

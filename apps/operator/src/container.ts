@@ -114,6 +114,7 @@ export function buildContainer(inputs: ContainerInputs): Container {
     operandImage: config.operandImageAws ?? '',
     crdDir: config.crdDir,
     ...(config.operatorImage ? { operatorImage: config.operatorImage } : {}),
+    ...(config.tokenMinterImage ? { tokenMinterImage: config.tokenMinterImage } : {}),
     // In management-cluster mode CLUSTER_NAME is the HCP's infra ID, which the topology reads from the HCP
     // (and checks against CLUSTER_NAME): no override there.
     ...(config.clusterName && !config.managementCluster ? { clusterNameOverride: config.clusterName } : {}),

@@ -33,6 +33,7 @@ describe('decodeHostedControlPlane', () => {
         karpenterProviderAws: 'quay.io/openshift/karpenter-provider-aws@sha256:' + 'a'.repeat(64),
         karpenterOperator: 'registry.local:5000/karpenter-operator:v1',
       },
+      podOverrides: {},
       defaultInstanceProfile: 'demo-x7k2p-worker',
       deleting: false,
       finalizers: ['hypershift.openshift.io/finalizer'],

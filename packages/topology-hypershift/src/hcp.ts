@@ -1,4 +1,4 @@
-import { InvalidInputError, type Condition, type ObjectRef, type ResourceTag, type TypeRef } from '@karpenter-operator/core';
+import { InvalidInputError, Names, type Condition, type ObjectRef, type OperandPodOverrides, type ResourceTag, type TypeRef } from '@karpenter-operator/core';
 
 /**
  * HostedControlPlane (hypershift.openshift.io/v1beta1) → a small validated projection. Field names follow
@@ -12,6 +12,13 @@ export const HcpAnnotations = {
   karpenterProviderAwsImage: 'hypershift.openshift.io/karpenter-provider-aws-image',
   karpenterOperatorImage: 'hypershift.openshift.io/karpenter-operator-image',
   defaultInstanceProfile: 'hypershift.openshift.io/aws-karpenter-default-instance-profile',
+  /** Priority class of the HCP's control-plane pods, instead of `hypershift-control-plane`. */
+  controlPlanePriorityClass: 'hypershift.openshift.io/control-plane-priority-class',
+  /**
+   * Prefix of request overrides: `<prefix>/<deployment>.<container>` = `cpu=50m,memory=100Mi`. For the
+   * operand the deployment is `karpenter`.
+   */
+  resourceRequestOverridePrefix: 'resource-request-override.hypershift.openshift.io',
 } as const;
 
 /**
@@ -61,6 +68,12 @@ export interface HostedControlPlane {
   /** `spec.platform.aws.resourceTags`. */
   resourceTags: ResourceTag[];
   images: { karpenterProviderAws?: string; karpenterOperator?: string };
+  /**
+   * What HyperShift applies to every control-plane pod of this HCP, for the operand's: `spec.nodeSelector`,
+   * `spec.tolerations` (added), `spec.labels`, the priority-class annotation, and the request overrides of
+   * Deployment `karpenter`.
+   */
+  podOverrides: OperandPodOverrides;
   defaultInstanceProfile?: string;
   deleting: boolean;
   deletionRequestedAtMs?: number;
@@ -132,6 +145,7 @@ export function decodeHostedControlPlane(obj: unknown): HostedControlPlane {
     autoNode,
     resourceTags,
     images: {},
+    podOverrides: decodePodOverrides(spec, annotations, fail),
     deleting: typeof deletionTimestamp === 'string' && deletionTimestamp !== '',
     finalizers: finalizers as string[],
     conditions: decodeConditions(obj.status),
@@ -167,6 +181,46 @@ export function decodeHostedControlPlane(obj: unknown): HostedControlPlane {
 }
 
 type Fail = (field: string, detail: string) => never;
+
+/** A Kubernetes quantity, loosely (`10m`, `1Gi`, `0.5`). */
+const QUANTITY_PATTERN = /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+|[numkMGTPE]i?|Ki)?$/;
+
+function decodePodOverrides(spec: Record<string, unknown>, annotations: Record<string, string>, fail: Fail): OperandPodOverrides {
+  const out: OperandPodOverrides = {};
+  const nodeSelector = decodeStringMap(spec.nodeSelector, 'spec.nodeSelector', fail);
+  if (Object.keys(nodeSelector).length) out.nodeSelector = { ...nodeSelector };
+  const labels = decodeStringMap(spec.labels, 'spec.labels', fail);
+  if (Object.keys(labels).length) out.labels = { ...labels };
+  const tolerations = spec.tolerations;
+  if (tolerations !== undefined && tolerations !== null) {
+    if (!Array.isArray(tolerations)) return fail('spec.tolerations', 'must be a list');
+    out.tolerations = tolerations.map((t, i) => {
+      const field = `spec.tolerations[${i}]`;
+      if (!isRecord(t)) return fail(field, 'must be an object');
+      for (const k of ['key', 'operator', 'value', 'effect']) if (t[k] !== undefined && typeof t[k] !== 'string') fail(`${field}.${k}`, 'must be a string');
+      if (t.tolerationSeconds !== undefined && t.tolerationSeconds !== null && !Number.isInteger(t.tolerationSeconds)) fail(`${field}.tolerationSeconds`, 'must be an integer');
+      return { ...t };
+    });
+    if (!out.tolerations.length) delete out.tolerations;
+  }
+  const priority = annotations[HcpAnnotations.controlPlanePriorityClass];
+  if (priority) out.priorityClassName = priority;
+  const prefix = `${HcpAnnotations.resourceRequestOverridePrefix}/${Names.operandDeployment}.`;
+  for (const [key, value] of Object.entries(annotations)) {
+    if (!key.startsWith(prefix)) continue;
+    const container = key.slice(prefix.length);
+    const field = `metadata.annotations[${key}]`;
+    const requests: Record<string, string> = {};
+    for (const part of value.split(',')) {
+      const eq = part.indexOf('=');
+      const [name, quantity] = eq > 0 ? [part.slice(0, eq).trim(), part.slice(eq + 1).trim()] : ['', ''];
+      if (!name || !QUANTITY_PATTERN.test(quantity)) fail(field, `${JSON.stringify(part)} is not resource=quantity (e.g. cpu=50m,memory=100Mi)`);
+      requests[name] = quantity;
+    }
+    (out.requests ??= {})[container] = requests;
+  }
+  return out;
+}
 
 function decodeAutoNode(raw: unknown, fail: Fail): { autoNode: AutoNodeConfig | undefined; ignored?: string } {
   if (raw === undefined || raw === null) return { autoNode: undefined };

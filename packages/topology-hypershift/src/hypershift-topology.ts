@@ -179,6 +179,7 @@ export class HyperShiftTopology implements Topology {
     if (hcp.deletionRequestedAtMs !== undefined) request.deletionRequestedAtMs = hcp.deletionRequestedAtMs;
     const { karpenterProviderAws: operand, karpenterOperator: operator } = hcp.images;
     if (operand || operator) request.images = { ...(operand ? { operand } : {}), ...(operator ? { operator } : {}) };
+    if (Object.keys(hcp.podOverrides).length) request.podOverrides = structuredClone(hcp.podOverrides);
     return request;
   }
 

@@ -36,7 +36,7 @@ export {
   type HcpNodeClassSourceInput,
   type TagMerge,
 } from './ignition.js';
-export { hcpOperandLayout, HcpOperandNames } from './operand-layout.js';
+export { hcpOperandLayout, hcpScheduling, HcpOperandNames, HcpPodConventions, tokenMinterSidecar } from './operand-layout.js';
 export { autoNodeStatus, cpuCores, type AutoNodeStatus } from './status.js';
 export { hypershiftTopologyModule, HyperShiftTopologyId, type HyperShiftTopologyModuleOptions } from './module.js';
 export * from './adapter/index.js';

@@ -120,6 +120,16 @@ const finalizers = async () => ((await hcp())?.metadata.finalizers as string[] |
 const autoNodeCondition = async () => conditionOf(await hcp(), 'AutoNodeEnabled');
 const patchHcp = (body: Record<string, unknown>) => kubeRequest(mgmt.kubeConfig(), 'PATCH', HCP_PATH, { body, contentType: 'application/merge-patch+json' });
 
+/**
+ * Secret `karpenter-credentials` as HyperShift's control-plane operator renders it in the HCP namespace: an
+ * AWS profile for the AutoNode role with the web-identity token the token minter writes (its template,
+ * whitespace included).
+ */
+function hyperShiftCredentialsSecret(roleARN: string): KubeObj {
+  const profile = `[default]\n\trole_arn = ${roleARN}\n\tweb_identity_token_file = /var/run/secrets/openshift/serviceaccount/token\n\tsts_regional_endpoints = regional\n`;
+  return { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'karpenter-credentials', namespace: NS }, type: 'Opaque', data: { credentials: Buffer.from(profile).toString('base64') } } as KubeObj;
+}
+
 const HCP_CRD = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/hostedcontrolplanes.hypershift.openshift.io';
 
 /**
@@ -159,6 +169,8 @@ describe('HyperShift: management cluster + guest cluster', () => {
     await applyStatus(m, { ...created, status: { ready: true, initialized: true } });
     // What HyperShift's ignition generator would write for NodeClass `default`.
     await applyObject(m, anIgnitionSecret({ ami: world.facts.amis.x86_64 }) as KubeObj);
+    // What HyperShift's control-plane operator writes from spec.autoNode's role (its karpenter-credentials).
+    await applyObject(m, hyperShiftCredentialsSecret(autoNode.provisionerConfig.karpenter.aws.roleARN));
 
     guestKubeconfigPath = guestKubeconfig;
     await startBoth();
@@ -176,11 +188,6 @@ describe('HyperShift: management cluster + guest cluster', () => {
   }, 120_000);
 
   it('AutoNode on: operand in the HCP namespace with the HCP env, CRDs and EC2NodeClass default in the guest, AutoNodeEnabled once rolled out', async () => {
-    // The adapter turns spec.autoNode's role into the credentials Secret the operator waits for.
-    const secret = await waitFor('the web-identity credentials Secret from spec.autoNode', async () => (await getObject(mgmt.kubeConfig(), 'v1', 'Secret', 'karpenter-cloud-credentials', NS)) ?? false, { timeoutMs: 30_000 });
-    const profile = Buffer.from((secret['data'] as Record<string, string>)['credentials']!, 'base64').toString('utf8');
-    expect(profile).toContain(`role_arn = ${autoNode.provisionerConfig.karpenter.aws.roleARN}`);
-    expect(profile).toContain('web_identity_token_file = ');
     await waitFor('the operand Deployment in the HCP namespace', async () => (await operand()) !== undefined, { timeoutMs: 60_000, abort: () => (op.exited() ? op.logs().slice(-3000) : undefined) });
     const dep = (await operand())!;
     const container = (dep.spec as { template: { spec: { containers: Array<{ env: Array<{ name: string; value?: string }> }> } } }).template.spec.containers[0]!;
@@ -188,6 +195,13 @@ describe('HyperShift: management cluster + guest cluster', () => {
     expect(env).toMatchObject({ DISABLE_LEADER_ELECTION: 'true', DISABLE_WEBHOOK: 'true', FEATURE_GATES: 'Drift=true', CLUSTER_NAME: world.facts.infraId, AWS_REGION: world.facts.region });
     expect(env['KUBECONFIG']).toBeTruthy();
     expect((dep.spec as { replicas: number }).replicas).toBe(1);
+    // Authenticates as HyperShift's contract has it: HyperShift's Secret, and the token minter from
+    // TOKEN_MINTER_IMAGE writing the guest kube-system/karpenter token into the volume the profile names.
+    const pod = (dep.spec as { template: { spec: { volumes: Array<{ name: string; secret?: { secretName: string } }>; initContainers?: Array<{ name: string; image: string; args: string[] }> } } }).template.spec;
+    expect(pod.volumes.map((v) => v.secret?.secretName).filter(Boolean)).toContain('karpenter-credentials');
+    const minter = pod.initContainers?.find((c) => c.name === 'token-minter');
+    expect(minter?.image).toBe(operatorContainer().env?.find((e) => e.name === 'TOKEN_MINTER_IMAGE')?.value);
+    expect(minter?.args).toEqual(expect.arrayContaining(['--service-account-namespace=kube-system', '--service-account-name=karpenter', '--token-audience=openshift']));
 
     await waitFor('the runtime CRDs Established in the guest', async () => (await Promise.all(RUNTIME_CRDS.map((n) => crdEstablished(guest, n)))).every(Boolean), { timeoutMs: 60_000 });
 
@@ -307,7 +321,8 @@ describe('HyperShift: management cluster + guest cluster', () => {
     expect(await listObjects(g, 'karpenter.sh/v1', 'NodeClaim')).toEqual([]);
     expect(await operand()).toBeUndefined();
     await waitFor('AutoNodeEnabled False/AutoNodeNotConfigured', async () => (await autoNodeCondition())?.reason === 'AutoNodeNotConfigured', { timeoutMs: 30_000 });
-    await waitFor('the credentials Secret removed by the adapter', async () => (await getObject(mgmt.kubeConfig(), 'v1', 'Secret', 'karpenter-cloud-credentials', NS)) === undefined, { timeoutMs: 30_000 });
+    // HyperShift's credentials Secret is HyperShift's to remove.
+    expect(await getObject(mgmt.kubeConfig(), 'v1', 'Secret', 'karpenter-credentials', NS)).toBeDefined();
     // The CRDs stay in the guest, as standalone.
     for (const n of RUNTIME_CRDS) expect(await crdEstablished(guest, n)).toBe(true);
   });

@@ -63,6 +63,21 @@ export interface KarpenterRequest {
    * HCP annotations `hypershift.openshift.io/karpenter-provider-aws-image` and `.../karpenter-operator-image`).
    */
   images?: { operand?: string; operator?: string };
+  /** The owner's overrides of how the operand's pod is placed and sized, applied over the topology's layout. */
+  podOverrides?: OperandPodOverrides;
+}
+
+/** Overrides of the operand's pod carried by the request (HyperShift: the HCP's scheduling fields and annotations). */
+export interface OperandPodOverrides {
+  /** Replaces the layout's node selector. */
+  nodeSelector?: Record<string, string>;
+  /** Added after the layout's tolerations. */
+  tolerations?: Array<Record<string, unknown>>;
+  /** Added to the pod template's labels (the Deployment's selector labels win). */
+  labels?: Record<string, string>;
+  priorityClassName?: string;
+  /** Resource requests by container name, each merged over that container's own. */
+  requests?: Record<string, Record<string, string>>;
 }
 
 /** Typed settings, read once at start-up by the composition root. */
@@ -73,6 +88,11 @@ export interface OperatorSettings {
   operandImage: string;
   /** The operator's own image, used for the credentials-check init container. */
   operatorImage?: string;
+  /**
+   * Image of a token minter a topology runs beside the operand to write its web-identity token
+   * (TOKEN_MINTER_IMAGE); unused where the pod's own projected token serves.
+   */
+  tokenMinterImage?: string;
   clusterNameOverride?: string;
   clusterEndpointOverride?: string;
   /**

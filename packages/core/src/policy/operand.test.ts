@@ -285,6 +285,12 @@ describe('planOperand: layouts', () => {
     expect(envOf(controller(renderOperand(input())))[key]).toBeUndefined();
   });
 
+  it('a layout naming its credentials Secret points the provider\'s credentials volume at it, other volumes kept', () => {
+    const c = { ...cloud, volumes: [...cloud.volumes, { name: 'other', secret: { secretName: 'other' } }] };
+    const objs = renderOperand(input({ cloud: c, layout: { ...standaloneOperandLayout('openshift-karpenter'), credentialsSecret: 'host-credentials' } }));
+    expect((podSpec(objs)['volumes'] as Obj[]).filter((v) => v['secret']).map((v) => `${v['name']}=${v['secret'].secretName}`)).toEqual(['provider-creds=host-credentials', 'other=other']);
+  });
+
   it('standalone: identity is the operand ServiceAccount', () => {
     expect(standaloneOperandLayout('openshift-karpenter').apiIdentity).toEqual({ namespace: 'openshift-karpenter', name: 'karpenter' });
   });

@@ -1,4 +1,4 @@
-import type { ClusterFacts, KarpenterRequest, OperatorSettings } from '../model/cluster.js';
+import type { ClusterFacts, KarpenterRequest, OperandPodOverrides, OperatorSettings } from '../model/cluster.js';
 import type { KubeObject, ObjectMeta, OwnerReference, TypeRef } from '../model/kube.js';
 import { Names } from '../model/names.js';
 import { Types } from '../model/kube.js';
@@ -141,8 +141,33 @@ export interface OperandLayout {
   guestKubeconfigSecret?: string;
   /** Karpenter's `FEATURE_GATES`, when set; absent keeps Karpenter's defaults. */
   featureGates?: string;
+  /**
+   * The Secret holding the operand's cloud credentials when the host writes it under its own name
+   * (the provider's credentials volume is pointed at it, and the operand waits for it); absent: the
+   * provider's `OperandCloudConfig.credentialsSecret`.
+   */
+  credentialsSecret?: string;
   /** Where and how the pods run. */
   pod: OperandPodLayout;
+}
+
+/**
+ * The provider's cloud config with its credentials Secret replaced by the layout's, where the layout names
+ * one: the Secret volumes that mounted the provider's Secret mount the layout's. Pure.
+ */
+export function withLayoutCredentials(cfg: OperandCloudConfig, layout: Pick<OperandLayout, 'credentialsSecret'>): OperandCloudConfig {
+  const name = layout.credentialsSecret;
+  if (name === undefined || name === cfg.credentialsSecret) return cfg;
+  const volumes = cfg.volumes.map((v) => {
+    const secret = v['secret'] as { secretName?: unknown } | undefined;
+    return secret?.secretName === cfg.credentialsSecret ? { ...v, secret: { ...secret, secretName: name } } : v;
+  });
+  return { ...cfg, volumes, credentialsSecret: name };
+}
+
+/** The name of the credentials Secret the operand waits for, as far as the layout knows it. Pure. */
+export function layoutCredentialsSecret(layout: Pick<OperandLayout, 'credentialsSecret'>): string {
+  return layout.credentialsSecret ?? Names.credentialsSecret;
 }
 
 /** A volume and where the containers that need it mount it. */
@@ -161,6 +186,21 @@ export interface OperandPodLayout {
   annotations: Record<string, string>;
   /** Volumes every container that reads the cloud credentials mounts (e.g. a bound ServiceAccount token). */
   credentialVolumes: VolumeAndMount[];
+  /**
+   * Containers that run for the pod's whole life beside Karpenter (Kubernetes sidecars: init containers
+   * with `restartPolicy: Always`), started before the credentials check, e.g. a token minter writing the
+   * web-identity token into a credential volume. They may mount the guest kubeconfig
+   * (`OperandNames.guestKubeconfigVolume`).
+   */
+  sidecars?: Array<Record<string, unknown>>;
+  /** Pod-template labels beside the selector's (the host's conventions for its workloads). */
+  labels?: Record<string, string>;
+  /** Node and pod affinity; a spread of leader-electing replicas by hostname is added to it. */
+  affinity?: Record<string, unknown>;
+  /** Volumes every container the operator renders mounts (e.g. a writable `/tmp` under a read-only root). */
+  sharedVolumes?: VolumeAndMount[];
+  /** Karpenter's requests; default one CPU and 1 GiB (a cluster-sized scheduler loop). */
+  controllerRequests?: { cpu: string; memory: string };
 }
 
 /** The ServiceAccount the operand's pods run as in `namespace`. Pure. */
@@ -369,8 +409,26 @@ export function operandPodLabels(): Record<string, string> {
   return { app: 'karpenter' };
 }
 
+/**
+ * The request's overrides over a rendered pod spec: node selector replaced, tolerations added, priority
+ * class replaced, requests merged per container (init containers included).
+ */
+function applyPodOverrides(podSpec: Record<string, unknown>, o: OperandPodOverrides | undefined): void {
+  if (!o) return;
+  if (o.nodeSelector && Object.keys(o.nodeSelector).length) podSpec['nodeSelector'] = { ...o.nodeSelector };
+  if (o.tolerations?.length) podSpec['tolerations'] = [...((podSpec['tolerations'] as unknown[] | undefined) ?? []), ...o.tolerations.map((t) => ({ ...t }))];
+  if (o.priorityClassName) podSpec['priorityClassName'] = o.priorityClassName;
+  for (const c of [...((podSpec['initContainers'] as Array<Record<string, unknown>> | undefined) ?? []), ...(podSpec['containers'] as Array<Record<string, unknown>>)]) {
+    const extra = o.requests?.[c['name'] as string];
+    if (!extra) continue;
+    const resources = (c['resources'] ?? {}) as { requests?: Record<string, string> };
+    c['resources'] = { ...resources, requests: { ...resources.requests, ...extra } };
+  }
+}
+
 function renderDeployment(input: OperandInput, layout: OperandLayout): KubeObject {
-  const { facts, settings, request, cloud, credentialsHash } = input;
+  const { facts, settings, request, credentialsHash } = input;
+  const cloud = withLayoutCredentials(input.cloud, layout);
   const tuned = operandSettings(request);
   const place = layout.pod;
   // Without leader election a second replica would act alongside the first: the CR's count applies only with it.
@@ -412,12 +470,13 @@ function renderDeployment(input: OperandInput, layout: OperandLayout): KubeObjec
     livenessProbe: { httpGet: { path: '/healthz', port: 'http' }, initialDelaySeconds: 30, timeoutSeconds: 30 },
     readinessProbe: { httpGet: { path: '/readyz', port: 'http' }, initialDelaySeconds: 5, timeoutSeconds: 30 },
     // Requests only: a CPU limit throttles the scheduler loop and a memory limit OOM-kills it under load.
-    resources: tuned.resources ?? { requests: { cpu: '1', memory: '1Gi' } },
+    resources: tuned.resources ?? { requests: { ...(place.controllerRequests ?? { cpu: '1', memory: '1Gi' }) } },
     securityContext,
     terminationMessagePolicy: 'FallbackToLogsOnError',
   };
+  const shared = place.sharedVolumes ?? [];
   const credentialMounts = [...cloud.volumeMounts, ...place.credentialVolumes.map((c) => c.mount)];
-  const mounts = [...credentialMounts, ...guest.volumeMounts];
+  const mounts = [...credentialMounts, ...guest.volumeMounts, ...shared.map((v) => v.mount)];
   if (mounts.length) controller['volumeMounts'] = mounts.map((m) => structuredClone(m));
 
   const podSpec: Record<string, unknown> = {
@@ -441,26 +500,34 @@ function renderDeployment(input: OperandInput, layout: OperandLayout): KubeObjec
       securityContext: restrictedContainerSecurityContext(),
       terminationMessagePolicy: 'FallbackToLogsOnError',
     };
-    if (credentialMounts.length) check['volumeMounts'] = credentialMounts.map((m) => structuredClone(m));
+    const checkMounts = [...credentialMounts, ...shared.map((v) => v.mount)];
+    if (checkMounts.length) check['volumeMounts'] = checkMounts.map((m) => structuredClone(m));
     podSpec['initContainers'] = [check];
+  }
+  if (place.sidecars?.length) {
+    // Before the check: it (and Karpenter) need what they provide.
+    podSpec['initContainers'] = [...place.sidecars.map((c) => structuredClone(c)), ...((podSpec['initContainers'] as unknown[] | undefined) ?? [])];
   }
   if (place.nodeSelector) podSpec['nodeSelector'] = { ...place.nodeSelector };
   if (place.tolerations) podSpec['tolerations'] = place.tolerations.map((t) => ({ ...t }));
+  const affinity: Record<string, unknown> = structuredClone(place.affinity ?? {});
   if (replicas > 1) {
-    podSpec['affinity'] = {
+    Object.assign(affinity, {
       podAntiAffinity: {
         preferredDuringSchedulingIgnoredDuringExecution: [
           { weight: 100, podAffinityTerm: { topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: { ...selector } } } },
         ],
       },
-    };
+    });
   }
-  const volumes = [...cloud.volumes, ...place.credentialVolumes.map((c) => c.volume), ...guest.volumes];
+  if (Object.keys(affinity).length) podSpec['affinity'] = affinity;
+  const volumes = [...cloud.volumes, ...place.credentialVolumes.map((c) => c.volume), ...guest.volumes, ...shared.map((v) => v.volume)];
   if (volumes.length) podSpec['volumes'] = volumes.map((v) => structuredClone(v));
 
   const podAnnotations: Record<string, string> = { ...place.annotations };
   if (credentialsHash !== undefined) podAnnotations[OperandNames.credentialsHashAnnotation] = credentialsHash;
-  const template: Record<string, unknown> = { metadata: { labels: { ...selector } }, spec: podSpec };
+  applyPodOverrides(podSpec, request.podOverrides);
+  const template: Record<string, unknown> = { metadata: { labels: { ...place.labels, ...request.podOverrides?.labels, ...selector } }, spec: podSpec };
   if (Object.keys(podAnnotations).length) (template['metadata'] as Record<string, unknown>)['annotations'] = podAnnotations;
 
   return {

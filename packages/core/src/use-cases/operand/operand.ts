@@ -3,9 +3,9 @@ import { isInvalidInputError } from '../../errors.js';
 import type { ClusterFacts, KarpenterRequest, OperatorSettings } from '../../model/cluster.js';
 import { refOf, Types, type KubeObject } from '../../model/kube.js';
 import { Names } from '../../model/names.js';
-import { operandScopes, planOperand, type PlacedObject } from '../../policy/operand.js';
+import { layoutCredentialsSecret, operandScopes, planOperand, withLayoutCredentials, type PlacedObject } from '../../policy/operand.js';
 import { foreignEntries } from '../../policy/subset.js';
-import type { CloudProvider } from '../../ports/cloud-provider.js';
+import type { CloudProvider, OperandCloudConfig } from '../../ports/cloud-provider.js';
 import type { EventRecorder } from '../../ports/event-recorder.js';
 import type { Logger } from '../../ports/logger.js';
 import type { Topology } from '../../ports/topology.js';
@@ -30,6 +30,11 @@ export function secretDigest(secret: KubeObject): string {
   return h.digest('hex').slice(0, 16);
 }
 
+/** The provider's cloud config for the operand, with the credentials Secret the topology's layout names. */
+export function operandCloudConfigFor(deps: Pick<OperandDeps, 'topology' | 'cloud' | 'settings'>, facts: ClusterFacts): OperandCloudConfig {
+  return withLayoutCredentials(deps.cloud.operandCloudConfig(facts, deps.settings), deps.topology.operandLayout(deps.settings));
+}
+
 /**
  * What this release renders for the operand, from the same inputs whoever asks: the operand use-case
  * applies it, the status use-case compares the live Deployment with it (the CVO's version moves only once
@@ -47,7 +52,7 @@ export function planOperandFor(
     layout,
     facts: inputs.facts,
     request: inputs.request,
-    cloud: cloud.operandCloudConfig(inputs.facts, settings),
+    cloud: operandCloudConfigFor(deps, inputs.facts),
     // The provider binds its roles to the ServiceAccount Karpenter acts as, which need not be the pod's.
     providerRbac: cloud.operandRbac(layout.apiIdentity.namespace),
     credentialsHash: secretDigest(inputs.credentials),
@@ -76,7 +81,7 @@ export class OperandReconciler implements Reconciler {
     this.watches = [
       ...deps.topology.watches,
       { type: Types.Deployment, cluster: 'control', namespace: ns, fieldSelector: `metadata.name=${Names.operandDeployment}` },
-      { type: Types.Secret, cluster: 'control', namespace: ns, fieldSelector: `metadata.name=${Names.credentialsSecret}` },
+      { type: Types.Secret, cluster: 'control', namespace: ns, fieldSelector: `metadata.name=${layoutCredentialsSecret(layout)}` },
       ManagedCrdsWatch,
       // Everything the use-case applies is watched (by the managed label every rendered object carries), on
       // the cluster it is applied to, so writes compare against a cache and a deleted Role or binding is
@@ -99,7 +104,7 @@ export class OperandReconciler implements Reconciler {
   }
 
   async reconcile(): Promise<Result> {
-    const { topology, cloud, settings } = this.deps;
+    const { topology, cloud } = this.deps;
     // Removal is the teardown use-case's job, in order; the ownerRef lets GC finish it.
     const gate = await this.gate.check();
     if (!gate.open) return closedResult(gate);
@@ -113,7 +118,7 @@ export class OperandReconciler implements Reconciler {
       throw e;
     }
 
-    const cloudConfig = cloud.operandCloudConfig(facts, settings);
+    const cloudConfig = operandCloudConfigFor(this.deps, facts);
     const ns = topology.operandNamespace;
     const secret = await topology.controlStore.get({ ...Types.Secret, namespace: ns, name: cloudConfig.credentialsSecret });
     if (!secret) return {};

@@ -3,13 +3,14 @@ import type { KarpenterRequest, OperatorSettings } from '../../model/cluster.js'
 import type { KubeObject, ObjectRef } from '../../model/kube.js';
 import { Types } from '../../model/kube.js';
 import { Names } from '../../model/names.js';
+import { layoutCredentialsSecret } from '../../policy/operand.js';
 import { isSubset } from '../../policy/subset.js';
 import { foldStatus, Reasons, type OperandState, type StatusInputs } from '../../policy/status-fold.js';
 import type { CloudProvider, RelatedObject } from '../../ports/cloud-provider.js';
 import type { Topology } from '../../ports/topology.js';
 import type { Reconciler, Result, Watch } from '../../runtime/reconciler.js';
 import { ManagedCrdsWatch, pendingCrds } from '../crds/crds.js';
-import { planOperandFor } from '../operand/operand.js';
+import { operandCloudConfigFor, planOperandFor } from '../operand/operand.js';
 import type { StatusBoard } from '../status-board.js';
 
 export const STATUS_KEY = 'status';
@@ -80,7 +81,7 @@ export class StatusReconciler implements Reconciler {
     this.watches = [
       ...deps.topology.watches,
       { type: Types.Deployment, cluster: 'control', namespace: ns, fieldSelector: `metadata.name=${Names.operandDeployment}` },
-      { type: Types.Secret, cluster: 'control', namespace: ns, fieldSelector: `metadata.name=${Names.credentialsSecret}` },
+      { type: Types.Secret, cluster: 'control', namespace: ns, fieldSelector: `metadata.name=${layoutCredentialsSecret(deps.topology.operandLayout(deps.settings))}` },
       ManagedCrdsWatch,
       statusObjectWatch(deps.topology.statusObject),
     ];
@@ -137,7 +138,7 @@ export class StatusReconciler implements Reconciler {
       try {
         const facts = await topology.clusterFacts();
         input.crdsPending = await pendingCrds(topology, cloud);
-        const cfg = cloud.operandCloudConfig(facts, settings);
+        const cfg = operandCloudConfigFor(this.deps, facts);
         const secret = await topology.controlStore.get({ ...Types.Secret, namespace: ns, name: cfg.credentialsSecret });
         if (!secret) input.missingCredentials = `${ns}/${cfg.credentialsSecret}`;
         else if (request) {
