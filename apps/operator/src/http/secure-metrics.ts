@@ -5,9 +5,10 @@ import type { KubeTransport } from '../kube/index.js';
 import { DelegatingMetricsAuth } from './metrics-auth.js';
 import { startHttpServer, type ProbeHandlers } from './server.js';
 import { readServingCert, servingCertificate } from './serving-cert.js';
+import { RuntimeMetrics } from '../runtime/metric-names.js';
 
 /** 1 while the metrics endpoint serves a self-signed certificate because the serving certificate is missing. */
-export const SelfSignedMetricsCertMetric = 'karpenter_operator_metrics_self_signed_certificate';
+export const SelfSignedMetricsCertMetric = RuntimeMetrics.metricsSelfSigned.name;
 
 export interface SecureMetricsOptions {
   host: string;

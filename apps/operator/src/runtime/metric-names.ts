@@ -98,6 +98,12 @@ export const RuntimeMetrics = {
     help: 'Times this replica acquired or lost the leader Lease.',
     labels: ['lease', 'event'],
   },
+  metricsSelfSigned: {
+    name: 'karpenter_operator_metrics_self_signed_certificate',
+    type: 'gauge',
+    help: '1 while /metrics is served with a self-signed certificate because the service-ca serving certificate is missing or unreadable.',
+    labels: [],
+  },
   eventsDropped: {
     name: 'karpenter_operator_events_failed_total',
     type: 'counter',

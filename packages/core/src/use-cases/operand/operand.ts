@@ -104,7 +104,7 @@ export class OperandReconciler implements Reconciler {
   }
 
   async reconcile(): Promise<Result> {
-    const { topology, cloud } = this.deps;
+    const { topology } = this.deps;
     // Removal is the teardown use-case's job, in order; the ownerRef lets GC finish it.
     const gate = await this.gate.check();
     if (!gate.open) return closedResult(gate);
