@@ -14,6 +14,7 @@ import {
 } from '@aws-sdk/client-ec2';
 import { fromIni, fromTokenFile } from '@aws-sdk/credential-providers';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
+import { Agent as HttpsAgent } from 'node:https';
 import {
   ForbiddenError,
   InvalidInputError,
@@ -46,6 +47,11 @@ export interface Ec2ClientOptions {
   maxAttempts?: number;
   requestTimeoutMs?: number;
   connectionTimeoutMs?: number;
+  /**
+   * `HTTP_PROXY` / `HTTPS_PROXY` / `NO_PROXY` (validated by the caller): EC2 and STS calls go through that
+   * proxy. Node's `--use-env-proxy` reaches only its global agents, not the SDK's own.
+   */
+  proxyEnv?: Record<string, string>;
 }
 
 export const EC2_DEFAULTS = { maxAttempts: 5, requestTimeoutMs: 10_000, connectionTimeoutMs: 3_000 } as const;
@@ -69,7 +75,16 @@ export function rereadEvery(ms: number, provider: CredentialProvider, now: () =>
 
 /** Builds an EC2 client for `region`. No I/O: credentials are read on the first call. */
 export function createEc2Client(options: Ec2ClientOptions, region: string): EC2Client {
-  const clientConfig = { region, ...(options.endpoint ? { endpoint: options.endpoint } : {}) };
+  const requestHandler = new NodeHttpHandler({
+    requestTimeout: options.requestTimeoutMs ?? EC2_DEFAULTS.requestTimeoutMs,
+    connectionTimeout: options.connectionTimeoutMs ?? EC2_DEFAULTS.connectionTimeoutMs,
+    // Without this the handler only logs a breached request timeout and keeps waiting.
+    throwOnRequestTimeout: true,
+    // The SDK's own default agent, plus the proxy when there is one.
+    ...(options.proxyEnv ? { httpsAgent: new HttpsAgent({ keepAlive: true, maxSockets: 50, proxyEnv: options.proxyEnv }) } : {}),
+  });
+  // STS (web identity) uses the same handler: the same proxy and timeouts.
+  const clientConfig = { region, ...(options.endpoint ? { endpoint: options.endpoint } : {}), ...(options.proxyEnv ? { requestHandler } : {}) };
   const creds = options.credentials ?? { type: 'default' };
   const credentials =
     creds.type === 'sharedCredentialsFile'
@@ -90,12 +105,7 @@ export function createEc2Client(options: Ec2ClientOptions, region: string): EC2C
     ...(credentials ? { credentials } : {}),
     retryMode: 'adaptive',
     maxAttempts: options.maxAttempts ?? EC2_DEFAULTS.maxAttempts,
-    requestHandler: new NodeHttpHandler({
-      requestTimeout: options.requestTimeoutMs ?? EC2_DEFAULTS.requestTimeoutMs,
-      connectionTimeout: options.connectionTimeoutMs ?? EC2_DEFAULTS.connectionTimeoutMs,
-      // Without this the handler only logs a breached request timeout and keeps waiting.
-      throwOnRequestTimeout: true,
-    }),
+    requestHandler,
   });
 }
 

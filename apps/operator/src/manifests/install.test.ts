@@ -34,6 +34,17 @@ const find = (kind: string, name: string, namespace?: string): Obj => {
   return o as Obj;
 };
 
+/** The operand as the operator renders it standalone on AWS. */
+const operandInput: OperandInput = {
+  namespace: Names.operatorNamespace,
+  facts: { platform: 'AWS', region: 'us-east-1', infrastructureName: 'c-1', apiServerInternalURL: 'https://api-int:6443', resourceTags: [] },
+  settings: { namespace: Names.operatorNamespace, releaseVersion: '1', operandImage: 'img', crdDir: '/crds' },
+  request: { owner: { apiVersion: 'autoscaling.openshift.io/v1alpha1', kind: 'Karpenter', name: 'default', uid: 'u' }, generation: 1, logLevel: 'info', deleting: false, finalizers: [] },
+  cloud: { env: [], volumes: [], volumeMounts: [], credentialsSecret: Names.credentialsSecret },
+  providerRbac: awsOperandRbac(Names.operatorNamespace),
+  topology: 'standalone',
+};
+
 describe('install/', () => {
   it('is what the generator writes (run `npx node apps/operator/scripts/generate-install.mjs`)', () => {
     const files = installFiles();
@@ -57,6 +68,7 @@ describe('install/', () => {
       '00_credentialsrequest-aws-node-identity.yaml: CredentialsRequest',
       '00_credentialsrequest-aws.yaml: CredentialsRequest',
       '00_namespace.yaml: Namespace',
+      '01_trusted-ca-bundle.yaml: ConfigMap',
       '02_rbac-namespaced.yaml: Role,RoleBinding,Role,RoleBinding,Role,RoleBinding,Role,RoleBinding',
       '02_rbac-operand-grants.yaml: ClusterRole,ClusterRoleBinding',
       '02_rbac.yaml: ServiceAccount,ClusterRole,ClusterRoleBinding',
@@ -69,15 +81,7 @@ describe('install/', () => {
 });
 
 describe('install/ RBAC', () => {
-  const input: OperandInput = {
-    namespace: Names.operatorNamespace,
-    facts: { platform: 'AWS', region: 'us-east-1', infrastructureName: 'c-1', apiServerInternalURL: 'https://api-int:6443', resourceTags: [] },
-    settings: { namespace: Names.operatorNamespace, releaseVersion: '1', operandImage: 'img', crdDir: '/crds' },
-    request: { owner: { apiVersion: 'autoscaling.openshift.io/v1alpha1', kind: 'Karpenter', name: 'default', uid: 'u' }, generation: 1, logLevel: 'info', deleting: false, finalizers: [] },
-    cloud: { env: [], volumes: [], volumeMounts: [], credentialsSecret: Names.credentialsSecret },
-    providerRbac: awsOperandRbac(Names.operatorNamespace),
-    topology: 'standalone',
-  };
+  const input = operandInput;
   const operandRoles = renderOperand(input).filter((o) => o.kind === 'Role' || o.kind === 'ClusterRole');
 
   it('lets the operator create every operand role (core and provider) without escalation', () => {

@@ -308,6 +308,27 @@ export const boundServiceAccountToken = {
 } as const;
 
 /**
+ * The cluster's trusted CA bundle (the cluster Proxy's `trustedCA` plus the system roots), injected by the
+ * cluster network operator into a ConfigMap labelled `config.openshift.io/inject-trusted-cabundle`, and
+ * mounted where RHEL-based images read the system trust store. Go reads that file itself; Node does with
+ * `--use-system-ca` (`nodeSystemCaEnv`). Optional: the pod starts before the bundle is injected.
+ */
+const trustedCaDir = '/etc/pki/ca-trust/extracted/pem';
+export const trustedCaBundle = {
+  configMap: Names.trustedCaBundle,
+  key: 'ca-bundle.crt',
+  file: `${trustedCaDir}/tls-ca-bundle.pem`,
+  volume: (): Record<string, unknown> => ({
+    name: 'trusted-ca-bundle',
+    configMap: { name: Names.trustedCaBundle, items: [{ key: 'ca-bundle.crt', path: 'tls-ca-bundle.pem' }], optional: true },
+  }),
+  mount: (): Record<string, unknown> => ({ name: 'trusted-ca-bundle', mountPath: trustedCaDir, readOnly: true }),
+} as const;
+
+/** Env that makes a Node process (the operator image) trust the system store as well as its built-in roots. */
+export const nodeSystemCaEnv: ReadonlyArray<{ name: string; value: string }> = [{ name: 'NODE_OPTIONS', value: '--use-system-ca' }];
+
+/**
  * Placement of a platform component on OpenShift control-plane nodes (the operand, and the operator's own
  * Deployment in install/): node selector, the NoSchedule taints of both role names, management-workload
  * partitioning, and the SCC the pod is written for.
@@ -346,7 +367,7 @@ interface Placement {
   nodeSelector?: Record<string, string>;
   tolerations?: Array<Record<string, string | number>>;
   annotations: Record<string, string>;
-  /** Volumes every container that reads the cloud credentials mounts (the bound ServiceAccount token). */
+  /** Volumes every container that reads the cloud credentials mounts (the bound ServiceAccount token, the trusted CA bundle). */
   credentialVolumes: Array<{ volume: Record<string, unknown>; mount: Record<string, unknown> }>;
 }
 
@@ -369,7 +390,10 @@ function placement(topology: OperandInput['topology'], facts: ClusterFacts, layo
     nodeSelector: { ...controlPlanePlacement.nodeSelector },
     tolerations: controlPlanePlacement.tolerations.map((t) => ({ ...t })),
     annotations: { ...controlPlanePlacement.podAnnotations },
-    credentialVolumes: [{ volume: boundServiceAccountToken.volume(), mount: boundServiceAccountToken.mount() }],
+    credentialVolumes: [
+      { volume: boundServiceAccountToken.volume(), mount: boundServiceAccountToken.mount() },
+      { volume: trustedCaBundle.volume(), mount: trustedCaBundle.mount() },
+    ],
   };
 }
 
@@ -410,6 +434,8 @@ function renderDeployment(input: OperandInput, layout: OperandLayout): KubeObjec
     { name: 'HEALTH_PROBE_PORT', value: String(OperandNames.healthPort) },
     { name: 'LOG_LEVEL', value: request.logLevel },
     ...cloud.env,
+    // The cluster-wide proxy, for the cloud API; Go honours these as they are.
+    ...(settings.proxyEnv ?? []),
   ];
   const securityContext = restrictedContainerSecurityContext();
 
@@ -450,7 +476,7 @@ function renderDeployment(input: OperandInput, layout: OperandLayout): KubeObjec
       image: operatorImage,
       imagePullPolicy: 'IfNotPresent',
       args: ['check-credentials'],
-      env: [...clusterEnv, ...cloud.env].map((e) => structuredClone(e)),
+      env: [...clusterEnv, ...cloud.env, ...(settings.proxyEnv ?? []), ...(input.topology === 'standalone' ? nodeSystemCaEnv : [])].map((e) => structuredClone(e)),
       resources: { requests: { cpu: '10m', memory: '64Mi' } },
       securityContext: restrictedContainerSecurityContext(),
       terminationMessagePolicy: 'FallbackToLogsOnError',
