@@ -4,6 +4,7 @@
  */
 
 import { electionTimingProblem, type ElectionTiming } from './kube/leader-election.js';
+import { readProxyEnv } from './egress.js';
 import { releaseVersionPlaceholder } from './manifests/cvo.js';
 
 export interface OperatorConfig {
@@ -56,6 +57,10 @@ export interface OperatorConfig {
   crdDir: string;
   logLevel: 'debug' | 'info' | 'warn' | 'error';
   podName: string;
+  /** The usable cluster-wide proxy variables (`readProxyEnv`): cloud calls go through it, the operand gets it. */
+  proxyEnv?: Record<string, string>;
+  /** What is wrong with the proxy variables: reported as a condition, never a start-up failure. */
+  proxyProblems: string[];
 }
 
 export type ConfigResult = { ok: true; config: OperatorConfig } | { ok: false; errors: string[] };
@@ -200,6 +205,7 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
   const metrics = parseAddress('--metrics-bind-address', flags.get('metrics-bind-address') ?? DEFAULT_ADDRESSES.operator.metrics, errors);
   const health = parseAddress('--health-probe-bind-address', flags.get('health-probe-bind-address') ?? DEFAULT_ADDRESSES.operator.health, errors);
   const leaderElectionTiming = parseElectionTiming(flags, errors);
+  const proxy = readProxyEnv(env);
   if (errors.length) return { ok: false, errors };
   const config: OperatorConfig = {
     namespace: namespace!,
@@ -213,6 +219,8 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
     logLevel,
     // MY_NAME: what HyperShift's Deployment sets from metadata.name.
     podName: env.POD_NAME ?? env.MY_NAME ?? env.HOSTNAME ?? 'karpenter-operator',
+    proxyProblems: proxy.problems,
+    ...(proxy.proxyEnv ? { proxyEnv: proxy.proxyEnv } : {}),
   };
   if (leaderElectionTiming) config.leaderElectionTiming = leaderElectionTiming;
   const opt = (k: keyof OperatorConfig, v: string | undefined) => {

@@ -46,6 +46,7 @@ export const providerModules: Record<string, (config: OperatorConfig) => Contain
       ec2: {
         ...(config.region ? { region: config.region } : {}),
         ...(config.awsEndpoint ? { endpoint: config.awsEndpoint } : {}),
+        ...(config.proxyEnv ? { proxyEnv: config.proxyEnv } : {}),
         // The operator's own lookups use the narrow node-identity credential when mounted.
         credentials: config.nodeIdentityCredentialsFile
           ? { type: 'sharedCredentialsFile', path: config.nodeIdentityCredentialsFile }
@@ -120,6 +121,7 @@ export function buildContainer(inputs: ContainerInputs): Container {
     ...(config.clusterName && !config.managementCluster ? { clusterNameOverride: config.clusterName } : {}),
     ...(config.clusterEndpoint ? { clusterEndpointOverride: config.clusterEndpoint } : {}),
     ...(config.guestKubeconfigSecret ? { guestKubeconfigSecret: config.guestKubeconfigSecret } : {}),
+    ...(config.proxyEnv ? { proxyEnv: Object.entries(config.proxyEnv).map(([name, value]) => ({ name, value })) } : {}),
   };
   c.bind(SettingsId).toConstantValue(settings);
   c.bind(ClockId).toConstantValue(inputs.clock);

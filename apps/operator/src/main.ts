@@ -3,6 +3,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describeError, systemClock, type OperatorSettings } from '@karpenter-operator/core';
 import { parseConfig, UNKNOWN_RELEASE_VERSION } from './config.js';
+import { clusterEgressProblems, readIfPresent, readProxyEnv } from './egress.js';
 import { providerFor } from './providers.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -92,7 +93,14 @@ async function checkCredentialsCommand(argv: string[], env: NodeJS.ProcessEnv): 
     return (e as { exitCode?: number }).exitCode === 0 ? 0 : 1;
   }
   const o = cmd.opts<{ credentials?: string; region?: string; platform: string }>();
+  const egress = clusterEgressProblems(env, readIfPresent);
+  if (egress.length) {
+    process.stderr.write(`check-credentials: ${egress.join('; ')}\n`);
+    return 1;
+  }
+  const proxy = readProxyEnv(env);
   const provider = providerFor(o.platform, {
+    ...(proxy.proxyEnv ? { proxyEnv: proxy.proxyEnv } : {}),
     crdDir: defaultCrdDir(env),
     ...(o.credentials ? { sharedCredentialsFile: o.credentials } : {}),
     ...(env.AWS_ENDPOINT_URL_EC2 ? { endpoint: env.AWS_ENDPOINT_URL_EC2 } : {}),

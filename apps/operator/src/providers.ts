@@ -7,6 +7,7 @@ export interface OfflineProviderOptions {
   crdDir: string;
   sharedCredentialsFile?: string;
   endpoint?: string;
+  proxyEnv?: Record<string, string>;
 }
 
 /** A provider for the offline commands (render, check-credentials), which have no DI container. */
@@ -17,6 +18,7 @@ export function providerFor(platform: string, o: OfflineProviderOptions): CloudP
       ec2: {
         credentials: o.sharedCredentialsFile ? { type: 'sharedCredentialsFile', path: o.sharedCredentialsFile } : { type: 'default' },
         ...(o.endpoint ? { endpoint: o.endpoint } : {}),
+        ...(o.proxyEnv ? { proxyEnv: o.proxyEnv } : {}),
       },
     });
   }

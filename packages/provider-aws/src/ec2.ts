@@ -15,6 +15,7 @@ import {
 import { fromIni, fromTokenFile } from '@aws-sdk/credential-providers';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { EC2_FILTER_VALUES_MAX, EC2_LIVE_INSTANCE_STATES } from './names.js';
+import { Agent as HttpsAgent } from 'node:https';
 import {
   ForbiddenError,
   InvalidInputError,
@@ -47,6 +48,11 @@ export interface Ec2ClientOptions {
   maxAttempts?: number;
   requestTimeoutMs?: number;
   connectionTimeoutMs?: number;
+  /**
+   * `HTTP_PROXY` / `HTTPS_PROXY` / `NO_PROXY` (validated by the caller): EC2 and STS calls go through that
+   * proxy. Node's `--use-env-proxy` reaches only its global agents, not the SDK's own.
+   */
+  proxyEnv?: Record<string, string>;
 }
 
 export const EC2_DEFAULTS = { maxAttempts: 5, requestTimeoutMs: 10_000, connectionTimeoutMs: 3_000 } as const;
@@ -70,7 +76,16 @@ export function rereadEvery(ms: number, provider: CredentialProvider, now: () =>
 
 /** Builds an EC2 client for `region`. No I/O: credentials are read on the first call. */
 export function createEc2Client(options: Ec2ClientOptions, region: string): EC2Client {
-  const clientConfig = { region, ...(options.endpoint ? { endpoint: options.endpoint } : {}) };
+  const requestHandler = new NodeHttpHandler({
+    requestTimeout: options.requestTimeoutMs ?? EC2_DEFAULTS.requestTimeoutMs,
+    connectionTimeout: options.connectionTimeoutMs ?? EC2_DEFAULTS.connectionTimeoutMs,
+    // Without this the handler only logs a breached request timeout and keeps waiting.
+    throwOnRequestTimeout: true,
+    // The SDK's own default agent, plus the proxy when there is one.
+    ...(options.proxyEnv ? { httpsAgent: new HttpsAgent({ keepAlive: true, maxSockets: 50, proxyEnv: options.proxyEnv }) } : {}),
+  });
+  // STS (web identity) uses the same handler: the same proxy and timeouts.
+  const clientConfig = { region, ...(options.endpoint ? { endpoint: options.endpoint } : {}), ...(options.proxyEnv ? { requestHandler } : {}) };
   const creds = options.credentials ?? { type: 'default' };
   const credentials =
     creds.type === 'sharedCredentialsFile'
@@ -91,12 +106,7 @@ export function createEc2Client(options: Ec2ClientOptions, region: string): EC2C
     ...(credentials ? { credentials } : {}),
     retryMode: 'adaptive',
     maxAttempts: options.maxAttempts ?? EC2_DEFAULTS.maxAttempts,
-    requestHandler: new NodeHttpHandler({
-      requestTimeout: options.requestTimeoutMs ?? EC2_DEFAULTS.requestTimeoutMs,
-      connectionTimeout: options.connectionTimeoutMs ?? EC2_DEFAULTS.connectionTimeoutMs,
-      // Without this the handler only logs a breached request timeout and keeps waiting.
-      throwOnRequestTimeout: true,
-    }),
+    requestHandler,
   });
 }
 

@@ -11,6 +11,7 @@ export * from './audit.js';
 export * from './ec2-emulator.js';
 export * from './ec2-fault-proxy.js';
 export * from './api-fault-proxy.js';
+export * from './forward-proxy.js';
 export * from './access.js';
 export * from './cluster.js';
 export * from './operand-runner.js';

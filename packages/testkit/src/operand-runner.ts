@@ -73,7 +73,7 @@ interface PodSpec {
   volumes?: Array<{
     name: string;
     secret?: { secretName: string; items?: Array<{ key: string; path: string }>; optional?: boolean };
-    configMap?: { name: string; items?: Array<{ key: string; path: string }> };
+    configMap?: { name: string; items?: Array<{ key: string; path: string }>; optional?: boolean };
     emptyDir?: unknown;
     projected?: unknown;
   }>;
@@ -248,8 +248,8 @@ export function startDeploymentRunner(opts: DeploymentRunnerOptions): Deployment
         writeItems(target, Object.fromEntries(Object.entries(s?.data ?? {}).map(([k, b64]) => [k, Buffer.from(b64, 'base64')])), v.secret.items);
       } else if (v.configMap) {
         const cm = await getObject<KubeObj & { data?: Record<string, string> }>(kc, 'v1', 'ConfigMap', v.configMap.name, pod.metadata.namespace);
-        if (!cm) throw new Error(`ConfigMap ${pod.metadata.namespace}/${v.configMap.name} of volume ${v.name} does not exist`);
-        writeItems(target, Object.fromEntries(Object.entries(cm.data ?? {}).map(([k, t]) => [k, Buffer.from(t)])), v.configMap.items);
+        if (!cm && !v.configMap.optional) throw new Error(`ConfigMap ${pod.metadata.namespace}/${v.configMap.name} of volume ${v.name} does not exist`);
+        writeItems(target, Object.fromEntries(Object.entries(cm?.data ?? {}).map(([k, t]) => [k, Buffer.from(t)])), v.configMap.items);
       } else if (!v.emptyDir && !v.projected) {
         throw new Error(`volume ${v.name}: only Secret, ConfigMap, emptyDir and projected volumes can be run locally`);
       }

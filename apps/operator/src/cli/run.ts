@@ -21,6 +21,7 @@ import { metricsServiceHostnames } from '../manifests/monitoring.js';
 import { buildContainer, ReconcilersId, StatusBoardId } from '../container.js';
 import { hostedControlPlaneName } from './hosted-control-plane.js';
 import { startSecureMetricsServer } from '../http/secure-metrics.js';
+import { clusterEgressProblems, readIfPresent } from '../egress.js';
 import { startHttpServer } from '../http/server.js';
 import { createKubeCluster, createKubeTransport, KubeEventRecorder, LeaderElector, leaderIdentity, loadKubeConfig, openshiftElectionTiming, toCoreError, WatchedKubeConfig, type KubeCluster, type KubeTransport } from '../kube/index.js';
 import { AllMetricDefinitions, routeByCluster, type CacheFactory } from '../runtime/index.js';
@@ -32,6 +33,9 @@ import { sleep, systemTimers, type Timers } from '../runtime/timers.js';
 
 /** Exit codes: 0 graceful stop, 1 fatal start-up error, 2 lost the leader lease, 3 platform changed. */
 export const ExitCodes = { ok: 0, fatal: 1, lostLease: 2, platformChanged: 3 } as const;
+
+/** The status-board entry of the proxy and CA check. */
+const CLUSTER_EGRESS_ENTRY = 'cluster-egress';
 
 /**
  * Reads the platform once at start-up (it never changes on a running cluster). A missing or incomplete
@@ -209,6 +213,10 @@ export async function runOperator(config: OperatorConfig, env: Record<string, st
     clock,
   });
   const board = container.get<StatusBoard>(StatusBoardId);
+  // A malformed proxy or CA bundle: Degraded naming it, and the operator keeps running (calls go direct).
+  const egress = clusterEgressProblems(env, readIfPresent);
+  if (egress.length) logger.error('the cluster-wide proxy or trusted CA bundle is unusable', { problems: egress });
+  board.setCondition(CLUSTER_EGRESS_ENTRY, egress.length ? { type: 'ClusterEgressValid', status: 'False', reason: 'InvalidClusterEgress', message: egress.join('; ') } : undefined);
   let finish: (code: number) => void = () => {};
   const finished = new Promise<number>((resolve) => (finish = resolve));
   const stop = (code: number, why: string): Promise<number> => {

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import {
   Names,
   checkEscalation,
+  isSubset,
   coversRules,
   effectiveRules,
   renderOperand,
@@ -35,6 +36,19 @@ const find = (kind: string, name: string, namespace?: string): Obj => {
   return o as Obj;
 };
 
+/** The operand as the operator renders it standalone on AWS. */
+const operandInput: OperandInput = {
+  namespace: Names.operatorNamespace,
+  facts: { platform: 'AWS', region: 'us-east-1', infrastructureName: 'c-1', apiServerInternalURL: 'https://api-int:6443', resourceTags: [] },
+  settings: { namespace: Names.operatorNamespace, releaseVersion: '1', operandImage: 'img', crdDir: '/crds' },
+  request: { owner: { apiVersion: 'autoscaling.openshift.io/v1alpha1', kind: 'Karpenter', name: 'default', uid: 'u' }, generation: 1, logLevel: 'info', deleting: false, finalizers: [] },
+  cloud: { env: [], volumes: [], volumeMounts: [], credentialsSecret: Names.credentialsSecret },
+  providerRbac: awsOperandRbac(Names.operatorNamespace),
+  layout: standaloneOperandLayout(Names.operatorNamespace),
+};
+
+const deploymentOf = (objects: KubeObject[]): Obj => (objects.find((o) => o.kind === 'Deployment') as Obj).spec.template;
+
 describe('install/', () => {
   it('is what the generator writes (run `npx node apps/operator/scripts/generate-install.mjs`)', () => {
     const files = installFiles();
@@ -58,6 +72,8 @@ describe('install/', () => {
       '00_credentialsrequest-aws-node-identity.yaml: CredentialsRequest',
       '00_credentialsrequest-aws.yaml: CredentialsRequest',
       '00_namespace.yaml: Namespace',
+      '01_networkpolicy.yaml: NetworkPolicy,NetworkPolicy,NetworkPolicy',
+      '01_trusted-ca-bundle.yaml: ConfigMap',
       '02_metrics-services.yaml: Service,Service,NetworkPolicy',
       '02_rbac-metrics-auth.yaml: ClusterRole,ClusterRoleBinding',
       '02_rbac-namespaced.yaml: Role,RoleBinding,Role,RoleBinding,Role,RoleBinding,Role,RoleBinding',
@@ -76,16 +92,79 @@ describe('install/', () => {
   });
 });
 
-describe('install/ RBAC', () => {
-  const input: OperandInput = {
-    namespace: Names.operatorNamespace,
-    facts: { platform: 'AWS', region: 'us-east-1', infrastructureName: 'c-1', apiServerInternalURL: 'https://api-int:6443', resourceTags: [] },
-    settings: { namespace: Names.operatorNamespace, releaseVersion: '1', operandImage: 'img', crdDir: '/crds' },
-    request: { owner: { apiVersion: 'autoscaling.openshift.io/v1alpha1', kind: 'Karpenter', name: 'default', uid: 'u' }, generation: 1, logLevel: 'info', deleting: false, finalizers: [] },
-    cloud: { env: [], volumes: [], volumeMounts: [], credentialsSecret: Names.credentialsSecret },
-    providerRbac: awsOperandRbac(Names.operatorNamespace),
-    layout: standaloneOperandLayout(Names.operatorNamespace),
+describe('install/ order: the CVO waits on the ClusterOperator before applying later files', () => {
+  const position = (o: Obj) => committed.indexOf(parsed.find((f) => f.objects.includes(o as KubeObject))!.name);
+  const clusterOperatorAt = position(find('ClusterOperator', Names.clusterOperator));
+  const key = (o: Obj) => `${o.kind} ${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name}`;
+
+  /** What the operator Deployment needs to run and report: derived from install/ itself, not listed by hand. */
+  const neededForHealth = (): Obj[] => {
+    const deployment = find('Deployment', Names.operatorDeployment, Names.operatorNamespace);
+    const pod = deployment.spec.template.spec;
+    const sa = find('ServiceAccount', pod.serviceAccountName, Names.operatorNamespace);
+    const bindings = all.filter(
+      (o) => (o.kind === 'RoleBinding' || o.kind === 'ClusterRoleBinding') && ((o as Obj).subjects ?? []).some((s: Obj) => s.kind === 'ServiceAccount' && s.name === sa.metadata.name),
+    );
+    const roles = bindings.map((b) => {
+      const ref = (b as Obj).roleRef;
+      return find(ref.kind, ref.name, ref.kind === 'Role' ? b.metadata.namespace : undefined);
+    });
+    const configMaps = (pod.volumes as Obj[]).filter((v) => v.configMap).map((v) => find('ConfigMap', v.configMap.name, Names.operatorNamespace));
+    const policies = all.filter((o) => o.kind === 'NetworkPolicy');
+    return [
+      find('Namespace', Names.operatorNamespace),
+      find('CustomResourceDefinition', Names.karpenterCrd),
+      ...all.filter((o) => o.kind === 'CredentialsRequest'),
+      sa,
+      ...bindings,
+      ...roles,
+      ...configMaps,
+      ...policies,
+      deployment,
+    ];
   };
+
+  it('everything the operator needs to become healthy comes before the ClusterOperator manifest', () => {
+    const needed = neededForHealth();
+    // Derivation sanity: the bound roles, the CA bundle and the policies are in the list.
+    expect(needed.map(key)).toEqual(expect.arrayContaining([`ConfigMap ${Names.operatorNamespace}/${Names.trustedCaBundle}`, `NetworkPolicy ${Names.operatorNamespace}/default-deny`]));
+    const late = needed.filter((o) => position(o) >= clusterOperatorAt).map((o) => `${key(o)} in ${committed[position(o)]}`);
+    expect(late).toEqual([]);
+  });
+
+  it('a default-deny policy never comes before the policies that let the operator and operand through (same file)', () => {
+    const files = new Set(all.filter((o) => o.kind === 'NetworkPolicy').map(position));
+    expect(files.size).toBe(1);
+  });
+});
+
+describe('install/ NetworkPolicies', () => {
+  const policy = (name: string) => find('NetworkPolicy', name, Names.operatorNamespace);
+  const ports = (rules: Obj[]) => rules.flatMap((r) => (r.ports as Obj[]).map((p) => `${p.protocol}/${p.port}`));
+  const containerPorts = (pod: Obj) => (pod.containers as Obj[]).flatMap((c) => (c.ports as Obj[]).map((p) => p.name));
+
+  it('deny all ingress and egress in the namespace by default', () => {
+    expect(policy('default-deny').spec).toEqual({ podSelector: {}, policyTypes: ['Ingress', 'Egress'] });
+  });
+
+  it.each([
+    { name: Names.operatorDeployment, selects: () => find('Deployment', Names.operatorDeployment, Names.operatorNamespace).spec.template },
+    { name: Names.operandDeployment, selects: () => deploymentOf(renderOperand(operandInput)) },
+  ])('$name: selects its pods, egress DNS + API server + HTTPS, ingress to its named metrics and probe ports only', ({ name, selects }) => {
+    const p = policy(name).spec;
+    const template = selects();
+    expect(isSubset(p.podSelector.matchLabels, template.metadata.labels), `${JSON.stringify(p.podSelector)} selects the pods`).toBe(true);
+    expect(ports(p.egress)).toEqual(['UDP/53', 'TCP/53', 'UDP/5353', 'TCP/5353', 'TCP/6443', 'TCP/443']);
+    expect(p.egress[0].to).toEqual([{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'openshift-dns' } } }]);
+    // Named ports: each exists on the pod, so the policy follows a change of number.
+    const named = ports(p.ingress).map((x: string) => x.split('/')[1]);
+    expect(containerPorts(template.spec)).toEqual(expect.arrayContaining(named));
+    expect(named).toHaveLength(2);
+  });
+});
+
+describe('install/ RBAC', () => {
+  const input = operandInput;
   const operandRoles = renderOperand(input).filter((o) => o.kind === 'Role' || o.kind === 'ClusterRole');
 
   it('lets the operator create every operand role (core and provider) without escalation', () => {

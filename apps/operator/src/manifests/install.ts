@@ -4,7 +4,8 @@ import { Document, isMap, isScalar, isSeq, visit } from 'yaml';
 import { cvoAnnotations, manifestPrefix } from './cvo.js';
 import { karpenterCrd } from './karpenter-crd.js';
 import { operatorNamespace } from './namespace.js';
-import { operatorDeployment } from './operator-deployment.js';
+import { operatorNetworkPolicies } from './network-policy.js';
+import { operatorDeployment, trustedCaBundleConfigMap } from './operator-deployment.js';
 import { operandGrantsRbac, operatorClusterRbac, operatorNamespacedRbac } from './operator-rbac.js';
 import { clusterOperator, imageReferences, karpenterReaderClusterRole } from './release.js';
 import { monitoringFiles, monitoringPrerequisiteFiles } from './monitoring-files.js';
@@ -20,7 +21,7 @@ export const generatorScript = 'apps/operator/scripts/generate-install.mjs';
 
 /**
  * The CVO manifests, in the order the CVO applies them (file name order): namespace, CRD and
- * CredentialsRequests (00), RBAC (02), the Deployment (03), the ClusterOperator after it (04), the admin
+ * CredentialsRequests (00), NetworkPolicies and the trusted-CA ConfigMap (01), RBAC (02), the Deployment (03), the ClusterOperator after it (04), the admin
  * role (05), and `image-references` for the release tooling.
  */
 export function installFiles(): InstallFile[] {
@@ -30,6 +31,8 @@ export function installFiles(): InstallFile[] {
     { name: `${manifestPrefix}00_crd-karpenter.yaml`, documents: [karpenterCrd()] },
     { name: `${manifestPrefix}00_credentialsrequest-aws.yaml`, documents: [operandCredentials!] },
     { name: `${manifestPrefix}00_credentialsrequest-aws-node-identity.yaml`, documents: [operatorCredentials!] },
+    { name: `${manifestPrefix}01_networkpolicy.yaml`, documents: operatorNetworkPolicies() },
+    { name: `${manifestPrefix}01_trusted-ca-bundle.yaml`, documents: [trustedCaBundleConfigMap()] },
     { name: `${manifestPrefix}02_rbac.yaml`, documents: operatorClusterRbac() },
     { name: `${manifestPrefix}02_rbac-namespaced.yaml`, documents: operatorNamespacedRbac() },
     { name: `${manifestPrefix}02_rbac-operand-grants.yaml`, documents: operandGrantsRbac() },

@@ -3,6 +3,8 @@ import {
   Types,
   boundServiceAccountToken,
   controlPlanePlacement,
+  nodeSystemCaEnv,
+  trustedCaBundle,
   restrictedContainerSecurityContext,
   restrictedPodSecurityContext,
   type KubeObject,
@@ -13,13 +15,39 @@ import { MonitoringNames } from './monitoring.js';
 /** Where the operator's own (node-identity) credential is mounted. */
 export const nodeIdentityCredentialsDir = '/etc/node-identity';
 
+const operatorContainer = 'karpenter-operator';
+
+/**
+ * ConfigMap the cluster network operator fills with the cluster's trusted CA bundle (the Proxy's
+ * `trustedCA` and the system roots). Created empty once and never updated by the CVO (`create-only`), so
+ * the injected data is not reverted at each sync.
+ */
+export function trustedCaBundleConfigMap(): KubeObject {
+  return {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: {
+      name: trustedCaBundle.configMap,
+      namespace: Names.operatorNamespace,
+      labels: { 'config.openshift.io/inject-trusted-cabundle': 'true' },
+      annotations: { 'release.openshift.io/create-only': 'true' },
+    },
+  };
+}
+
 /** Deployment `karpenter-operator`, as the CVO creates it. */
 export function operatorDeployment(): KubeObject {
   const labels = { 'k8s-app': Names.operatorDeployment };
   const fieldRef = (fieldPath: string) => ({ fieldRef: { apiVersion: 'v1', fieldPath } });
   return {
     ...Types.Deployment,
-    metadata: { name: Names.operatorDeployment, namespace: Names.operatorNamespace, labels: { ...labels } },
+    metadata: {
+      name: Names.operatorDeployment,
+      namespace: Names.operatorNamespace,
+      labels: { ...labels },
+      // The CVO sets HTTP_PROXY, HTTPS_PROXY and NO_PROXY of this container from the cluster Proxy's status.
+      annotations: { 'config.openshift.io/inject-proxy': operatorContainer },
+    },
     spec: {
       // One active replica at a time: leader election (Lease karpenter-operator.openshift.io) keeps a
       // second one, when scaled up, on standby.
@@ -35,7 +63,7 @@ export function operatorDeployment(): KubeObject {
           securityContext: restrictedPodSecurityContext(),
           containers: [
             {
-              name: 'karpenter-operator',
+              name: operatorContainer,
               image: payloadImages.operator.pullSpec,
               imagePullPolicy: 'IfNotPresent',
               args: [
@@ -57,6 +85,8 @@ export function operatorDeployment(): KubeObject {
                 // The operand's credentials-check init container runs the operator image.
                 { name: 'OPERATOR_IMAGE', value: payloadImages.operator.pullSpec },
                 { name: 'NODE_IDENTITY_CREDENTIALS_FILE', value: `${nodeIdentityCredentialsDir}/credentials` },
+                // Trust the cluster's CA bundle (mounted as the system store) besides Node's own roots.
+                ...nodeSystemCaEnv.map((e) => ({ ...e })),
               ],
               ports: [
                 { name: 'metrics', containerPort: MonitoringNames.operatorPort, protocol: 'TCP' },
@@ -72,6 +102,7 @@ export function operatorDeployment(): KubeObject {
                 { name: 'metrics-tls', mountPath: MonitoringNames.metricsCertDir, readOnly: true },
                 // Short-lived credentials (STS): the credentials file names this token.
                 boundServiceAccountToken.mount(),
+                trustedCaBundle.mount(),
               ],
             },
           ],
@@ -89,6 +120,7 @@ export function operatorDeployment(): KubeObject {
               // service-ca) the operator serves metrics with a self-signed certificate and says so.
               secret: { secretName: MonitoringNames.operatorCertSecret, optional: true },
             },
+            trustedCaBundle.volume(),
           ],
         },
       },

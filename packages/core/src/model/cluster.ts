@@ -104,6 +104,11 @@ export interface OperatorSettings {
   guestKubeconfigSecret?: string;
   /** Directory holding the runtime CRD YAML produced at build time. */
   crdDir: string;
+  /**
+   * The cluster-wide proxy as the CVO injected it into the operator (from the cluster Proxy's `status`):
+   * `HTTP_PROXY`, `HTTPS_PROXY`, `NO_PROXY`, only those set and valid. Handed to the operand's containers.
+   */
+  proxyEnv?: Array<{ name: string; value: string }>;
 }
 
 /** The raw cluster objects default-NodeClass discovery works from. */

@@ -16,6 +16,8 @@ export const Names = {
   operandLeaderLease: 'karpenter-leader-election',
   credentialsSecret: 'karpenter-cloud-credentials',
   nodeIdentityCredentialsSecret: 'karpenter-node-identity-credentials',
+  /** ConfigMap the cluster network operator fills with the cluster's trusted CA bundle (key `ca-bundle.crt`). */
+  trustedCaBundle: 'karpenter-trusted-ca-bundle',
   credentialsRequestNamespace: 'openshift-cloud-credential-operator',
   defaultNodeClass: 'default',
   managedLabel: 'karpenter-operator.openshift.io/managed',

@@ -176,19 +176,21 @@ describe('renderOperand: Deployment', () => {
     { name: 'readiness /readyz', path: (o: KubeObject[]) => controller(o)['readinessProbe'].httpGet, want: { path: '/readyz', port: 'http' } },
     { name: 'image from settings', path: (o: KubeObject[]) => controller(o)['image'], want: 'registry.example.com/karpenter@sha256:abc' },
     {
-      name: 'credentials and the bound ServiceAccount token (STS) mounted read-only',
+      name: 'credentials, the bound ServiceAccount token (STS) and the trusted CA bundle mounted read-only',
       path: (o: KubeObject[]) => controller(o)['volumeMounts'],
       want: [
         { name: 'provider-creds', mountPath: '/etc/provider', readOnly: true },
         { name: 'bound-sa-token', mountPath: '/var/run/secrets/openshift/serviceaccount', readOnly: true },
+        { name: 'trusted-ca-bundle', mountPath: '/etc/pki/ca-trust/extracted/pem', readOnly: true },
       ],
     },
     {
-      name: 'credentials volume and a projected token for the audience openshift',
+      name: 'credentials volume, a projected token for the audience openshift, the injected trusted CA bundle (optional) as the system store',
       path: (o: KubeObject[]) => podSpec(o)['volumes'],
       want: [
         { name: 'provider-creds', secret: { secretName: 'karpenter-cloud-credentials' } },
         { name: 'bound-sa-token', projected: { sources: [{ serviceAccountToken: { audience: 'openshift', expirationSeconds: 3600, path: 'token' } }] } },
+        { name: 'trusted-ca-bundle', configMap: { name: 'karpenter-trusted-ca-bundle', items: [{ key: 'ca-bundle.crt', path: 'tls-ca-bundle.pem' }], optional: true } },
       ],
     },
 
@@ -212,9 +214,22 @@ describe('renderOperand: Deployment', () => {
     expect(path(renderOperand(input()))).toEqual(want);
   });
 
-  it('the credentials check mounts the token too (it reads the same credentials file)', () => {
+  it('the credentials check mounts the token and the CA bundle too (it reads the same credentials file, calls the same API)', () => {
     const init = podSpec(renderOperand(input({ settings: settings({ operatorImage: 'op:1' }) })))['initContainers'][0];
-    expect(init.volumeMounts.map((m: { name: string }) => m.name)).toEqual(['provider-creds', 'bound-sa-token']);
+    expect(init.volumeMounts.map((m: { name: string }) => m.name)).toEqual(['provider-creds', 'bound-sa-token', 'trusted-ca-bundle']);
+  });
+
+  it('the cluster-wide proxy goes to both containers; Node in the check is told to read the system CA store', () => {
+    const proxyEnv = [
+      { name: 'HTTPS_PROXY', value: 'http://proxy.example.com:3128' },
+      { name: 'NO_PROXY', value: '.cluster.local,169.254.169.254' },
+    ];
+    const spec = podSpec(renderOperand(input({ settings: settings({ operatorImage: 'op:1', proxyEnv }) })));
+    const env = (c: Obj) => (c['env'] as Array<{ name: string; value?: string }>).filter((e) => /PROXY|NODE_OPTIONS/.test(e.name));
+    expect(env(spec['containers'][0])).toEqual(proxyEnv);
+    expect(env(spec['initContainers'][0])).toEqual([...proxyEnv, { name: 'NODE_OPTIONS', value: '--use-system-ca' }]);
+    const without = podSpec(renderOperand(input({ settings: settings({ operatorImage: 'op:1' }) })));
+    expect(env(without['containers'][0])).toEqual([]);
   });
 
   it('sets no fixed UID, GID or fsGroup anywhere', () => {

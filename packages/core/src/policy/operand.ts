@@ -350,6 +350,27 @@ export const boundServiceAccountToken = {
 } as const;
 
 /**
+ * The cluster's trusted CA bundle (the cluster Proxy's `trustedCA` plus the system roots), injected by the
+ * cluster network operator into a ConfigMap labelled `config.openshift.io/inject-trusted-cabundle`, and
+ * mounted where RHEL-based images read the system trust store. Go reads that file itself; Node does with
+ * `--use-system-ca` (`nodeSystemCaEnv`). Optional: the pod starts before the bundle is injected.
+ */
+const trustedCaDir = '/etc/pki/ca-trust/extracted/pem';
+export const trustedCaBundle = {
+  configMap: Names.trustedCaBundle,
+  key: 'ca-bundle.crt',
+  file: `${trustedCaDir}/tls-ca-bundle.pem`,
+  volume: (): Record<string, unknown> => ({
+    name: 'trusted-ca-bundle',
+    configMap: { name: Names.trustedCaBundle, items: [{ key: 'ca-bundle.crt', path: 'tls-ca-bundle.pem' }], optional: true },
+  }),
+  mount: (): Record<string, unknown> => ({ name: 'trusted-ca-bundle', mountPath: trustedCaDir, readOnly: true }),
+} as const;
+
+/** Env that makes a Node process (the operator image) trust the system store as well as its built-in roots. */
+export const nodeSystemCaEnv: ReadonlyArray<{ name: string; value: string }> = [{ name: 'NODE_OPTIONS', value: '--use-system-ca' }];
+
+/**
  * Placement of a platform component on OpenShift control-plane nodes (the operand, and the operator's own
  * Deployment in install/): node selector, the NoSchedule taints of both role names, management-workload
  * partitioning, and the SCC the pod is written for.
@@ -454,6 +475,8 @@ function renderDeployment(input: OperandInput, layout: OperandLayout): KubeObjec
     { name: 'LOG_LEVEL', value: request.logLevel },
     ...tuned.env,
     ...cloud.env,
+    // The cluster-wide proxy, for the cloud API; Go honours these as they are.
+    ...(settings.proxyEnv ?? []),
   ];
   const securityContext = restrictedContainerSecurityContext();
 
@@ -487,6 +510,8 @@ function renderDeployment(input: OperandInput, layout: OperandLayout): KubeObjec
     containers: [controller],
   };
   const operatorImage = request.images?.operator ?? settings.operatorImage;
+  // Where the layout mounts the cluster's trusted CA bundle, the (Node) init container is told to read it.
+  const mountsTrustedCa = place.credentialVolumes.some((c) => c.volume['name'] === trustedCaBundle.volume()['name']);
   if (operatorImage) {
     // Karpenter exits at start-up on missing or refused credentials; this init container waits with a
     // clear message instead of a crash loop of the controller.
@@ -495,7 +520,7 @@ function renderDeployment(input: OperandInput, layout: OperandLayout): KubeObjec
       image: operatorImage,
       imagePullPolicy: 'IfNotPresent',
       args: ['check-credentials'],
-      env: [...clusterEnv, ...cloud.env].map((e) => structuredClone(e)),
+      env: [...clusterEnv, ...cloud.env, ...(settings.proxyEnv ?? []), ...(mountsTrustedCa ? nodeSystemCaEnv : [])].map((e) => structuredClone(e)),
       resources: { requests: { cpu: '10m', memory: '64Mi' } },
       securityContext: restrictedContainerSecurityContext(),
       terminationMessagePolicy: 'FallbackToLogsOnError',

@@ -5,7 +5,7 @@ import { Types } from '../model/kube.js';
 import { Names } from '../model/names.js';
 import { setConditions } from '../policy/conditions.js';
 import { decodeInfrastructure } from '../policy/infrastructure.js';
-import { boundServiceAccountToken, controlPlanePlacement, operandPodServiceAccount, type OperandLayout } from '../policy/operand.js';
+import { boundServiceAccountToken, controlPlanePlacement, operandPodServiceAccount, trustedCaBundle, type OperandLayout } from '../policy/operand.js';
 import { isoNow, type Clock } from '../ports/clock.js';
 import type { ClusterStore } from '../ports/cluster-store.js';
 import type { StatusReport, Topology } from '../ports/topology.js';
@@ -37,7 +37,10 @@ export function standaloneOperandLayout(namespace: string): OperandLayout {
       nodeSelector: { ...controlPlanePlacement.nodeSelector },
       tolerations: controlPlanePlacement.tolerations.map((t) => ({ ...t })),
       annotations: { ...controlPlanePlacement.podAnnotations },
-      credentialVolumes: [{ volume: boundServiceAccountToken.volume(), mount: boundServiceAccountToken.mount() }],
+      credentialVolumes: [
+        { volume: boundServiceAccountToken.volume(), mount: boundServiceAccountToken.mount() },
+        { volume: trustedCaBundle.volume(), mount: trustedCaBundle.mount() },
+      ],
     },
   };
 }
