@@ -255,6 +255,45 @@ function termsOf(spec: Record<string, unknown>, key: string, problems: Verificat
   return v.map((t) => (typeof t === 'object' && t !== null ? (t as Term) : {}));
 }
 
+/** One selector term as EC2 resolved it: `id` for an `{id}` term (then at most one item). */
+interface TermMatch<T> {
+  field: string;
+  term: Term;
+  id?: string;
+  items: T[];
+}
+
+/**
+ * Resolves one list of selector terms, the same way for subnets, security groups and AMIs: `{id}` terms in
+ * batched calls (`EC2_FILTER_VALUES_MAX` ids each, de-duplicated), every other term with the filters
+ * `filtersOf` gives it in a call of its own (a term it gives undefined is skipped). `{id}` terms come first, in order,
+ * then the others in order.
+ */
+async function resolveTerms<T>(
+  terms: Term[],
+  list: string,
+  o: { idFilter: string; idOf: (item: T) => string | undefined; describe: (filters: Filter[], term?: Term) => Promise<T[]>; filtersOf: (t: Term) => Filter[] | undefined },
+): Promise<Array<TermMatch<T>>> {
+  const idTerms = terms.flatMap((term, i) => (typeof term.id === 'string' ? [{ i, term, id: term.id }] : []));
+  const byId = new Map<string, T>();
+  for (const ids of chunks([...new Set(idTerms.map((t) => t.id))], EC2_FILTER_VALUES_MAX)) {
+    for (const item of await o.describe([{ Name: o.idFilter, Values: ids }])) {
+      const id = o.idOf(item);
+      if (id) byId.set(id, item);
+    }
+  }
+  const out: Array<TermMatch<T>> = idTerms.map(({ i, term, id }) => {
+    const item = byId.get(id);
+    return { field: `spec.${list}[${i}]`, term, id, items: item ? [item] : [] };
+  });
+  for (const [i, term] of terms.entries()) {
+    if (typeof term.id === 'string') continue;
+    const filters = o.filtersOf(term);
+    if (filters) out.push({ field: `spec.${list}[${i}]`, term, items: await o.describe(filters, term) });
+  }
+  return out;
+}
+
 /**
  * The EC2 side of the AWS CloudProvider: NodeClass verification, instance lookups for node identity and
  * the credentials check. Every SDK error leaves through `mapAwsError`.
@@ -338,25 +377,21 @@ export class Ec2Adapter {
     const problems: VerificationProblem[] = [];
     const clusterTag = clusterTagKey(facts);
 
+    const tagsOf = (t: Term): Filter[] => (typeof t.tags === 'object' && t.tags !== null ? tagFilters(t.tags as Record<string, unknown>) : []);
+    const nonEmpty = (filters: Filter[]): Filter[] | undefined => (filters.length ? filters : undefined);
+
     // Subnets.
-    const subnetTerms = termsOf(spec, 'subnetSelectorTerms', problems);
+    const subnetMatches = await resolveTerms<Subnet>(termsOf(spec, 'subnetSelectorTerms', problems), 'subnetSelectorTerms', {
+      idFilter: 'subnet-id',
+      idOf: (s) => s.SubnetId,
+      describe: (filters) => this.subnets(ec2, filters),
+      // A tags term is looked up even when its map is empty; a term without tags is not.
+      filtersOf: (t) => (typeof t.tags === 'object' && t.tags !== null ? tagsOf(t) : undefined),
+    });
     const found: Array<{ field: string; subnet: Subnet }> = [];
-    const idTerms = subnetTerms.flatMap((t, i) => (typeof t.id === 'string' ? [{ i, id: t.id }] : []));
-    const byId = new Map<string, Subnet>();
-    for (const ids of chunks([...new Set(idTerms.map((t) => t.id))], EC2_FILTER_VALUES_MAX)) {
-      for (const s of await this.subnets(ec2, [{ Name: 'subnet-id', Values: ids }])) if (s.SubnetId) byId.set(s.SubnetId, s);
-    }
-    for (const { i, id } of idTerms) {
-      const s = byId.get(id);
-      if (s) found.push({ field: `spec.subnetSelectorTerms[${i}]`, subnet: s });
-      else problems.push({ field: `spec.subnetSelectorTerms[${i}]`, message: `subnet ${id} not found` });
-    }
-    for (const [i, t] of subnetTerms.entries()) {
-      if (typeof t.id === 'string' || typeof t.tags !== 'object' || t.tags === null) continue;
-      const tags = t.tags as Record<string, unknown>;
-      const subnets = await this.subnets(ec2, tagFilters(tags));
-      if (!subnets.length) problems.push({ field: `spec.subnetSelectorTerms[${i}]`, message: `no subnet has tags ${describeTags(tags)}` });
-      for (const s of subnets) found.push({ field: `spec.subnetSelectorTerms[${i}]`, subnet: s });
+    for (const { field, term, id, items } of subnetMatches) {
+      if (!items.length) problems.push({ field, message: id ? `subnet ${id} not found` : `no subnet has tags ${describeTags(term.tags as Record<string, unknown>)}` });
+      for (const subnet of items) found.push({ field, subnet });
     }
     // The cluster's VPC: that of the first subnet carrying the cluster tag (else the first subnet).
     const vpcId = (found.find((f) => hasTag(f.subnet.Tags, clusterTag)) ?? found[0])?.subnet.VpcId;
@@ -374,59 +409,43 @@ export class Ec2Adapter {
     }
 
     // Security groups.
-    const sgTerms = termsOf(spec, 'securityGroupSelectorTerms', problems);
-    const sgIdTerms = sgTerms.flatMap((t, i) => (typeof t.id === 'string' ? [{ i, id: t.id }] : []));
-    const sgById = new Map<string, SecurityGroup>();
-    for (const ids of chunks([...new Set(sgIdTerms.map((t) => t.id))], EC2_FILTER_VALUES_MAX)) {
-      for (const g of await this.securityGroups(ec2, [{ Name: 'group-id', Values: ids }])) if (g.GroupId) sgById.set(g.GroupId, g);
+    const sgMatches = await resolveTerms<SecurityGroup>(termsOf(spec, 'securityGroupSelectorTerms', problems), 'securityGroupSelectorTerms', {
+      idFilter: 'group-id',
+      idOf: (g) => g.GroupId,
+      describe: (filters) => this.securityGroups(ec2, filters),
+      filtersOf: (t) => nonEmpty([...(typeof t.name === 'string' ? [{ Name: 'group-name', Values: [t.name] }] : []), ...tagsOf(t)]),
+    });
+    for (const { field, term, id, items } of sgMatches) {
+      if (items.length) continue;
+      if (id) problems.push({ field, message: `security group ${id} not found` });
+      else problems.push({ field, message: `no security group ${typeof term.name === 'string' ? `named ${term.name}` : `with tags ${describeTags(term.tags as Record<string, unknown>)}`}` });
     }
-    const sgFound: Array<{ field: string; group: SecurityGroup }> = [];
-    for (const { i, id } of sgIdTerms) {
-      const g = sgById.get(id);
-      if (g) sgFound.push({ field: `spec.securityGroupSelectorTerms[${i}]`, group: g });
-      else problems.push({ field: `spec.securityGroupSelectorTerms[${i}]`, message: `security group ${id} not found` });
-    }
-    for (const [i, t] of sgTerms.entries()) {
-      if (typeof t.id === 'string') continue;
-      const filters: Filter[] = [];
-      if (typeof t.name === 'string') filters.push({ Name: 'group-name', Values: [t.name] });
-      if (typeof t.tags === 'object' && t.tags !== null) filters.push(...tagFilters(t.tags as Record<string, unknown>));
-      if (!filters.length) continue;
-      const groups = await this.securityGroups(ec2, filters);
-      const what = typeof t.name === 'string' ? `named ${t.name}` : `with tags ${describeTags(t.tags as Record<string, unknown>)}`;
-      if (!groups.length) problems.push({ field: `spec.securityGroupSelectorTerms[${i}]`, message: `no security group ${what}` });
-      for (const g of groups) sgFound.push({ field: `spec.securityGroupSelectorTerms[${i}]`, group: g });
-    }
-    for (const { field, group } of sgFound) {
-      if (vpcId && group.VpcId !== vpcId) {
-        problems.push({ field, message: `security group ${group.GroupId} is in ${group.VpcId}, not in the cluster's ${vpcId}` });
+    for (const { field, items } of sgMatches) {
+      for (const group of items) {
+        if (vpcId && group.VpcId !== vpcId) {
+          problems.push({ field, message: `security group ${group.GroupId} is in ${group.VpcId}, not in the cluster's ${vpcId}` });
+        }
       }
     }
 
-    // AMIs.
-    const amiTerms = termsOf(spec, 'amiSelectorTerms', problems);
-    const amiIdTerms = amiTerms.flatMap((t, i) => (typeof t.id === 'string' ? [{ i, id: t.id }] : []));
-    const imageById = new Map<string, Image>();
-    for (const ids of chunks([...new Set(amiIdTerms.map((t) => t.id))], EC2_FILTER_VALUES_MAX)) {
-      for (const img of await this.images(ec2, [{ Name: 'image-id', Values: ids }])) if (img.ImageId) imageById.set(img.ImageId, img);
-    }
-    for (const { i, id } of amiIdTerms) {
-      const img = imageById.get(id);
-      if (!img) problems.push({ field: `spec.amiSelectorTerms[${i}]`, message: `AMI ${id} not found` });
-      else if (img.State && img.State !== 'available') problems.push({ field: `spec.amiSelectorTerms[${i}]`, message: `AMI ${id} is ${img.State}` });
-    }
-    for (const [i, t] of amiTerms.entries()) {
-      if (typeof t.id === 'string') continue;
-      // Aliases and SSM parameters resolve outside EC2; Karpenter reports them itself.
-      if (typeof t.alias === 'string' || typeof t.ssmParameter === 'string') continue;
-      const filters: Filter[] = [];
-      if (typeof t.name === 'string') filters.push({ Name: 'name', Values: [t.name] });
-      if (typeof t.tags === 'object' && t.tags !== null) filters.push(...tagFilters(t.tags as Record<string, unknown>));
-      if (!filters.length) continue;
-      const owners = typeof t.owner === 'string' ? t.owner.split(',').map((o) => o.trim()).filter(Boolean) : undefined;
-      const images = await this.images(ec2, filters, owners);
-      if (!images.some((img) => img.State === undefined || img.State === 'available')) {
-        problems.push({ field: `spec.amiSelectorTerms[${i}]`, message: `no available AMI matches ${JSON.stringify(t)}` });
+    // AMIs. Aliases and SSM parameters resolve outside EC2; Karpenter reports them itself.
+    const amiMatches = await resolveTerms<Image>(termsOf(spec, 'amiSelectorTerms', problems), 'amiSelectorTerms', {
+      idFilter: 'image-id',
+      idOf: (img) => img.ImageId,
+      describe: (filters, term) =>
+        this.images(ec2, filters, typeof term?.owner === 'string' ? term.owner.split(',').map((o) => o.trim()).filter(Boolean) : undefined),
+      filtersOf: (t) =>
+        typeof t.alias === 'string' || typeof t.ssmParameter === 'string'
+          ? undefined
+          : nonEmpty([...(typeof t.name === 'string' ? [{ Name: 'name', Values: [t.name] }] : []), ...tagsOf(t)]),
+    });
+    for (const { field, term, id, items } of amiMatches) {
+      if (id) {
+        const img = items[0];
+        if (!img) problems.push({ field, message: `AMI ${id} not found` });
+        else if (img.State && img.State !== 'available') problems.push({ field, message: `AMI ${id} is ${img.State}` });
+      } else if (!items.some((img) => img.State === undefined || img.State === 'available')) {
+        problems.push({ field, message: `no available AMI matches ${JSON.stringify(term)}` });
       }
     }
     return problems;
