@@ -209,6 +209,25 @@ describe('HyperShiftTopology', () => {
     expect(((await management.get(HCP_REF))?.status as { autoNode: unknown }).autoNode).toEqual({ nodeCount: 2 });
   });
 
+  it('never drops a condition another writer added after its read: the write carries the resourceVersion read', async () => {
+    const { topology, management } = setup();
+    management.seed(aHostedControlPlane({ status: { conditions: [] } }));
+    const request = await topology.readRequest();
+    const stale = (await management.get(HCP_REF))!;
+    const theirs: Condition = { type: 'ValidConfiguration', status: 'True', reason: 'AsExpected', message: '', lastTransitionTime: '2025-12-01T00:00:00Z' };
+    await management.patchStatus(HCP_REF, { conditions: [theirs] });
+    const get = management.get.bind(management);
+    management.get = (async () => structuredClone(stale)) as typeof management.get;
+    management.clearWrites();
+    await expect(topology.reportStatus(report('True', 'False'), request)).resolves.toBeUndefined();
+    management.get = get;
+    const types = async () => ((await management.get(HCP_REF))?.status as { conditions: Condition[] }).conditions.map((c) => c.type);
+    expect(await types()).toEqual(['ValidConfiguration']);
+    // The next reconcile reads the newer HCP and adds its condition beside theirs.
+    await topology.reportStatus(report('True', 'False'), request);
+    expect(await types()).toEqual(['ValidConfiguration', AUTONODE_CONDITION]);
+  });
+
   it('reports nothing when the HCP is gone, and tolerates it vanishing mid-write', async () => {
     const { topology, management } = setup();
     await topology.reportStatus(report('True', 'False'), undefined);

@@ -1,5 +1,6 @@
 import {
   InvalidInputError,
+  isConflictError,
   isNotFoundError,
   isoNow,
   setConditions,
@@ -236,10 +237,12 @@ export class HyperShiftTopology implements Topology {
     const { conditions, changed } = setConditions(current, [autoNodeCondition(report, request, generation)], isoNow(this.options.clock));
     if (!changed) return;
     try {
-      await this.options.management.patchStatus(ref, { conditions });
+      // Over the conditions as read only: HyperShift writes the HCP's other conditions, and a list replaced
+      // whole from a stale read would drop theirs.
+      await this.options.management.patchStatus(ref, { conditions }, raw.metadata.resourceVersion ? { resourceVersion: raw.metadata.resourceVersion } : {});
     } catch (e) {
-      // The HCP may be gone between read and write (its deletion finished); the next reconcile sees that.
-      if (!isNotFoundError(e)) throw e;
+      // Gone (its deletion finished) or moved on: the HCP's watch event brings the next reconcile.
+      if (!isNotFoundError(e) && !isConflictError(e)) throw e;
     }
   }
 }

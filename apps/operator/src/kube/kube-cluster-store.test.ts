@@ -276,6 +276,15 @@ describe('KubeClusterStore.patchStatus and patch', () => {
     await stop();
   });
 
+  it('sends a given resourceVersion as the merge patch\'s precondition', async () => {
+    const np = { ...nodePool('a'), status: { conditions: [] } };
+    const { store, transport, stop } = await world([np]);
+    transport.on({ method: 'PATCH' }, { ...np, metadata: { ...np.metadata, resourceVersion: '12' }, status: { conditions: [{ type: 'Ready', status: 'True' }] } });
+    await store.patchStatus({ ...Types.NodePool, name: 'a' }, { conditions: [{ type: 'Ready', status: 'True' }] }, { resourceVersion: '7' });
+    expect(transport.requests[0]?.body).toEqual({ metadata: { resourceVersion: '7' }, status: { conditions: [{ type: 'Ready', status: 'True' }] } });
+    await stop();
+  });
+
   it('throws NotFoundError for a status patch of an object the cache does not show', async () => {
     const { store, transport, stop } = await world([]);
     await expect(store.patchStatus({ ...Types.NodePool, name: 'gone' }, { a: 1 })).rejects.toBeInstanceOf(NotFoundError);

@@ -190,7 +190,7 @@ export class KubeClusterStore implements ClusterStore {
     }
   }
 
-  async patchStatus(ref: ObjectRef, status: Record<string, unknown>): Promise<WriteResult> {
+  async patchStatus(ref: ObjectRef, status: Record<string, unknown>, options: { resourceVersion?: string } = {}): Promise<WriteResult> {
     const action = `patching status of ${describeRef(ref)}`;
     const current = this.cached(ref, action);
     if (!current) throw new NotFoundError(`${action}: not found`);
@@ -201,7 +201,8 @@ export class KubeClusterStore implements ClusterStore {
       kind: ref.kind,
       method: 'PATCH',
       path: resourcePath(ref, info, { ...ref, subresource: 'status' }),
-      body: { status },
+      // A resourceVersion in a merge patch is a precondition: 409 when the object moved on.
+      body: options.resourceVersion === undefined ? { status } : { metadata: { resourceVersion: options.resourceVersion }, status },
       contentType: PatchStrategy.MergePatch,
     });
     return { changed: true, object: this.remember(result) };

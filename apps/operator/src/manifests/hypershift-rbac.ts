@@ -1,4 +1,4 @@
-import { Names, OperandNames, Types, operandDnsRules, type KubeObject, type PolicyRule } from '@karpenter-operator/core';
+import { OperandNames, Types, operandDnsRules, type KubeObject, type PolicyRule } from '@karpenter-operator/core';
 import { NODECLASS_POLICY_NAME } from '@karpenter-operator/topology-hypershift';
 import { operandGrantRules, operatorClusterRules, OperatorRbacNames, type DocumentedRule } from './operator-rbac.js';
 
@@ -28,13 +28,7 @@ const MANAGEMENT_RULES: ManagementRule[] = [
   { by: ['operator'], why: 'The operand Deployment and the ServiceAccount it runs as.', apiGroups: ['apps'], resources: ['deployments'], verbs: [...ro, 'create', 'patch', 'delete'] },
   { by: ['operator'], why: 'The operand ServiceAccount.', apiGroups: [''], resources: ['serviceaccounts'], verbs: [...ro, 'create', 'patch', 'delete'] },
   { by: ['operator'], why: 'Namespaced operand RBAC, when the provider renders any for the operand namespace.', apiGroups: ['rbac.authorization.k8s.io'], resources: ['roles', 'rolebindings'], verbs: [...ro, 'create', 'patch', 'delete'] },
-  { by: ['operator', 'adapter'], why: 'The credentials Secret (gating, rotation) and the ignition Secrets (labelled) of the HCP namespace.', apiGroups: [''], resources: ['secrets'], verbs: ro },
-  { by: ['adapter'], why: 'The adapter writes the operand credentials Secret (web identity from spec.autoNode) by server-side apply.', apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
-  {
-    by: ['adapter'],
-    why: 'The adapter keeps that Secret in shape and removes it once AutoNode is off; no other Secret.',
-    apiGroups: [''], resources: ['secrets'], verbs: ['patch', 'delete'], resourceNames: [Names.credentialsSecret],
-  },
+  { by: ['operator', 'adapter'], why: 'HyperShift\'s credentials Secret karpenter-credentials (gating, rotation) and the ignition Secrets (labelled) of the HCP namespace; neither writes a Secret.', apiGroups: [''], resources: ['secrets'], verbs: ro },
   { by: ['operator', 'adapter'], why: 'Events on the HCP and the operand Deployment.', apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
 ];
 

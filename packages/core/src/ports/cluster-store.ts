@@ -63,9 +63,11 @@ export interface ClusterStore {
 
   /**
    * Merge-patches the `status` subresource. Idempotent: sends nothing when every field of `status` already
-   * has that value. Throws `NotFoundError` when the object is gone.
+   * has that value. Throws `NotFoundError` when the object is gone. With `options.resourceVersion` the patch
+   * applies only over that version (a list replaced whole, such as conditions, then never drops what
+   * another writer added meanwhile): `ConflictError` otherwise.
    */
-  patchStatus(ref: ObjectRef, status: Record<string, unknown>): Promise<WriteResult>;
+  patchStatus(ref: ObjectRef, status: Record<string, unknown>, options?: { resourceVersion?: string }): Promise<WriteResult>;
 
   /**
    * JSON merge patch of the main resource (metadata such as finalizers or annotations).

@@ -135,10 +135,13 @@ export class MemoryClusterStore implements ClusterStore {
     return { changed: true, object: this.seed(desired) as T };
   }
 
-  async patchStatus(ref: ObjectRef, status: Record<string, unknown>): Promise<WriteResult> {
+  async patchStatus(ref: ObjectRef, status: Record<string, unknown>, options: { resourceVersion?: string } = {}): Promise<WriteResult> {
     const current = this.objects.get(keyOf(ref));
     if (!current) throw new NotFoundError(`patching status of ${ref.kind} ${ref.name}: not found`);
     if (isSubset({ status }, current)) return { changed: false, object: clone(current) };
+    if (options.resourceVersion !== undefined && options.resourceVersion !== current.metadata.resourceVersion) {
+      throw new ConflictError(`patching status of ${ref.kind} ${ref.name}: the object has been modified`);
+    }
     this.takeFailure('patchStatus');
     this.writes.push({ verb: 'patchStatus', ref, body: clone(status) });
     current.status = mergePatch(current.status, status);
