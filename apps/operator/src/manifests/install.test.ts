@@ -74,7 +74,7 @@ describe('install/', () => {
       '00_namespace.yaml: Namespace',
       '01_networkpolicy.yaml: NetworkPolicy,NetworkPolicy,NetworkPolicy',
       '01_trusted-ca-bundle.yaml: ConfigMap',
-      '02_metrics-services.yaml: Service,Service,NetworkPolicy',
+      '02_metrics-services.yaml: Service,Service',
       '02_rbac-metrics-auth.yaml: ClusterRole,ClusterRoleBinding',
       '02_rbac-namespaced.yaml: Role,RoleBinding,Role,RoleBinding,Role,RoleBinding,Role,RoleBinding',
       '02_rbac-operand-grants.yaml: ClusterRole,ClusterRoleBinding',

@@ -3,7 +3,6 @@ import type { InstallFile } from './install.js';
 import {
   dashboardConfigMap,
   metricsAuthRbac,
-  operandMetricsNetworkPolicy,
   operandMetricsService,
   operatorMetricsService,
   prometheusRbac,
@@ -21,7 +20,7 @@ export const monitoringPrefix = manifestPrefix.replace(/^0000_\d\d_/, '0000_90_'
 export function monitoringPrerequisiteFiles(): InstallFile[] {
   return [
     { name: `${manifestPrefix}02_rbac-metrics-auth.yaml`, documents: metricsAuthRbac() },
-    { name: `${manifestPrefix}02_metrics-services.yaml`, documents: [operatorMetricsService(), operandMetricsService(), operandMetricsNetworkPolicy()] },
+    { name: `${manifestPrefix}02_metrics-services.yaml`, documents: [operatorMetricsService(), operandMetricsService()] },
   ];
 }
 

@@ -86,15 +86,16 @@ describe('monitoring manifests', () => {
   });
 
   it('lets only the monitoring namespace reach the operand metrics port, and anyone its probe port', () => {
-    const np = find('NetworkPolicy', MonitoringNames.operandMetricsPolicy, ns);
+    const np = find('NetworkPolicy', Names.operandDeployment, ns);
     expect(matches(np['spec'].podSelector.matchLabels, operandPod.metadata.labels)).toBe(true);
-    expect(np['spec'].ingress).toEqual([
-      { from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'openshift-monitoring' } } }], ports: [{ protocol: 'TCP', port: OperandNames.metricsPort }] },
-      { ports: [{ protocol: 'TCP', port: OperandNames.healthPort }] },
+    const named = operandPod.spec.containers.flatMap((c: Obj) => c['ports'] ?? []);
+    const portOf = (p: string | number) => (typeof p === 'number' ? p : named.find((n: Obj) => n['name'] === p)?.containerPort);
+    expect(np['spec'].ingress.map((r: Obj) => ({ from: r['from'], ports: r['ports'].map((p: Obj) => portOf(p['port'])) }))).toEqual([
+      { from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'openshift-monitoring' } } }], ports: [OperandNames.metricsPort] },
+      { from: undefined, ports: [OperandNames.healthPort] },
     ]);
     const probePorts = operandPod.spec.containers.flatMap((c: Obj) => [c['livenessProbe'], c['readinessProbe']]).filter(Boolean).map((p: Obj) => p['httpGet'].port);
-    const named = operandPod.spec.containers.flatMap((c: Obj) => c['ports'] ?? []);
-    for (const p of probePorts) expect(typeof p === 'number' ? p : named.find((n: Obj) => n['name'] === p)?.containerPort).toBe(OperandNames.healthPort);
+    for (const p of probePorts) expect(portOf(p)).toBe(OperandNames.healthPort);
   });
 
   it('binds prometheus-k8s of openshift-monitoring to a discovery-only Role, and the operator to token and access reviews only', () => {

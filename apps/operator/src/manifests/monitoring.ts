@@ -30,7 +30,6 @@ export const MonitoringNames = {
   operatorPort: 8443,
   metricsCertDir: '/etc/tls/private',
   metricsAuthRole: 'karpenter-operator-metrics-auth',
-  operandMetricsPolicy: 'karpenter-allow-metrics-from-monitoring',
   prometheusRule: 'karpenter-operator',
   dashboard: 'dashboard-karpenter',
   dashboardNamespace: 'openshift-config-managed',
@@ -118,7 +117,8 @@ export function prometheusRbac(): KubeObject[] {
 
 /**
  * Service `karpenter-metrics` in front of Karpenter's metrics port. Karpenter serves them over plain HTTP
- * with no authentication; `operandMetricsNetworkPolicy` lets only the monitoring namespace reach that port.
+ * with no authentication; the operand's NetworkPolicy (`network-policy.ts`) lets only the monitoring
+ * namespace reach that port.
  */
 export function operandMetricsService(): KubeObject {
   return {
@@ -128,29 +128,6 @@ export function operandMetricsService(): KubeObject {
     spec: {
       selector: operandPodLabels(),
       ports: [{ name: 'http-metrics', port: OperandNames.metricsPort, targetPort: 'metrics', protocol: 'TCP' }],
-    },
-  };
-}
-
-/**
- * Ingress to the operand's pods: its metrics port from `openshift-monitoring` only, its probe port from
- * anywhere (the kubelet). Selecting the pods makes every other ingress to them refused.
- */
-export function operandMetricsNetworkPolicy(): KubeObject {
-  return {
-    apiVersion: 'networking.k8s.io/v1',
-    kind: 'NetworkPolicy',
-    metadata: { name: MonitoringNames.operandMetricsPolicy, namespace: ns },
-    spec: {
-      podSelector: { matchLabels: operandPodLabels() },
-      policyTypes: ['Ingress'],
-      ingress: [
-        {
-          from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': platformPrometheus.namespace } } }],
-          ports: [{ protocol: 'TCP', port: OperandNames.metricsPort }],
-        },
-        { ports: [{ protocol: 'TCP', port: OperandNames.healthPort }] },
-      ],
     },
   };
 }

@@ -1,4 +1,5 @@
 import { Names, type KubeObject } from '@karpenter-operator/core';
+import { platformPrometheus } from './monitoring.js';
 
 const networkPolicy = (name: string, spec: Record<string, unknown>): KubeObject => ({
   apiVersion: 'networking.k8s.io/v1',
@@ -51,7 +52,12 @@ export function operatorNetworkPolicies(): KubeObject[] {
     networkPolicy(Names.operandDeployment, {
       podSelector: { matchLabels: { app: 'karpenter' } },
       policyTypes: ['Ingress', 'Egress'],
-      ingress: ingressTo('metrics', 'http'),
+      // Karpenter serves its metrics over plain HTTP without authentication: only the cluster's
+      // Prometheus namespace may reach that port; the probe port is open to the kubelet.
+      ingress: [
+        { from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': platformPrometheus.namespace } } }], ports: [{ protocol: 'TCP', port: 'metrics' }] },
+        ...ingressTo('http'),
+      ],
       egress: [dnsEgress, apiAndHttpsEgress],
     }),
   ];
