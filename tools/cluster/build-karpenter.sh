@@ -38,16 +38,10 @@ write_module() {
     # The pseudo-version names the commit tagged KARPENTER_AWS_VERSION in sigs.k8s.io/karpenter.
     [ "$pseudo" = "${KARPENTER_AWS_VERSION}" ] || echo "replace sigs.k8s.io/karpenter $pseudo => sigs.k8s.io/karpenter ${KARPENTER_AWS_VERSION}"
   } > "$work/go.mod"
-  cat > "$work/tools.go" <<'GO'
-//go:build tools
-
-package tools
-
-import _ "github.com/aws/karpenter-provider-aws/cmd/controller"
-GO
+  ko_write_tools_go "$work" "$provider/cmd/controller"
   cat "$work/go.mod"
 }
-resolve() { (cd "$work" && GOFLAGS=-mod=mod go mod tidy && go mod download); }
+resolve() { ko_go_resolve "$work"; }
 compile() {
   (cd "$work" && CGO_ENABLED=0 GOFLAGS="${GOFLAGS:--p=1} -buildvcs=false" go build -trimpath \
     -ldflags "-s -w -X sigs.k8s.io/karpenter/pkg/operator.Version=${KARPENTER_AWS_VERSION}" \

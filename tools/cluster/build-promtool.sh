@@ -30,16 +30,10 @@ write_module() {
     echo
     echo "require $module ${PROMETHEUS_VERSION}"
   } > "$work/go.mod"
-  cat > "$work/tools.go" <<'GO'
-//go:build tools
-
-package tools
-
-import _ "github.com/prometheus/prometheus/cmd/promtool"
-GO
+  ko_write_tools_go "$work" "$module/cmd/promtool"
   cat "$work/go.mod"
 }
-resolve() { (cd "$work" && GOFLAGS=-mod=mod go mod tidy && go mod download); }
+resolve() { ko_go_resolve "$work"; }
 # The version string promtool prints (`promtool --version`) comes from prometheus/common/version.
 # `remove_all_sd` leaves out every service-discovery plugin (cloud SDKs: Azure, AWS, GCE, Kubernetes, ...):
 # the rules commands need none, and they are most of the build.

@@ -90,3 +90,10 @@ ko_build_step() {
 }
 
 ko_build_done() { echo $((SECONDS - ko_build_started)) > "$ko_build_duration_file"; }
+
+# A wrapper module's tools.go: imports the package to build, so that `go mod tidy` keeps what it needs.
+#   ko_write_tools_go <module dir> <import path>
+ko_write_tools_go() { printf '//go:build tools\n\npackage tools\n\nimport _ "%s"\n' "$2" > "$1/tools.go"; }
+
+# Resolves and downloads a wrapper module's requirements.
+ko_go_resolve() { (cd "$1" && GOFLAGS=-mod=mod go mod tidy && go mod download); }
