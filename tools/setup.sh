@@ -6,7 +6,8 @@
 #   3. the real Karpenter controller from its Go module (tools/cluster/build-karpenter.sh, cached per version)
 #   4. the real CRDs from pinned Go modules into generated/crds (tools/cluster/fetch-crds.sh)
 #   5. a Python virtualenv with moto[server] (the EC2 emulator)
-#   6. .local/toolchain.json: where all of that is, for packages/testkit
+#   6. promtool from the pinned Prometheus module (tools/cluster/build-promtool.sh, cached per version)
+#   7. .local/toolchain.json: where all of that is, for packages/testkit
 # Long builds print a progress line every 30 s (elapsed, the previous build's duration, the log).
 set -euo pipefail
 KO_SCRIPT=setup
@@ -27,7 +28,7 @@ node_major=$(node_modules/.bin/node -p 'process.versions.node.split(".")[0]' 2>/
 [ "$node_major" -ge 24 ] || ko_fail "node_modules/.bin/node is not Node >= 24; delete node_modules and re-run npm run setup"
 
 # 2. Binaries (minutes cold, instant warm; Go is needed only when something must be built).
-if ! ko_with_progress control-plane "step 2 of 6: building the control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok)" \
+if ! ko_with_progress control-plane "step 2 of 7: building the control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok)" \
   "$logs/build-binaries.log" bash tools/cluster/build-binaries.sh; then
   ko_fail "$(grep -E '^build-binaries: ' "$logs/build-binaries.log" | tail -n1 | sed 's/^build-binaries: //') (full log: $logs/build-binaries.log)"
 fi
@@ -57,7 +58,13 @@ if [ "$(cat "$ko_venv_dir/.stamp" 2>/dev/null)" != "moto[server]==${MOTO_VERSION
 fi
 [ -x "$ko_venv_dir/bin/moto_server" ] || ko_fail "moto_server is missing from $ko_venv_dir; delete that directory and re-run npm run setup"
 
-# 6. What packages/testkit reads to find the toolchain.
+# 6. promtool, for the alert rules' tests (`promtool check rules`, `promtool test rules`).
+if ! promtool_bin=$(bash tools/cluster/build-promtool.sh); then
+  ko_fail "building promtool failed: see the lines above; re-run with: bash tools/cluster/build-promtool.sh"
+fi
+ko_log "promtool $PROMETHEUS_VERSION: $promtool_bin"
+
+# 7. What packages/testkit reads to find the toolchain.
 cat > "$ko_local_dir/toolchain.json.tmp" <<JSON
 {
   "binDir": "$bin_dir",
@@ -65,6 +72,7 @@ cat > "$ko_local_dir/toolchain.json.tmp" <<JSON
   "crdDir": "$crd_dir",
   "kwokStages": "$ko_kwok_stages",
   "motoServer": "$ko_venv_dir/bin/moto_server",
+  "promtool": "$promtool_bin",
   "versions": {
     "kubernetes": "$K8S_VERSION",
     "etcd": "$ETCD_VERSION",
@@ -73,7 +81,8 @@ cat > "$ko_local_dir/toolchain.json.tmp" <<JSON
     "karpenterProviderAws": "$KARPENTER_AWS_VERSION",
     "hypershiftApi": "$HYPERSHIFT_API_VERSION",
     "cloudCredentialOperator": "$CCO_VERSION",
-    "moto": "$MOTO_VERSION"
+    "moto": "$MOTO_VERSION",
+    "prometheus": "$PROMETHEUS_VERSION"
   }
 }
 JSON

@@ -18,30 +18,8 @@ if [ -x "$bin" ]; then echo "$bin"; exit 0; fi
 ko_require_go
 
 work="$ko_cache_root/gomod/karpenter-aws-${KARPENTER_AWS_VERSION}"
-log="${KO_BUILD_LOG:-$ko_cache_root/logs/build-karpenter.log}"
-duration_file="$ko_cache_root/bin/.karpenter-build-seconds"
-mkdir -p "$bin_dir" "$work" "$(dirname "$log")"
-: > "$log"
-previous=$(cat "$duration_file" 2>/dev/null || true)
-estimate=${previous:+, the previous build took $((previous / 60))m$((previous % 60))s}
-started=$SECONDS
-
-# Runs "$@" with output to the log, printing a line every 30 s while it runs.
-step() {
-  local n="$1" what="$2"; shift 2
-  ko_log "step $n of 3: $what (log: $log)"
-  "$@" >> "$log" 2>&1 &
-  local pid=$! rc=0 ticks=0
-  while kill -0 "$pid" 2>/dev/null; do
-    sleep 1
-    ticks=$((ticks + 1))
-    if [ $((ticks % 30)) -eq 0 ]; then
-      ko_log "step $n of 3: $what, $((SECONDS - started))s elapsed${estimate}"
-    fi
-  done
-  wait "$pid" || rc=$?
-  [ "$rc" -eq 0 ] || ko_fail "step $n of 3 ($what) failed with exit code $rc; last lines of $log: $(tail -n 3 "$log" | tr '\n' ' ')"
-}
+mkdir -p "$bin_dir" "$work"
+ko_build_begin karpenter
 
 provider=github.com/aws/karpenter-provider-aws
 write_module() {
@@ -60,27 +38,21 @@ write_module() {
     # The pseudo-version names the commit tagged KARPENTER_AWS_VERSION in sigs.k8s.io/karpenter.
     [ "$pseudo" = "${KARPENTER_AWS_VERSION}" ] || echo "replace sigs.k8s.io/karpenter $pseudo => sigs.k8s.io/karpenter ${KARPENTER_AWS_VERSION}"
   } > "$work/go.mod"
-  cat > "$work/tools.go" <<'GO'
-//go:build tools
-
-package tools
-
-import _ "github.com/aws/karpenter-provider-aws/cmd/controller"
-GO
+  ko_write_tools_go "$work" "$provider/cmd/controller"
   cat "$work/go.mod"
 }
-resolve() { (cd "$work" && GOFLAGS=-mod=mod go mod tidy && go mod download); }
+resolve() { ko_go_resolve "$work"; }
 compile() {
   (cd "$work" && CGO_ENABLED=0 GOFLAGS="${GOFLAGS:--p=1} -buildvcs=false" go build -trimpath \
     -ldflags "-s -w -X sigs.k8s.io/karpenter/pkg/operator.Version=${KARPENTER_AWS_VERSION}" \
     -o "$bin.tmp" "$provider/cmd/controller")
 }
 
-ko_log "building karpenter-provider-aws ${KARPENTER_AWS_VERSION} into $bin_dir (cold: ~1,200 packages${estimate:-, several minutes})"
-step 1 "writing the wrapper module" write_module
-step 2 "downloading modules" resolve
-step 3 "compiling the controller" compile
+ko_log "building karpenter-provider-aws ${KARPENTER_AWS_VERSION} into $bin_dir (cold: ~1,200 packages${ko_build_estimate:-, several minutes})"
+ko_build_step 1 3 "writing the wrapper module" write_module
+ko_build_step 2 3 "downloading modules" resolve
+ko_build_step 3 3 "compiling the controller" compile
 mv "$bin.tmp" "$bin"
-echo $((SECONDS - started)) > "$duration_file"
-ko_log "built $bin in $((SECONDS - started))s"
+ko_build_done
+ko_log "built $bin in $((SECONDS - ko_build_started))s"
 echo "$bin"

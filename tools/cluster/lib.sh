@@ -56,3 +56,44 @@ ko_with_progress() {
   if [ "$rc" -eq 0 ] && [ $((SECONDS - t0)) -gt 10 ]; then echo $((SECONDS - t0)) > "$dfile"; fi
   return "$rc"
 }
+
+# A build of one cached binary (build-karpenter.sh, build-promtool.sh): `ko_build_begin <key>` truncates
+# the log ($ko_build_log, default $ko_cache_root/logs/build-<key>.log) and reads the previous build's
+# duration for the estimate; `ko_build_step <n> <m> "<what>" cmd...` runs one step with its output in the
+# log, printing a line every 30 s (elapsed, the estimate) and stopping with the log's last lines when it
+# fails; `ko_build_done` records this build's duration.
+ko_build_begin() {
+  ko_build_log="${KO_BUILD_LOG:-$ko_cache_root/logs/build-$1.log}"
+  ko_build_duration_file="$ko_cache_root/bin/.$1-build-seconds"
+  mkdir -p "$(dirname "$ko_build_log")" "$(dirname "$ko_build_duration_file")"
+  : > "$ko_build_log"
+  local previous
+  previous=$(cat "$ko_build_duration_file" 2>/dev/null || true)
+  ko_build_estimate=${previous:+, the previous build took $((previous / 60))m$((previous % 60))s}
+  ko_build_started=$SECONDS
+}
+
+ko_build_step() {
+  local n="$1" m="$2" what="$3"; shift 3
+  ko_log "step $n of $m: $what (log: $ko_build_log)"
+  "$@" >> "$ko_build_log" 2>&1 &
+  local pid=$! rc=0 ticks=0
+  while kill -0 "$pid" 2>/dev/null; do
+    sleep 1
+    ticks=$((ticks + 1))
+    if [ $((ticks % 30)) -eq 0 ]; then
+      ko_log "step $n of $m: $what, $((SECONDS - ko_build_started))s elapsed${ko_build_estimate}"
+    fi
+  done
+  wait "$pid" || rc=$?
+  [ "$rc" -eq 0 ] || ko_fail "step $n of $m ($what) failed with exit code $rc; last lines of $ko_build_log: $(tail -n 3 "$ko_build_log" | tr '\n' ' ')"
+}
+
+ko_build_done() { echo $((SECONDS - ko_build_started)) > "$ko_build_duration_file"; }
+
+# A wrapper module's tools.go: imports the package to build, so that `go mod tidy` keeps what it needs.
+#   ko_write_tools_go <module dir> <import path>
+ko_write_tools_go() { printf '//go:build tools\n\npackage tools\n\nimport _ "%s"\n' "$2" > "$1/tools.go"; }
+
+# Resolves and downloads a wrapper module's requirements.
+ko_go_resolve() { (cd "$1" && GOFLAGS=-mod=mod go mod tidy && go mod download); }

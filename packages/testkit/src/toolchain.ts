@@ -13,6 +13,8 @@ export interface Toolchain {
   motoServer: string;
   /** The real karpenter-provider-aws controller (`tools/cluster/build-karpenter.sh`); checked by `karpenterBinary()`. */
   karpenterBinary: string;
+  /** promtool from the pinned Prometheus module (`tools/cluster/build-promtool.sh`); checked by `promtoolBinary()`. */
+  promtool: string;
   versions: Record<string, string>;
 }
 
@@ -58,6 +60,7 @@ export function loadToolchain(repoRoot = findRepoRoot()): Toolchain {
     kwokStages: raw.kwokStages ?? join(repoRoot, 'generated', 'kwok', 'stages.yaml'),
     motoServer: process.env.KO_MOTO_SERVER ?? raw.motoServer ?? '',
     karpenterBinary: process.env.KO_KARPENTER_BINARY ?? raw.karpenterBinary ?? '',
+    promtool: process.env.KO_PROMTOOL ?? raw.promtool ?? '',
     versions: raw.versions ?? {},
   };
   for (const b of CLUSTER_BINARIES) assertExecutable(join(tc.binDir, b), `binary ${b}`);
@@ -88,4 +91,19 @@ export function karpenterBinary(tc: Toolchain = loadToolchain()): string {
     throw new LocalClusterError(`the karpenter-provider-aws controller binary is missing (${path}): ${build}`);
   }
   return path;
+}
+
+/**
+ * promtool (`promtool check rules`, `promtool test rules`), or a LocalClusterError in one line naming the
+ * command that builds it. Env override: `KO_PROMTOOL`.
+ */
+export function promtoolBinary(tc: Toolchain = loadToolchain()): string {
+  const build = 'build it with `bash tools/cluster/build-promtool.sh` (or `npm run setup`)';
+  if (!tc.promtool) throw new LocalClusterError(`promtool is not in .local/toolchain.json: ${build}`);
+  try {
+    accessSync(tc.promtool, constants.X_OK);
+  } catch {
+    throw new LocalClusterError(`promtool is missing (${tc.promtool}): ${build}`);
+  }
+  return tc.promtool;
 }

@@ -22,6 +22,8 @@ export function scrapeMetrics(port: number, opts: { token?: string | undefined; 
         path: opts.path ?? '/metrics',
         method: 'GET',
         servername: opts.serverName,
+        // A fresh connection each time: the certificate read is the one served now.
+        agent: false,
         ...(opts.ca ? { ca: opts.ca } : { rejectUnauthorized: false }),
         headers: opts.token ? { authorization: `Bearer ${opts.token}` } : {},
         timeout: 30_000,
