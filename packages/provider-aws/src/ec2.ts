@@ -69,7 +69,15 @@ export function rereadEvery(ms: number, provider: CredentialProvider, now: () =>
 
 /** Builds an EC2 client for `region`. No I/O: credentials are read on the first call. */
 export function createEc2Client(options: Ec2ClientOptions, region: string): EC2Client {
-  const clientConfig = { region, ...(options.endpoint ? { endpoint: options.endpoint } : {}) };
+  return new EC2Client(awsClientConfig(options, region, options.endpoint));
+}
+
+/**
+ * The configuration every AWS client of the operator shares (credentials, adaptive retries, timeouts),
+ * for `region` and a service `endpoint` when it is overridden. No I/O.
+ */
+export function awsClientConfig(options: Ec2ClientOptions, region: string, endpoint: string | undefined) {
+  const clientConfig = { region, ...(endpoint ? { endpoint } : {}) };
   const creds = options.credentials ?? { type: 'default' };
   const credentials =
     creds.type === 'sharedCredentialsFile'
@@ -85,7 +93,7 @@ export function createEc2Client(options: Ec2ClientOptions, region: string): EC2C
             clientConfig,
           })
         : undefined;
-  return new EC2Client({
+  return {
     ...clientConfig,
     ...(credentials ? { credentials } : {}),
     retryMode: 'adaptive',
@@ -96,7 +104,7 @@ export function createEc2Client(options: Ec2ClientOptions, region: string): EC2C
       // Without this the handler only logs a breached request timeout and keeps waiting.
       throwOnRequestTimeout: true,
     }),
-  });
+  };
 }
 
 // Error codes, from the EC2 API reference and the SDK's retry classification.

@@ -99,6 +99,9 @@ class FakeCloud implements CloudProvider {
     return [];
   }
   async checkCredentials(): Promise<void> {}
+  async interruptionQueueExists(): Promise<boolean> {
+    return true;
+  }
 }
 
 const ref = (name: string) => ({ ...Types.EC2NodeClass, name });
