@@ -44,10 +44,10 @@ describe('interruption.queue', () => {
     expect(condition()).toMatchObject({ status: 'True', reason: 'AsExpected', message: 'SQS queue demo-karpenter exists' });
   });
 
-  it('not configured: False NotConfigured, no cloud call', async () => {
+  it('not configured: True NotConfigured (not Degraded), replacing an earlier False, no cloud call', async () => {
     request = { ...request!, settings: {} };
     await reconciler.reconcile();
-    expect(condition()).toMatchObject({ status: 'False', reason: 'NotConfigured' });
+    expect(condition()).toMatchObject({ status: 'True', reason: 'NotConfigured' });
     expect(cloud.callsOf('interruptionQueueExists')).toEqual([]);
   });
 

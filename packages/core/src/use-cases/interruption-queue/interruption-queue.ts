@@ -14,7 +14,7 @@ export const InterruptionQueueCondition = 'InterruptionQueueVerified';
 
 export const InterruptionQueueReasons = {
   AsExpected: 'AsExpected',
-  /** `spec.settings.interruptionQueue` is empty: Karpenter does not handle interruptions. */
+  /** `spec.settings.interruptionQueue` is empty: Karpenter does not handle interruptions (True: nothing is wrong). */
   NotConfigured: 'NotConfigured',
   QueueNotFound: 'QueueNotFound',
   CloudAccessDenied: 'CloudAccessDenied',
@@ -82,7 +82,9 @@ export class InterruptionQueueReconciler implements Reconciler {
     const queue = request.settings?.interruptionQueue;
     const c = (status: 'True' | 'False', reason: string, message: string): ConditionInput => ({ type: InterruptionQueueCondition, status, reason, message });
     if (!queue) {
-      set(c('False', InterruptionQueueReasons.NotConfigured, 'spec.settings.interruptionQueue is empty: Karpenter does not handle spot interruptions, rebalance recommendations or scheduled events'));
+      // True: nothing is wrong (a False use-case condition makes the operator Degraded), and a False left
+      // from an earlier queue is replaced rather than kept.
+      set(c('True', InterruptionQueueReasons.NotConfigured, 'spec.settings.interruptionQueue is empty: nothing to verify; Karpenter does not handle spot interruptions, rebalance recommendations or scheduled events'));
       return {};
     }
     let facts;
