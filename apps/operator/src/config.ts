@@ -54,6 +54,8 @@ export interface OperatorConfig {
   awsEndpoint?: string;
   /** EC2 endpoint handed to the operand (emulators, private endpoints). */
   operandEc2Endpoint?: string;
+  /** SQS endpoint of the interruption-queue check (`AWS_ENDPOINT_URL_SQS`, else `AWS_ENDPOINT_URL`). */
+  awsSqsEndpoint?: string;
   crdDir: string;
   logLevel: 'debug' | 'info' | 'warn' | 'error';
   podName: string;
@@ -242,6 +244,7 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
   opt('nodeIdentityCredentialsFile', env.NODE_IDENTITY_CREDENTIALS_FILE);
   opt('awsEndpoint', env.AWS_ENDPOINT_URL_EC2 ?? env.AWS_ENDPOINT_URL);
   opt('operandEc2Endpoint', env.OPERAND_AWS_ENDPOINT_URL_EC2);
+  opt('awsSqsEndpoint', env.AWS_ENDPOINT_URL_SQS ?? env.AWS_ENDPOINT_URL);
   return { ok: true, config };
 }
 

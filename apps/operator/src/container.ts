@@ -8,6 +8,7 @@ import {
   instrument,
   LoggerId,
   MetricsId,
+  InterruptionQueueReconciler,
   OperandReconciler,
   StandaloneTopology,
   StatusBoard,
@@ -55,6 +56,7 @@ export const providerModules: Record<string, (config: OperatorConfig) => Contain
             : { type: 'default' },
       },
       ...(config.operandEc2Endpoint ? { operandEc2Endpoint: config.operandEc2Endpoint } : {}),
+      ...(config.awsSqsEndpoint ? { sqsEndpoint: config.awsSqsEndpoint } : {}),
     }),
   Azure: () => azureStubProviderModule(),
   // generator:provider-modules (one line per platform is added above)
@@ -83,6 +85,7 @@ export function unknownPlatformModule(platform: string): ContainerModule {
     instanceIdFromProviderId: () => undefined,
     describeInstances: async () => fail(),
     checkCredentials: async () => fail(),
+    interruptionQueueExists: async () => fail(),
   };
   return new ContainerModule(({ bind }) => {
     bind(CloudProviderId).toConstantValue(provider);
@@ -178,6 +181,8 @@ export function buildContainer(inputs: ContainerInputs): Container {
         // A hosted cluster has no Machine Config Operator, and its default NodeClass comes from the
         // ignition Secrets through the sidecar adapter: only node identity runs there.
         ...nodeLifecycleReconcilers({ topology, cloud, board, clock, logger, metrics, events, facts, parts: hosted ? ['node-identity'] : undefined }),
+        // The interruption queue is a setting of the Karpenter CR, which only a standalone cluster has.
+        ...(hosted ? [] : [new InterruptionQueueReconciler({ topology, cloud, board, logger })]),
       ];
       const status = new StatusReconciler({ topology, cloud, settings: s, board });
       return [...core.map((r) => instrument(r, { board })), status];

@@ -29,6 +29,7 @@ export * from './policy/karpenter-settings.js';
 export * from './policy/rbac.js';
 export * from './policy/finalizers.js';
 export * from './use-cases/operand/operand.js';
+export * from './use-cases/interruption-queue/interruption-queue.js';
 export * from './use-cases/gate.js';
 export * from './use-cases/default-nodeclass/default-nodeclass.js';
 export * from './use-cases/default-nodeclass/protected-fields.js';

@@ -24,6 +24,7 @@ import type { EC2Client } from '@aws-sdk/client-ec2';
 import { EC2_FILTER_VALUES_MAX, EC2NodeClassLabel, EC2NodeClassType } from './names.js';
 import { renderEc2NodeClass } from './nodeclass.js';
 import { awsOperandRbac } from './rbac.js';
+import { SqsAdapter } from './sqs.js';
 
 /** The runtime CRD files, as karpenter-provider-aws ships them (`pkg/apis/crds`). */
 export const AWS_CRD_FILES = [
@@ -44,6 +45,8 @@ export interface AwsCloudProviderOptions {
   ec2: Ec2ClientOptions;
   /** Overrides the operand's EC2 endpoint (`AWS_ENDPOINT_URL_EC2`): emulators and private endpoints. */
   operandEc2Endpoint?: string;
+  /** Overrides the SQS endpoint of the operator's interruption-queue check (`AWS_ENDPOINT_URL_SQS`); same credentials as `ec2`. */
+  sqsEndpoint?: string;
   /** Test seam: builds the EC2 client for a region. */
   ec2ClientFor?: (region: string) => EC2Client;
 }
@@ -55,10 +58,12 @@ export class AwsCloudProvider implements CloudProvider {
   readonly nodeClassLabel = EC2NodeClassLabel;
   readonly maxInstancesPerLookup = EC2_FILTER_VALUES_MAX;
   private readonly ec2: Ec2Adapter;
+  private readonly sqs: SqsAdapter;
   private crdCache: KubeObject[] | undefined;
 
   constructor(private readonly options: AwsCloudProviderOptions) {
     this.ec2 = new Ec2Adapter(options.ec2, options.ec2ClientFor);
+    this.sqs = new SqsAdapter(options.ec2, options.sqsEndpoint);
   }
 
   assertSupported(): void {}
@@ -120,6 +125,10 @@ export class AwsCloudProvider implements CloudProvider {
 
   checkCredentials(facts: ClusterFacts): Promise<void> {
     return this.ec2.checkCredentials(facts);
+  }
+
+  interruptionQueueExists(queueName: string, facts: ClusterFacts): Promise<boolean> {
+    return this.sqs.queueExists(queueName, facts);
   }
 }
 

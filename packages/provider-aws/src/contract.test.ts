@@ -28,6 +28,7 @@ describeCloudProviderContract('aws', () => {
     unreachable: () =>
       new AwsCloudProvider({
         crdDir: KARPENTER_AWS_CRDS_DIR,
+        sqsEndpoint: 'http://127.0.0.1:9',
         ec2: {
           endpoint: 'http://127.0.0.1:9',
           credentials: { type: 'sharedCredentialsFile', path: credentialsFile() },

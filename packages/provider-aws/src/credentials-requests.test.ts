@@ -33,15 +33,19 @@ describe('awsCredentialsRequests', () => {
     { name: 'prices instances', action: 'pricing:GetProducts', operand: true, identity: false },
     { name: 'describes instances', action: 'ec2:DescribeInstances', operand: true, identity: true },
     { name: 'verifies subnets', action: 'ec2:DescribeSubnets', operand: true, identity: true },
+    { name: 'resolves the interruption queue by name', action: 'sqs:GetQueueUrl', operand: true, identity: true },
+    { name: 'receives interruption events', action: 'sqs:ReceiveMessage', operand: true, identity: false },
+    { name: 'deletes handled interruption events', action: 'sqs:DeleteMessage', operand: true, identity: false },
+    { name: 'reads no queue attributes (the pinned Karpenter does not)', action: 'sqs:GetQueueAttributes', operand: false, identity: false },
   ])('$name', ({ action, operand, identity }) => {
     expect(actions(byName('karpenter-cloud-credentials')).includes(action)).toBe(operand);
     expect(actions(byName('karpenter-node-identity-credentials')).includes(action)).toBe(identity);
   });
 
-  it('gives the operator credential read-only Describe calls, node identity in a statement of its own', () => {
+  it('gives the operator credential read-only Describe and queue look-up calls, node identity in a statement of its own', () => {
     const entries = byName('karpenter-node-identity-credentials')['spec'].providerSpec.statementEntries as Obj[];
     expect(entries[0]!['action']).toEqual(['ec2:DescribeInstances']);
-    for (const a of actions(byName('karpenter-node-identity-credentials'))) expect(a).toMatch(/^ec2:Describe/);
+    for (const a of actions(byName('karpenter-node-identity-credentials'))) expect(a).toMatch(/^(ec2:Describe|sqs:GetQueueUrl$)/);
   });
 });
 

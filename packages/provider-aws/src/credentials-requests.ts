@@ -1,6 +1,6 @@
 import { Names, Types, type KubeObject, type RelatedObject } from '@karpenter-operator/core';
 
-/** What the operand calls, by service (karpenter-provider-aws's controller policy, without EKS/SQS). */
+/** What the operand calls, by service (karpenter-provider-aws's controller policy, without EKS). */
 export const operandAwsActions = {
   ec2: [
     'ec2:RunInstances',
@@ -32,20 +32,32 @@ export const operandAwsActions = {
   ],
   ssm: ['ssm:GetParameter'],
   pricing: ['pricing:GetProducts'],
+  // Interruption handling (the CR's spec.settings.interruptionQueue); unused while no queue is set.
+  sqs: [
+    // At start-up Karpenter resolves the queue's URL from its name.
+    'sqs:GetQueueUrl',
+    // It long-polls the queue for EventBridge's EC2 events (spot interruption warning, rebalance
+    // recommendation, instance state change, scheduled change).
+    'sqs:ReceiveMessage',
+    // It deletes each message once handled. The pinned v1.14.1 reads no queue attributes.
+    'sqs:DeleteMessage',
+  ],
 } as const;
 
 /** The operator's node-identity check looks instances up and does nothing else. */
 export const nodeIdentityAwsActions = ['ec2:DescribeInstances'] as const;
 
 /**
- * The operator's EC2 client also verifies what a NodeClass references and checks that credentials work;
- * read-only calls, in a statement of their own so the node-identity one stays as narrow as it is.
+ * The operator's EC2 client also verifies what a NodeClass references and checks that credentials work,
+ * and its SQS client looks the interruption queue up; read-only calls, in a statement of their own so the node-identity one stays as narrow as it is.
  */
 export const operatorVerificationAwsActions = [
   'ec2:DescribeAvailabilityZones',
   'ec2:DescribeImages',
   'ec2:DescribeSecurityGroups',
   'ec2:DescribeSubnets',
+  // Whether the Karpenter CR's interruption queue exists.
+  'sqs:GetQueueUrl',
 ] as const;
 
 function credentialsRequest(name: string, namespace: string, serviceAccount: string, actions: readonly (readonly string[])[]): KubeObject {

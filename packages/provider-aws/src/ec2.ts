@@ -76,6 +76,14 @@ export function rereadEvery(ms: number, provider: CredentialProvider, now: () =>
 
 /** Builds an EC2 client for `region`. No I/O: credentials are read on the first call. */
 export function createEc2Client(options: Ec2ClientOptions, region: string): EC2Client {
+  return new EC2Client(awsClientConfig(options, region, options.endpoint));
+}
+
+/**
+ * The configuration every AWS client of the operator shares (credentials, adaptive retries, timeouts, the
+ * cluster-wide proxy), for `region` and a service `endpoint` when it is overridden. No I/O.
+ */
+export function awsClientConfig(options: Ec2ClientOptions, region: string, endpoint: string | undefined) {
   const requestHandler = new NodeHttpHandler({
     requestTimeout: options.requestTimeoutMs ?? EC2_DEFAULTS.requestTimeoutMs,
     connectionTimeout: options.connectionTimeoutMs ?? EC2_DEFAULTS.connectionTimeoutMs,
@@ -85,7 +93,7 @@ export function createEc2Client(options: Ec2ClientOptions, region: string): EC2C
     ...(options.proxyEnv ? { httpsAgent: new HttpsAgent({ keepAlive: true, maxSockets: 50, proxyEnv: options.proxyEnv }) } : {}),
   });
   // STS (web identity) uses the same handler: the same proxy and timeouts.
-  const clientConfig = { region, ...(options.endpoint ? { endpoint: options.endpoint } : {}), ...(options.proxyEnv ? { requestHandler } : {}) };
+  const clientConfig = { region, ...(endpoint ? { endpoint } : {}), ...(options.proxyEnv ? { requestHandler } : {}) };
   const creds = options.credentials ?? { type: 'default' };
   const credentials =
     creds.type === 'sharedCredentialsFile'
@@ -101,13 +109,13 @@ export function createEc2Client(options: Ec2ClientOptions, region: string): EC2C
             clientConfig,
           })
         : undefined;
-  return new EC2Client({
+  return {
     ...clientConfig,
     ...(credentials ? { credentials } : {}),
     retryMode: 'adaptive',
     maxAttempts: options.maxAttempts ?? EC2_DEFAULTS.maxAttempts,
     requestHandler,
-  });
+  };
 }
 
 // Error codes, from the EC2 API reference and the SDK's retry classification.

@@ -72,4 +72,8 @@ export class AzureStubCloudProvider implements CloudProvider {
   async checkCredentials(): Promise<void> {
     throw new UnsupportedPlatformError(this.platform, AZURE_UNSUPPORTED_MESSAGE);
   }
+
+  async interruptionQueueExists(): Promise<boolean> {
+    throw new UnsupportedPlatformError(this.platform, AZURE_UNSUPPORTED_MESSAGE);
+  }
 }

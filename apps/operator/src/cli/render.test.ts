@@ -54,7 +54,18 @@ describe('render', () => {
     expect(JSON.parse(formatObjects(objects, 'json')).kind).toBe('EC2NodeClass');
   });
 
+  it('renders the operand with the CR\'s settings', () => {
+    const karpenter = { apiVersion: 'autoscaling.openshift.io/v1alpha1', kind: 'Karpenter', metadata: { name: 'default' }, spec: { replicas: 3, settings: { batchMaxDuration: '30s', featureGates: { NodeRepair: true } } } };
+    const { objects } = render(dirWith([...seed(), karpenter]));
+    const dep = objects.find((o) => o.kind === 'Deployment')! as { spec: { replicas: number; template: { spec: { containers: Array<{ env: Array<{ name: string; value?: string }> }> } } } } & KubeObject;
+    expect(dep.spec.replicas).toBe(3);
+    expect(dep.spec.template.spec.containers[0]!.env).toEqual(expect.arrayContaining([{ name: 'BATCH_MAX_DURATION', value: '30s' }, { name: 'FEATURE_GATES', value: 'NodeRepair=true' }]));
+    expect(objects.some((o) => o.kind === 'PodDisruptionBudget')).toBe(true);
+  });
+
   it.each([
+    { name: 'an unknown field of the Karpenter CR', mutate: (o: KubeObject[]) => [...o, { apiVersion: 'autoscaling.openshift.io/v1alpha1', kind: 'Karpenter', metadata: { name: 'default' }, spec: { settings: { batchMaxDuraton: '30s' } } }], message: /Karpenter default is invalid: spec\.settings\.batchMaxDuraton: unknown field/ },
+    { name: 'an invalid setting of the Karpenter CR', mutate: (o: KubeObject[]) => [...o, { apiVersion: 'autoscaling.openshift.io/v1alpha1', kind: 'Karpenter', metadata: { name: 'default' }, spec: { settings: { vmMemoryOverheadPercent: 7.5 } } }], message: /spec\.settings\.vmMemoryOverheadPercent: .*fraction/ },
     { name: 'no Infrastructure', mutate: (o: KubeObject[]) => o.filter((x) => x.kind !== 'Infrastructure'), message: /Infrastructure cluster/ },
     {
       name: 'malformed providerSpec names the MachineSet and field',

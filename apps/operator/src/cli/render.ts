@@ -16,7 +16,9 @@ import {
   type OperatorSettings,
 } from '@karpenter-operator/core';
 import { stringify } from 'yaml';
+import { karpenterCrd } from '../manifests/karpenter-crd.js';
 import { InputError, loadObjects } from './load-objects.js';
+import { validateAgainstSchema } from './schema-validate.js';
 
 export interface RenderOptions {
   from: string;
@@ -55,6 +57,10 @@ export function renderFrom(opts: RenderOptions): RenderResult {
     const cr = input.find((o) => is(o, Types.Karpenter) && o.metadata.name === Names.karpenterCr);
     let request: KarpenterRequest;
     if (cr) {
+      // Offline there is no API server to refuse a bad CR: check it against the CRD this build installs.
+      const schema = (karpenterCrd().spec as { versions: Array<{ schema: { openAPIV3Schema: object } }> }).versions[0]!.schema.openAPIV3Schema;
+      const problems = validateAgainstSchema(cr, schema);
+      if (problems.length) throw new InputError(`Karpenter ${cr.metadata.name} is invalid: ${problems.join('; ')}`);
       request = decodeKarpenter({ ...cr, metadata: { ...cr.metadata, uid: cr.metadata.uid ?? '00000000-0000-0000-0000-000000000000' } });
     } else {
       notes.push('no Karpenter named default in the input: rendering as if it existed with default settings');

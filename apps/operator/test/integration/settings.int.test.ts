@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CreateQueueCommand, DeleteQueueCommand, GetQueueUrlCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { applyObject, getObject, listObjects, waitFor } from '@karpenter-operator/testkit';
 import { testCluster } from '@karpenter-operator/testkit/vitest';
 import { adminRequest, conditionOf } from '../support/k8s.js';
@@ -38,7 +39,8 @@ describe('Karpenter CR settings on a real API server', () => {
   describe('with the operator running', () => {
     let op: OperatorProcess;
     beforeAll(async () => {
-      op = await startOperator(cluster, { name: 'karpenter-operator-settings' });
+      // moto serves SQS on the same endpoint as EC2.
+      op = await startOperator(cluster, { name: 'karpenter-operator-settings', env: { AWS_ENDPOINT_URL_SQS: cluster.info.ec2Endpoint ?? '' } });
     }, 120_000);
     afterAll(async () => {
       await op?.stop();
@@ -83,6 +85,31 @@ describe('Karpenter CR settings on a real API server', () => {
       const sets = await listObjects(kc(), 'apps/v1', 'ReplicaSet', OPERATOR_NS);
       expect(sets.filter((s) => (s.metadata.ownerReferences as Array<{ name: string; kind: string }> | undefined)?.some((o) => o.name === 'karpenter' && o.kind === 'Deployment')).length).toBe(2);
     }, 300_000);
+
+    it('interruptionQueue naming a queue that does not exist: a condition names it; once created in the emulator, True', async () => {
+      const queue = `settings-${Date.now()}`;
+      const sqs = new SQSClient({ region: 'us-east-1', endpoint: cluster.info.ec2Endpoint!, credentials: { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'example' } });
+      try {
+        const r = await adminRequest(cluster, 'PATCH', `${KARPENTERS}/default`, { spec: { settings: { interruptionQueue: queue } } }, 'application/merge-patch+json');
+        expect(r.status, JSON.stringify(r.body)).toBe(200);
+        const missing = await waitFor('InterruptionQueueVerified=False', async () => {
+          const c = conditionOf((await getCr())!, 'InterruptionQueueVerified');
+          return c?.reason === 'QueueNotFound' && c.message.includes(queue) ? c : undefined;
+        }, { timeoutMs: 60_000 });
+        expect(missing).toMatchObject({ status: 'False', message: expect.stringMatching(/^spec\.settings\.interruptionQueue: SQS queue settings-\d+ does not exist/) });
+        expect(envOf(await getOperand())['INTERRUPTION_QUEUE']).toBe(queue);
+
+        await sqs.send(new CreateQueueCommand({ QueueName: queue }));
+        const found = await waitFor('InterruptionQueueVerified=True', async () => {
+          const c = conditionOf((await getCr())!, 'InterruptionQueueVerified');
+          return c?.status === 'True' ? c : undefined;
+        }, { timeoutMs: 120_000 });
+        expect(found).toMatchObject({ reason: 'AsExpected', message: `SQS queue ${queue} exists` });
+      } finally {
+        const url = await sqs.send(new GetQueueUrlCommand({ QueueName: queue })).catch(() => undefined);
+        if (url?.QueueUrl) await sqs.send(new DeleteQueueCommand({ QueueUrl: url.QueueUrl }));
+      }
+    }, 240_000);
 
     it('down to one replica: the PodDisruptionBudget goes', async () => {
       const r = await adminRequest(cluster, 'PATCH', `${KARPENTERS}/default`, { spec: { replicas: 1 } }, 'application/merge-patch+json');

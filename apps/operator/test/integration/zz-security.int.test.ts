@@ -135,6 +135,7 @@ describe('security: secrets and RBAC, as the operator ServiceAccount', () => {
     'ClusterRole/karpenter-operator-operand:*': 'held to grant to the operand (escalation check)',
     'Role/kube-system/karpenter-operator:/services:get': 'held to grant Role karpenter-dns to the operand (escalation check)',
     'Role/openshift-karpenter/karpenter-operator:coordination.k8s.io/leases:patch': 'held to grant the operand its Lease karpenter-leader-election (escalation check); the operator renews its own Lease with update',
+    'Role/openshift-karpenter/karpenter-operator:policy/poddisruptionbudgets:delete': 'removes the operand PodDisruptionBudget when the Karpenter CR goes down to one replica (exercised by settings.int.test)',
     // Checked by the authorizer on the approval update, never a request of its own.
     'ClusterRole/karpenter-operator:certificates.k8s.io/signers:approve': 'authorization check of every CSR approval (certificatesigningrequests/approval update)',
     // OwnerReferencesPermissionEnforcement checks it when the operand objects get blockOwnerDeletion owner references.

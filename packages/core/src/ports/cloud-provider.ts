@@ -161,6 +161,13 @@ export interface CloudProvider {
    * or `InvalidInputError` (credentials file missing or malformed), each naming what failed.
    */
   checkCredentials(facts: ClusterFacts): Promise<void>;
+
+  /**
+   * Whether the queue Karpenter reads interruption events from (the Karpenter CR's
+   * `spec.settings.interruptionQueue`) exists in the cluster's region: true when it does, false when the
+   * cloud says it does not. Throws `TransientError` / `ForbiddenError` as `verifyNodeClass`.
+   */
+  interruptionQueueExists(queueName: string, facts: ClusterFacts): Promise<boolean>;
 }
 
 export const CloudProviderId = token<CloudProvider>('CloudProvider');

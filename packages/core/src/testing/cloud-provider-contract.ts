@@ -129,12 +129,14 @@ export function describeCloudProviderContract(name: string, factory: () => Cloud
       if (!ok) {
         await expectCoreFailure(f.provider.describeInstances(['x'], f.facts), isUnsupportedPlatformError);
         await expectCoreFailure(f.provider.checkCredentials(f.facts), isUnsupportedPlatformError);
+        await expectCoreFailure(f.provider.interruptionQueueExists('karpenter', f.facts), isUnsupportedPlatformError);
         return;
       }
       if (!f.unreachable) return;
       const down = f.unreachable();
       await expectCoreFailure(down.describeInstances(['i-0123456789abcdef0'], f.facts), isTransientError);
       await expectCoreFailure(down.checkCredentials(f.facts), isTransientError);
+      await expectCoreFailure(down.interruptionQueueExists('karpenter', f.facts), isTransientError);
       if (f.nodeClass) await expectCoreFailure(down.verifyNodeClass(f.nodeClass, f.facts), isTransientError);
     });
   });

@@ -36,7 +36,7 @@ describeCloudProviderContract('fake', () => ({
   nodeClass: { ...nodeClassType, metadata: { name: 'default' }, spec: {} },
   unreachable: () => {
     const down = new FakeCloudProvider({ nodeClassType });
-    for (const m of ['verifyNodeClass', 'describeInstances', 'checkCredentials'] as const) {
+    for (const m of ['verifyNodeClass', 'describeInstances', 'checkCredentials', 'interruptionQueueExists'] as const) {
       down.failAlways(m, new TransientError(`${m}: connect ECONNREFUSED 127.0.0.1:9`));
     }
     return down;

@@ -23,7 +23,8 @@ export type FakeCloudMethod =
   | 'verifyNodeClass'
   | 'instanceIdFromProviderId'
   | 'describeInstances'
-  | 'checkCredentials';
+  | 'checkCredentials'
+  | 'interruptionQueueExists';
 
 export interface FakeCloudCall {
   method: FakeCloudMethod;
@@ -44,6 +45,8 @@ export interface FakeCloudProviderOptions {
   operandRbac?: KubeObject[];
   credentialsRequests?: KubeObject[];
   relatedObjects?: RelatedObject[];
+  /** Names `interruptionQueueExists` finds (settable later through `queues`). */
+  queues?: string[];
   /** Milliseconds each async cloud call takes (real timers), to let concurrent callers overlap. */
   latencyMs?: number;
 }
@@ -70,6 +73,8 @@ export class FakeCloudProvider implements CloudProvider {
   readonly calls: FakeCloudCall[] = [];
   latencyMs: number;
   verificationProblems: VerificationProblem[];
+  /** The queues `interruptionQueueExists` finds. */
+  readonly queues: Set<string>;
   crdList: KubeObject[];
   defaultNodeClass: FakeCloudProviderOptions['defaultNodeClass'];
   private readonly instances = new Map<string, InstanceInfo>();
@@ -85,6 +90,7 @@ export class FakeCloudProvider implements CloudProvider {
     this.latencyMs = options.latencyMs ?? 0;
     this.verificationProblems = options.verificationProblems ?? [];
     this.crdList = options.crds ?? [];
+    this.queues = new Set(options.queues ?? []);
     this.defaultNodeClass = options.defaultNodeClass;
     this.setInstances(options.instances ?? []);
   }
@@ -211,6 +217,12 @@ export class FakeCloudProvider implements CloudProvider {
   async checkCredentials(facts: ClusterFacts): Promise<void> {
     this.record('checkCredentials', [facts]);
     await this.delay();
+  }
+
+  async interruptionQueueExists(queueName: string, facts: ClusterFacts): Promise<boolean> {
+    this.record('interruptionQueueExists', [queueName, facts]);
+    await this.delay();
+    return this.queues.has(queueName);
   }
 
   private record(method: FakeCloudMethod, args: unknown[]): void {

@@ -106,6 +106,9 @@ class FakeCloud implements CloudProvider {
     return [];
   }
   async checkCredentials(): Promise<void> {}
+  async interruptionQueueExists(): Promise<boolean> {
+    return true;
+  }
 }
 
 const ref = (name: string) => ({ ...EC2NodeClass, name });
