@@ -1,4 +1,4 @@
-import { Names, Types, type KubeObject, type Watch } from '@karpenter-operator/core';
+import { ManagedCrdsWatch, Names, Types, type KubeObject, type Watch } from '@karpenter-operator/core';
 import { RecordingMetrics } from '@karpenter-operator/core/testing';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Informer, InformerFactory, inScope, type InformerOptions } from './informer.js';
@@ -316,6 +316,7 @@ describe('InformerFactory', () => {
       transport.on({ verb: 'list', path: crdsPath }, { metadata: { resourceVersion: '10' }, items: [] });
       transport.on({ verb: 'list', path: poolsPath }, { metadata: { resourceVersion: '12' }, items: [{ metadata: { name: 'default', resourceVersion: '12' } }] });
       const f = new InformerFactory({ transport, resources: new ResourceResolver(transport), random: () => 0, staleAfterMs: 600_000, watchTimeoutSeconds: () => 300 });
+      f.informerFor(ManagedCrdsWatch).start(); // the operator's CRD use-case watches them
       const pools = f.informerFor({ type: Types.NodePool });
       pools.start();
       await pools.waitForSync();
@@ -343,6 +344,35 @@ describe('InformerFactory', () => {
     }
   });
 
+  it('a kind whose CRD the operator installs is listed at once where nothing watches those CRDs, and after a grace when their cache cannot sync', async () => {
+    vi.useFakeTimers();
+    try {
+      const transport = new FakeTransport();
+      transport.on({ verb: 'list', path: '/apis/apiextensions.k8s.io/v1/customresourcedefinitions' }, () => {
+        throw apiError(403, 'customresourcedefinitions is forbidden');
+      });
+      transport.on({ verb: 'list', path: '/apis/karpenter.sh/v1/nodepools' }, { metadata: { resourceVersion: '12' }, items: [{ metadata: { name: 'default', resourceVersion: '12' } }] });
+      const lone = new InformerFactory({ transport, resources: new ResourceResolver(transport), random: () => 0, staleAfterMs: 600_000, watchTimeoutSeconds: () => 300 });
+      const a = lone.informerFor({ type: Types.NodePool });
+      a.start();
+      await a.waitForSync();
+      expect(a.list().map((o) => o.metadata.name)).toEqual(['default']);
+      await lone.stop();
+
+      const f = new InformerFactory({ transport, resources: new ResourceResolver(transport), random: () => 0, staleAfterMs: 600_000, watchTimeoutSeconds: () => 300 });
+      f.informerFor(ManagedCrdsWatch).start();
+      const b = f.informerFor({ type: Types.NodePool });
+      b.start();
+      await vi.advanceTimersByTimeAsync(5_000);
+      expect(b.hasSynced()).toBe(false);
+      await vi.advanceTimersByTimeAsync(30_000);
+      expect(b.list().map((o) => o.metadata.name)).toEqual(['default']);
+      await f.stop();
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it('a kind whose CRD is already Established is never reported synced before its first list', async () => {
     const transport = new FakeTransport();
     transport.on({ verb: 'list', path: '/apis/apiextensions.k8s.io/v1/customresourcedefinitions' }, {
@@ -351,6 +381,7 @@ describe('InformerFactory', () => {
     });
     transport.on({ verb: 'list', path: '/apis/karpenter.sh/v1/nodeclaims' }, { metadata: { resourceVersion: '12' }, items: [{ metadata: { name: 'default-abc', resourceVersion: '12' } }] });
     const f = new InformerFactory({ transport, resources: new ResourceResolver(transport), staleAfterMs: 600_000 });
+    f.informerFor(ManagedCrdsWatch).start();
     const claims = f.informerFor({ type: Types.NodeClaim });
     claims.start();
     await claims.waitForSync();

@@ -23,6 +23,8 @@ import type { KubeTransport, QueryParams, WatchHandle } from './transport.js';
 
 /** How often an informer whose kind is not served re-checks for it. */
 const NOT_SERVED_POLL_MS = 1_000;
+/** How long a kind whose CRD the operator installs waits for the CRD cache to sync before listing anyway. */
+const CRD_CACHE_SYNC_GRACE_MS = 30_000;
 
 export interface InformerOptions {
   watch: Watch;
@@ -552,21 +554,36 @@ export class InformerFactory implements CacheFactory {
    * same watch the use-cases use, started here if nobody has yet). Every change of that cache re-checks.
    */
   private crdEstablished(name: string, signal: AbortSignal, whileAbsent: () => void): Promise<void> {
-    const crds = this.informerFor(ManagedCrdsWatch);
+    // Only where something watches the operator's CRDs (the operator installs them on this cluster); a
+    // process that does not (the HyperShift sidecar) lists the kind as any other.
+    const crds = this.informers.get(watchKey(ManagedCrdsWatch));
+    if (!crds) return Promise.resolve();
     crds.start();
+    const timers = this.options.timers ?? systemTimers;
     return new Promise<void>((resolve) => {
       let absent = false;
+      let done = false;
+      const finish = () => {
+        done = true;
+        timers.clearTimeout(grace);
+        unsubscribe();
+        signal.removeEventListener('abort', check);
+        resolve();
+      };
       const check = () => {
+        if (done) return;
         if (!signal.aborted && !crds.hasSynced()) return;
         if (!signal.aborted && !isEstablished(crds.get(name))) {
           if (!absent) whileAbsent();
           absent = true;
           return;
         }
-        unsubscribe();
-        signal.removeEventListener('abort', check);
-        resolve();
+        finish();
       };
+      // A CRD cache that cannot sync (its watch refused or failing) never holds the kind back for long.
+      const grace = timers.setTimeout(() => {
+        if (!done && !crds.hasSynced()) finish();
+      }, CRD_CACHE_SYNC_GRACE_MS);
       const unsubscribe = crds.addHandler(() => check());
       signal.addEventListener('abort', check, { once: true });
       crds.waitForSync(signal).then(check, check);

@@ -214,7 +214,9 @@ describe('HyperShift: management cluster + guest cluster', () => {
     expect(spec.amiSelectorTerms).toEqual([{ id: world.facts.amis.x86_64 }]);
     expect(spec.userData).toContain('ignition');
 
-    await waitFor('AutoNodeEnabled True once the operand rolled out', async () => (await autoNodeCondition())?.status === 'True', { timeoutMs: 90_000, intervalMs: 500 });
+    await waitFor('AutoNodeEnabled True once the operand rolled out', async () => (await autoNodeCondition())?.status === 'True', { timeoutMs: 90_000, intervalMs: 500 }).catch(async (e: Error) => {
+      throw new Error(`${e.message}\nstatus: ${JSON.stringify((await hcp())?.status)}\ndeployment: ${JSON.stringify((await operand())?.status)}\nlog:\n${op.logs().split('\n').filter((l) => /warn|error|status|AutoNode/i.test(l)).slice(-25).join('\n')}`);
+    });
     // Only HyperShift's finalizer, which HyperShift can resolve without this operator.
     expect(await finalizers()).toEqual([FINALIZER]);
     // Found in the namespace: HyperShift's Deployment names no HCP.

@@ -73,11 +73,14 @@ export class OperandReconciler implements Reconciler {
   readonly watches: Watch[];
 
   private readonly gate: KarpenterGate;
+  /** Whether this topology's operand can have a PodDisruptionBudget (only with leader election: `operandScopes`). */
+  private readonly mayHaveDisruptionBudget: boolean;
 
   constructor(private readonly deps: OperandDeps) {
     this.gate = new KarpenterGate(deps);
     const ns = deps.topology.operandNamespace;
     const layout = deps.topology.operandLayout(deps.settings);
+    this.mayHaveDisruptionBudget = layout.leaderElection;
     this.watches = [
       ...deps.topology.watches,
       { type: Types.Deployment, cluster: 'control', namespace: ns, fieldSelector: `metadata.name=${Names.operandDeployment}` },
@@ -153,7 +156,7 @@ export class OperandReconciler implements Reconciler {
   /** Down to one replica: the PodDisruptionBudget rendered for more would only block drains, so it goes. */
   private async removeStaleDisruptionBudget(placed: PlacedObject[]): Promise<void> {
     const deployment = placed.find((p) => p.object.kind === Types.Deployment.kind)?.object;
-    if (!deployment || placed.some((p) => p.object.kind === Types.PodDisruptionBudget.kind)) return;
+    if (!this.mayHaveDisruptionBudget || !deployment || placed.some((p) => p.object.kind === Types.PodDisruptionBudget.kind)) return;
     const ref = { ...Types.PodDisruptionBudget, namespace: deployment.metadata.namespace ?? '', name: deployment.metadata.name };
     const current = await this.deps.topology.controlStore.get(ref);
     if (current?.metadata.labels?.[Names.managedLabel] !== 'true') return;
