@@ -229,7 +229,10 @@ describe('HyperShift: management cluster + guest cluster', () => {
   it('direct spec edits and deletion of the managed EC2NodeClass are refused in the guest (ValidatingAdmissionPolicy); the adapter still changes it', async () => {
     const g = guest.kubeConfig();
     const NC_PATH = '/apis/karpenter.k8s.aws/v1/ec2nodeclasses/default';
-    const edit = () => kubeRequest<{ message?: string }>(g, 'PATCH', NC_PATH, { body: { spec: { detailedMonitoring: true } }, contentType: 'application/merge-patch+json' });
+    // Every attempt changes the spec (the policy lets a no-op update through): an edit that landed before the
+    // policy took effect must not turn the next attempts into no-ops.
+    let attempt = 0;
+    const edit = () => kubeRequest<{ message?: string }>(g, 'PATCH', NC_PATH, { body: { spec: { detailedMonitoring: attempt++ % 2 === 0 } }, contentType: 'application/merge-patch+json' });
     const refused = await waitFor('an admin spec edit to be refused', async () => {
       const r = await edit();
       return r.status >= 400 ? r : false;
