@@ -1,7 +1,6 @@
 import {
   ConflictError,
   ForbiddenError,
-  Names,
   NotFoundError,
   RejectedError,
   TerminalError,
@@ -46,16 +45,8 @@ const defaultWatches: Watch[] = [
   { type: Types.CertificateSigningRequest },
 ];
 
-/** The NodePool CRD as the operator installs it, Established: NodePool informers list only then. */
-const nodePoolCrd: KubeObject = {
-  ...Types.CustomResourceDefinition,
-  metadata: { name: 'nodepools.karpenter.sh', labels: { [Names.managedLabel]: 'true' } },
-  status: { conditions: [{ type: 'Established', status: 'True' }] },
-};
-
 /** A synced store over a stub API server that holds `objects`; requests made while syncing are cleared. */
-async function world(served: KubeObject[], watches: Watch[] = defaultWatches) {
-  const objects = [...served, nodePoolCrd];
+async function world(objects: KubeObject[], watches: Watch[] = defaultWatches) {
   const transport = new FakeTransport();
   const metrics = new RecordingMetrics();
   const resources = new ResourceResolver(transport);

@@ -1,9 +1,10 @@
-import { describeError, isCoreError, isInvalidInputError, isTransientError, isUnsupportedPlatformError } from '../../errors.js';
+import { describeError, isCoreError, isInvalidInputError, isTransientError } from '../../errors.js';
 import type { ConditionInput } from '../../policy/conditions.js';
 import type { CloudProvider } from '../../ports/cloud-provider.js';
 import type { Logger } from '../../ports/logger.js';
 import type { Topology } from '../../ports/topology.js';
 import type { Reconciler, Result, Watch } from '../../runtime/reconciler.js';
+import { activeRequest } from '../crds/crds.js';
 import type { StatusBoard } from '../status-board.js';
 
 export const INTERRUPTION_QUEUE_CONTROLLER = 'interruption.queue';
@@ -60,22 +61,15 @@ export class InterruptionQueueReconciler implements Reconciler {
     const { topology, cloud, board } = this.deps;
     const missingMs = this.deps.recheckMissingMs ?? 30_000;
     const set = (c: ConditionInput | undefined) => board.setCondition(this.name, c);
-    try {
-      cloud.assertSupported();
-    } catch (e) {
-      if (!isUnsupportedPlatformError(e)) throw e;
-      set(undefined);
-      return {};
-    }
     let request;
     try {
-      request = await topology.readRequest();
+      request = await activeRequest(topology, cloud);
     } catch (e) {
       // Reported by the status use-case (KarpenterCheckFailed); a fixed CR re-triggers us.
       if (isInvalidInputError(e)) return {};
       throw e;
     }
-    if (!request || request.deleting) {
+    if (!request) {
       set(undefined);
       return {};
     }
