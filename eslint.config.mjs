@@ -28,7 +28,11 @@ const boundaries = projects.map((p) => {
   }
   if (p.tags.includes('type:adapter')) {
     const others = names((q) => q.name !== p.name && (q.tags.includes('type:adapter') || q.tags.includes('type:app')));
-    if (others.length) patterns.push({ group: others.flatMap((n) => [n, `${n}/*`]), message: 'adapters never import other adapters or the app (house rule 1).' });
+    if (others.length)
+      patterns.push({
+        group: others.flatMap((n) => [n, `${n}/*`]),
+        message: 'adapters never import other adapters or the app (house rule 1).',
+      });
     patterns.push({ group: ['@kubernetes/client-node'], message: 'adapters reach the cluster through the ClusterStore port.' });
   }
   if (p.tags.includes('type:app') || p.tags.includes('type:adapter')) {
@@ -67,16 +71,31 @@ const coreVocabulary = projects
     rules: {
       'no-restricted-syntax': [
         'error',
-        { selector: 'Literal[value=/karpenter\\.k8s\\.aws/]', message: 'core names no AWS API group or label: ask the CloudProvider (nodeClassType, nodeClassLabel).' },
-        { selector: 'TemplateElement[value.raw=/karpenter\\.k8s\\.aws/]', message: 'core names no AWS API group or label: ask the CloudProvider (nodeClassType, nodeClassLabel).' },
-        { selector: 'Literal[value=/^(running|shutting-down|stopping|stopped|terminated)$/]', message: 'core reads no EC2 instance state: the provider decides InstanceInfo.live.' },
+        {
+          selector: 'Literal[value=/karpenter\\.k8s\\.aws/]',
+          message: 'core names no AWS API group or label: ask the CloudProvider (nodeClassType, nodeClassLabel).',
+        },
+        {
+          selector: 'TemplateElement[value.raw=/karpenter\\.k8s\\.aws/]',
+          message: 'core names no AWS API group or label: ask the CloudProvider (nodeClassType, nodeClassLabel).',
+        },
+        {
+          selector: 'Literal[value=/^(running|shutting-down|stopping|stopped|terminated)$/]',
+          message: 'core reads no EC2 instance state: the provider decides InstanceInfo.live.',
+        },
         {
           selector: `BinaryExpression:has(MemberExpression[property.name=/^(state|State)$/]) > Literal[value=/^(${ec2States})$/]`,
           message: 'core reads no EC2 instance state: the provider decides InstanceInfo.live.',
         },
-        { selector: `Property[key.name=/^(state|State)$/] > Literal[value=/^(${ec2States})$/]`, message: 'core reads no EC2 instance state: the provider decides InstanceInfo.live.' },
+        {
+          selector: `Property[key.name=/^(state|State)$/] > Literal[value=/^(${ec2States})$/]`,
+          message: 'core reads no EC2 instance state: the provider decides InstanceInfo.live.',
+        },
         { selector: 'Literal[value=/hypershift/i]', message: 'core names no topology: ask the Topology port (operandLayout) instead.' },
-        { selector: 'TemplateElement[value.raw=/hypershift/i]', message: 'core names no topology: ask the Topology port (operandLayout) instead.' },
+        {
+          selector: 'TemplateElement[value.raw=/hypershift/i]',
+          message: 'core names no topology: ask the Topology port (operandLayout) instead.',
+        },
       ],
     },
   }));

@@ -18,7 +18,7 @@ export NX_DAEMON=false NX_NO_CLOUD=true NO_COLOR=1 FORCE_COLOR=0 NX_TUI=false
 
 echo "test: lint" >&2
 t=$SECONDS
-npx nx run-many -t lint --outputStyle=static > "$results/lint.log" 2>&1
+{ npx nx run-many -t lint --outputStyle=static && npx prettier --check --log-level warn "**/*.{ts,mts,mjs,js,json}"; } > "$results/lint.log" 2>&1
 lint_rc=$?
 echo "test: lint took $((SECONDS - t))s (exit $lint_rc)" >&2
 [ $lint_rc -eq 0 ] || cat "$results/lint.log"

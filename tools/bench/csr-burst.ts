@@ -28,7 +28,16 @@ import {
   type Reconciler,
 } from '@karpenter-operator/core';
 import { AwsCloudProvider, createEc2Client } from '@karpenter-operator/provider-aws';
-import { applyObject, applyStatus, crdFiles, installCrds, kubeRequest, listObjects, startOpenShiftAwsCluster, type ClusterHandle } from '@karpenter-operator/testkit';
+import {
+  applyObject,
+  applyStatus,
+  crdFiles,
+  installCrds,
+  kubeRequest,
+  listObjects,
+  startOpenShiftAwsCluster,
+  type ClusterHandle,
+} from '@karpenter-operator/testkit';
 import { KubeletClientSigner, csrState } from '../../packages/core/src/policy/csr.js';
 import { NodeIdentityReconciler } from '../../packages/core/src/use-cases/node-identity/node-identity.js';
 import { InformerFactory } from '../../apps/operator/src/kube/informer.js';
@@ -111,7 +120,15 @@ async function bench(
         VpcId: ec2World.vpcId,
         CidrBlock: '10.0.64.0/20',
         AvailabilityZone: zone,
-        TagSpecifications: [{ ResourceType: 'subnet', Tags: [{ Key: 'Name', Value: `${f.infraId}-bench-${zone}` }, { Key: f.clusterTagKey, Value: 'owned' }] }],
+        TagSpecifications: [
+          {
+            ResourceType: 'subnet',
+            Tags: [
+              { Key: 'Name', Value: `${f.infraId}-bench-${zone}` },
+              { Key: f.clusterTagKey, Value: 'owned' },
+            ],
+          },
+        ],
       }),
     );
     const instances: Instance[] = [];
@@ -125,7 +142,15 @@ async function bench(
           MinCount: count,
           MaxCount: count,
           SubnetId: subnet.Subnet!.SubnetId!,
-          TagSpecifications: [{ ResourceType: 'instance', Tags: [{ Key: f.clusterTagKey, Value: 'owned' }, { Key: 'karpenter.sh/nodepool', Value: 'default' }] }],
+          TagSpecifications: [
+            {
+              ResourceType: 'instance',
+              Tags: [
+                { Key: f.clusterTagKey, Value: 'owned' },
+                { Key: 'karpenter.sh/nodepool', Value: 'default' },
+              ],
+            },
+          ],
         }),
       );
       instances.push(...(r.Instances ?? []));
@@ -136,7 +161,9 @@ async function bench(
     const dnsNames = new Set(instances.map((i) => i.PrivateDnsName));
     const clash = instances.filter((i) => nodeNames.has(i.PrivateDnsName!));
     if (clash.length || dnsNames.size !== instances.length) {
-      throw new Error(`bench world is inconsistent: ${clash.length} instance(s) named like existing Nodes, ${instances.length - dnsNames.size} duplicate DNS names`);
+      throw new Error(
+        `bench world is inconsistent: ${clash.length} instance(s) named like existing Nodes, ${instances.length - dnsNames.size} duplicate DNS names`,
+      );
     }
 
     t = performance.now();
@@ -159,7 +186,10 @@ async function bench(
   };
 
   // --- CSRs, generated before any clock starts
-  const keys = (await webcrypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
+  const keys = (await webcrypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, [
+    'sign',
+    'verify',
+  ])) as webcrypto.CryptoKeyPair;
   const csrFor = async (name: string, nodeName: string) => {
     const req = await Pkcs10CertificateRequestGenerator.create({
       name: `CN=system:node:${nodeName}, O=system:nodes`,
@@ -170,7 +200,11 @@ async function bench(
       apiVersion: 'certificates.k8s.io/v1',
       kind: 'CertificateSigningRequest',
       metadata: { name },
-      spec: { request: Buffer.from(req.toString('pem')).toString('base64'), signerName: KubeletClientSigner, usages: ['digital signature', 'client auth'] },
+      spec: {
+        request: Buffer.from(req.toString('pem')).toString('base64'),
+        signerName: KubeletClientSigner,
+        usages: ['digital signature', 'client auth'],
+      },
     };
   };
   const floorCsrs = await Promise.all(Array.from({ length: N }, (_, i) => csrFor(`floor-${i}`, `floor-node-${i}.ec2.internal`)));
@@ -193,7 +227,12 @@ async function bench(
     const env = wire();
     lastDecision.clear();
     const reconciler = make(env);
-    const runtime = new ControllerRuntime({ reconcilers: [reconciler], caches: env.informers, concurrency: WORKERS, resyncIntervalMs: 3_600_000 });
+    const runtime = new ControllerRuntime({
+      reconcilers: [reconciler],
+      caches: env.informers,
+      concurrency: WORKERS,
+      resyncIntervalMs: 3_600_000,
+    });
     await runtime.start();
     const csrs = await prepare(env);
     const names = new Set(csrs.map((c) => c.metadata.name));
@@ -283,22 +322,34 @@ async function bench(
     return { informers, store, cloud, counts };
   };
 
-
-  const floor = await run('floor (no checks)', ({ store }) => ({
-    name: 'certificatesigningrequest.no-checks',
-    watches: [{ type: Types.CertificateSigningRequest }],
-    keysFor: (o) => [o.metadata.name],
-    resyncKeys: async () => [],
-    async reconcile(name) {
-      const csr = await store.get<KubeObject>({ ...Types.CertificateSigningRequest, name });
-      if (csr && csrState(csr) === 'pending') await store.approveCertificateSigningRequest(name, 'NoChecks', 'benchmark floor');
-      return {};
-    },
-  }), async () => floorCsrs);
+  const floor = await run(
+    'floor (no checks)',
+    ({ store }) => ({
+      name: 'certificatesigningrequest.no-checks',
+      watches: [{ type: Types.CertificateSigningRequest }],
+      keysFor: (o) => [o.metadata.name],
+      resyncKeys: async () => [],
+      async reconcile(name) {
+        const csr = await store.get<KubeObject>({ ...Types.CertificateSigningRequest, name });
+        if (csr && csrState(csr) === 'pending') await store.approveCertificateSigningRequest(name, 'NoChecks', 'benchmark floor');
+        return {};
+      },
+    }),
+    async () => floorCsrs,
+  );
 
   const operator = await run(
     'operator (node-identity)',
-    ({ store, cloud }) => new NodeIdentityReconciler({ store, cloud, facts: async () => facts, clock: systemClock, events, metrics: noopMetrics, logger: silentLogger }),
+    ({ store, cloud }) =>
+      new NodeIdentityReconciler({
+        store,
+        cloud,
+        facts: async () => facts,
+        clock: systemClock,
+        events,
+        metrics: noopMetrics,
+        logger: silentLogger,
+      }),
     async (env) => {
       const instances = await launchWorld();
       const csrs = await Promise.all(instances.map((inst, i) => csrFor(`operator-${i}`, inst.PrivateDnsName!)));

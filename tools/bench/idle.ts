@@ -8,7 +8,16 @@
 //   npm run bench -- idle [--window-s 120] [--settle-s 15] [--timeout-s 600]
 import { parseArgs } from 'node:util';
 import { summarizeAuditWindow } from './src/audit-window.js';
-import { applyKarpenterAndCredentials, installManifests, mib, OPERATOR_USER, runBench, sleep, startOperator, waitConverged } from './src/harness.js';
+import {
+  applyKarpenterAndCredentials,
+  installManifests,
+  mib,
+  OPERATOR_USER,
+  runBench,
+  sleep,
+  startOperator,
+  waitConverged,
+} from './src/harness.js';
 import { byLabel, sumOf } from './src/prom.js';
 
 const { values: args } = parseArgs({
@@ -41,7 +50,11 @@ await runBench('idle', { timeoutMs: Number(args['timeout-s']) * 1000 }, async (c
   const delta = (name: string, label: string) => {
     const a = byLabel(after, name, label);
     const b = byLabel(before, name, label);
-    return Object.fromEntries(Object.entries(a).map(([k, v]) => [k, v - (b[k] ?? 0)]).filter(([, v]) => v !== 0));
+    return Object.fromEntries(
+      Object.entries(a)
+        .map(([k, v]) => [k, v - (b[k] ?? 0)])
+        .filter(([, v]) => v !== 0),
+    );
   };
   return {
     windowS: WINDOW_MS / 1000,
@@ -60,7 +73,12 @@ await runBench('idle', { timeoutMs: Number(args['timeout-s']) * 1000 }, async (c
       writesSkipped: delta('karpenter_operator_api_writes_skipped_total', 'kind'),
       informerRestarts: delta('karpenter_operator_informer_restarts_total', 'reason'),
     },
-    operatorMemory: { rssMiB: mib(sumOf(after, 'process_resident_memory_bytes')), heapUsedMiB: mib(sumOf(after, 'nodejs_heap_size_used_bytes')) },
-    notes: ['Counts from the API server audit log (Metadata level), user system:serviceaccount:openshift-karpenter:karpenter-operator, requests received in the window.'],
+    operatorMemory: {
+      rssMiB: mib(sumOf(after, 'process_resident_memory_bytes')),
+      heapUsedMiB: mib(sumOf(after, 'nodejs_heap_size_used_bytes')),
+    },
+    notes: [
+      'Counts from the API server audit log (Metadata level), user system:serviceaccount:openshift-karpenter:karpenter-operator, requests received in the window.',
+    ],
   };
 });

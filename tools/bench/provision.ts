@@ -15,8 +15,27 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { aNodePool, aPoolWorkload, applyObject, getObject, karpenterBinary, listObjects, loadToolchain, startRealOperand, waitFor, type KubeObj } from '@karpenter-operator/testkit';
-import { applyKarpenterAndCredentials, EC2NODECLASS, installManifests, runBench, startOperator, waitConverged, watchPath } from './src/harness.js';
+import {
+  aNodePool,
+  aPoolWorkload,
+  applyObject,
+  getObject,
+  karpenterBinary,
+  listObjects,
+  loadToolchain,
+  startRealOperand,
+  waitFor,
+  type KubeObj,
+} from '@karpenter-operator/testkit';
+import {
+  applyKarpenterAndCredentials,
+  EC2NODECLASS,
+  installManifests,
+  runBench,
+  startOperator,
+  waitConverged,
+  watchPath,
+} from './src/harness.js';
 import { summarize } from './src/stats.js';
 
 const { values: args } = parseArgs({
@@ -34,10 +53,14 @@ interface Cond {
   status: string;
   lastTransitionTime?: string;
 }
-type Obj = KubeObj & { status?: { conditions?: Cond[]; nodeName?: string; phase?: string; providerID?: string }; spec?: { nodeName?: string } };
+type Obj = KubeObj & {
+  status?: { conditions?: Cond[]; nodeName?: string; phase?: string; providerID?: string };
+  spec?: { nodeName?: string };
+};
 type Csr = KubeObj & { status?: { conditions?: Cond[] } };
 
-const condOf = (o: { status?: { conditions?: Cond[] } } | undefined, type: string) => o?.status?.conditions?.find((c) => c.type === type && c.status === 'True');
+const condOf = (o: { status?: { conditions?: Cond[] } } | undefined, type: string) =>
+  o?.status?.conditions?.find((c) => c.type === type && c.status === 'True');
 
 /**
  * When the bench's watches first saw each thing happen, in epoch ms (condition timestamps have one-second
@@ -56,7 +79,10 @@ await runBench('provision', { timeoutMs: Number(args['timeout-s']) * 1000 }, asy
   await applyKarpenterAndCredentials(ctx);
   const op = await startOperator(ctx, {
     name: 'operator',
-    env: { OPERATOR_IMAGE: 'quay.io/openshift/origin-karpenter-operator:bench', OPERAND_AWS_ENDPOINT_URL_EC2: ctx.cluster.info.ec2Endpoint ?? '' },
+    env: {
+      OPERATOR_IMAGE: 'quay.io/openshift/origin-karpenter-operator:bench',
+      OPERAND_AWS_ENDPOINT_URL_EC2: ctx.cluster.info.ec2Endpoint ?? '',
+    },
   });
   await op.waitReady();
   await waitConverged(ctx);
@@ -107,7 +133,8 @@ await runBench('provision', { timeoutMs: Number(args['timeout-s']) * 1000 }, asy
   await applyObject(kc, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
   await applyObject(kc, aNodePool(POOL, { instanceTypes: ['m6i.large', 'm5.large'], limits: { cpu: '1000' } }));
 
-  const workload = (replicas: number) => applyObject(kc, aPoolWorkload('spread', NS, { pool: POOL, replicas, cpu: '500m', memory: '512Mi', oneNodeEach: true }));
+  const workload = (replicas: number) =>
+    applyObject(kc, aPoolWorkload('spread', NS, { pool: POOL, replicas, cpu: '500m', memory: '512Mi', oneNodeEach: true }));
 
   const runs: Record<string, unknown>[] = [];
   for (const n of SIZES) {
@@ -123,12 +150,21 @@ await runBench('provision', { timeoutMs: Number(args['timeout-s']) * 1000 }, asy
       { timeoutMs: 300_000 + n * 30_000, intervalMs: 500 },
     );
     const wall = (Date.now() - since) / 1000;
-    const claims = (await listObjects<Obj>(kc, 'karpenter.sh/v1', 'NodeClaim')).filter((c) => c.metadata.labels?.['karpenter.sh/nodepool'] === POOL);
+    const claims = (await listObjects<Obj>(kc, 'karpenter.sh/v1', 'NodeClaim')).filter(
+      (c) => c.metadata.labels?.['karpenter.sh/nodepool'] === POOL,
+    );
     const sims = kubelets.kubelets();
     const firstPod = Math.min(...pods.map((p) => when(`pod/${p.metadata.name}/created`)));
     const podToNodeReady = pods.map((p) => (when(`node/${p.spec?.nodeName}/Ready`) - when(`pod/${p.metadata.name}/created`)) / 1000);
     const podToRunning = pods.map((p) => (when(`pod/${p.metadata.name}/running`) - when(`pod/${p.metadata.name}/created`)) / 1000);
-    const breakdown = { karpenterLaunch: [] as number[], machine: [] as number[], csrApproval: [] as number[], registration: [] as number[], readiness: [] as number[], operatorShare: [] as number[] };
+    const breakdown = {
+      karpenterLaunch: [] as number[],
+      machine: [] as number[],
+      csrApproval: [] as number[],
+      registration: [] as number[],
+      readiness: [] as number[],
+      operatorShare: [] as number[],
+    };
     for (const c of claims) {
       const sim = sims.find((k) => k.nodeClaim === c.metadata.name);
       const launched = when(`nodeclaim/${c.metadata.name}/Launched`);
@@ -151,17 +187,26 @@ await runBench('provision', { timeoutMs: Number(args['timeout-s']) * 1000 }, asy
       wallS: Math.round(wall * 10) / 10,
       podPendingToNodeReadyS: summarize(podToNodeReady),
       podPendingToRunningS: summarize(podToRunning),
-      breakdownS: Object.fromEntries(Object.entries(breakdown).filter(([k]) => k !== 'operatorShare').map(([k, v]) => [k, summarize(v)])),
+      breakdownS: Object.fromEntries(
+        Object.entries(breakdown)
+          .filter(([k]) => k !== 'operatorShare')
+          .map(([k, v]) => [k, summarize(v)]),
+      ),
       operatorSharePercent: share,
       targetOperatorShareUnder10Percent: share.max < 10,
     });
     ctx.log(`N=${n}: ${JSON.stringify(runs.at(-1))}`);
 
     await workload(0);
-    await waitFor('the pool consolidated to no nodes', async () => (await listObjects<Obj>(kc, 'karpenter.sh/v1', 'NodeClaim')).every((c) => c.metadata.labels?.['karpenter.sh/nodepool'] !== POOL), {
-      timeoutMs: 600_000,
-      intervalMs: 2000,
-    });
+    await waitFor(
+      'the pool consolidated to no nodes',
+      async () =>
+        (await listObjects<Obj>(kc, 'karpenter.sh/v1', 'NodeClaim')).every((c) => c.metadata.labels?.['karpenter.sh/nodepool'] !== POOL),
+      {
+        timeoutMs: 600_000,
+        intervalMs: 2000,
+      },
+    );
   }
   const crashes = runner.crashes();
   return { karpenterReadyS, runs, operandCrashes: crashes.length, karpenterProcesses: runner.replicas().length, ok: crashes.length === 0 };

@@ -43,7 +43,8 @@ const PER_CHANGE_TIMEOUT_MS = Number(args['per-change-timeout-ms']);
 const TARGET_P99_MS = 500;
 const MACHINE_API = 'openshift-machine-api';
 
-const amiIds = (nc: KubeObj): string[] => ((nc.spec as { amiSelectorTerms?: Array<{ id?: string }> } | undefined)?.amiSelectorTerms ?? []).map((t) => t.id ?? '?');
+const amiIds = (nc: KubeObj): string[] =>
+  ((nc.spec as { amiSelectorTerms?: Array<{ id?: string }> } | undefined)?.amiSelectorTerms ?? []).map((t) => t.id ?? '?');
 
 await runBench('reconcile-latency', { timeoutMs: Number(args['timeout-s']) * 1000 }, async (ctx) => {
   const kc = ctx.admin();
@@ -58,7 +59,13 @@ await runBench('reconcile-latency', { timeoutMs: Number(args['timeout-s']) * 100
   if (args.amis === 'copies') {
     const ec2 = new EC2Client(ctx.cluster.ec2Config());
     for (let i = 0; i < CHANGES; i++) {
-      const r = await ec2.send(new CopyImageCommand({ SourceImageId: ctx.world.facts.amis.x86_64, SourceRegion: ctx.world.facts.region, Name: `rhcos-bench-${i}` }));
+      const r = await ec2.send(
+        new CopyImageCommand({
+          SourceImageId: ctx.world.facts.amis.x86_64,
+          SourceRegion: ctx.world.facts.region,
+          Name: `rhcos-bench-${i}`,
+        }),
+      );
       amis.push(r.ImageId!);
     }
     ec2.destroy();
@@ -135,7 +142,11 @@ await runBench('reconcile-latency', { timeoutMs: Number(args['timeout-s']) * 100
   const delta = (name: string, label: string) => {
     const a = byLabel(after, name, label);
     const b = byLabel(before, name, label);
-    return Object.fromEntries(Object.entries(a).map(([k, v]) => [k, v - (b[k] ?? 0)]).filter(([, v]) => v !== 0));
+    return Object.fromEntries(
+      Object.entries(a)
+        .map(([k, v]) => [k, v - (b[k] ?? 0)])
+        .filter(([, v]) => v !== 0),
+    );
   };
   // Where the operator's time goes, from its own histograms (deltas over the run).
   const NC_CONTROLLER = 'ec2nodeclass.default';
@@ -146,7 +157,11 @@ await runBench('reconcile-latency', { timeoutMs: Number(args['timeout-s']) * 100
   };
   const finalAmis = seen[seen.length - 1]?.amis ?? [];
   const expectedFinal = machineSets.map((_, m) => results.filter((r) => r.machineSet === machineSets[m]).pop()?.ami).filter(Boolean);
-  const audit = summarizeAuditWindow(ctx.cluster.auditEvents({ user: OPERATOR_USER, stage: '*', since: windowStart }), windowStart, windowEnd);
+  const audit = summarizeAuditWindow(
+    ctx.cluster.auditEvents({ user: OPERATOR_USER, stage: '*', since: windowStart }),
+    windowStart,
+    windowEnd,
+  );
 
   return {
     changes: CHANGES,
@@ -163,13 +178,14 @@ await runBench('reconcile-latency', { timeoutMs: Number(args['timeout-s']) * 100
     operatorRequestsDuringRun: audit.byVerbResource,
     reconcilesDuringRun: delta('karpenter_operator_reconcile_total', 'controller'),
     defaultNodeClassController: {
-      reconcilesPerChange: Math.round(((delta('karpenter_operator_reconcile_total', 'controller')[NC_CONTROLLER] ?? 0) / CHANGES) * 100) / 100,
+      reconcilesPerChange:
+        Math.round(((delta('karpenter_operator_reconcile_total', 'controller')[NC_CONTROLLER] ?? 0) / CHANGES) * 100) / 100,
       meanQueueWaitMs: histMeanMs('karpenter_operator_workqueue_queue_duration_seconds'),
       meanReconcileMs: histMeanMs('karpenter_operator_workqueue_work_duration_seconds'),
     },
     notes: [
       'endToEndMs: client time before the MachineSet PATCH → admin watch event on EC2NodeClass default showing the AMI.',
-      'serverSideMs: audit requestReceivedTimestamp of the MachineSet PATCH → of the operator\'s EC2NodeClass default write.',
+      "serverSideMs: audit requestReceivedTimestamp of the MachineSet PATCH → of the operator's EC2NodeClass default write.",
       `One change at a time, ${GAP_MS} ms apart; MachineSets patched round robin; AMIs: ${args.amis === 'copies' ? 'copies of the RHCOS image in the emulator' : 'ids unknown to EC2'}.`,
       'With 50 samples p99 is the maximum (nearest rank).',
     ],

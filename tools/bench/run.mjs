@@ -18,7 +18,10 @@ function benchmarks() {
     .filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts') && !f.endsWith('.d.ts'))
     .sort()
     .map((f) => {
-      const first = readFileSync(join(here, f), 'utf8').split('\n').find((l) => l.startsWith('//')) ?? '';
+      const first =
+        readFileSync(join(here, f), 'utf8')
+          .split('\n')
+          .find((l) => l.startsWith('//')) ?? '';
       const name = f.replace(/\.ts$/, '');
       return { name, about: first.replace(/^\/\/\s*/, '').replace(`${name}: `, '') };
     });
@@ -41,7 +44,10 @@ const outDir = join(root, '.local/bench');
 mkdirSync(outDir, { recursive: true });
 const outfile = join(outDir, `${name}.mjs`);
 // The testkit's bundler: the same resolution as the integration tests and npm run dev.
-const built = spawnSync(node, [join(root, 'tools/cluster/bundle.mjs'), join(here, `${name}.ts`), outfile], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
+const built = spawnSync(node, [join(root, 'tools/cluster/bundle.mjs'), join(here, `${name}.ts`), outfile], {
+  cwd: root,
+  stdio: ['ignore', 'inherit', 'inherit'],
+});
 if (built.status !== 0) {
   console.error(`bench: bundling tools/bench/${name}.ts failed`);
   process.exit(1);

@@ -47,7 +47,8 @@ const { values: args } = parseArgs({
   },
 });
 const SIZES = args.sizes.split(',').map(Number);
-if (SIZES.some((n) => !Number.isInteger(n) || n < 0) || SIZES.some((n, i) => i > 0 && n <= SIZES[i - 1]!)) throw new Error(`--sizes must be increasing integers, got ${args.sizes}`);
+if (SIZES.some((n) => !Number.isInteger(n) || n < 0) || SIZES.some((n, i) => i > 0 && n <= SIZES[i - 1]!))
+  throw new Error(`--sizes must be increasing integers, got ${args.sizes}`);
 const CONCURRENCY = Number(args.concurrency);
 const WINDOW_MS = Number(args['window-s']) * 1000;
 const SETTLE_MS = Number(args['settle-s']) * 1000;
@@ -66,7 +67,13 @@ interface Created {
   requests: number;
 }
 
-async function createObjects(ctx: BenchContext, from: number, to: number, deadline: number, keys: webcrypto.CryptoKeyPair): Promise<Created> {
+async function createObjects(
+  ctx: BenchContext,
+  from: number,
+  to: number,
+  deadline: number,
+  keys: webcrypto.CryptoKeyPair,
+): Promise<Created> {
   const kc = ctx.admin();
   const zone = ctx.world.facts.zones[0]!;
   const started = Date.now();
@@ -140,14 +147,24 @@ async function createObjects(ctx: BenchContext, from: number, to: number, deadli
       apiVersion: 'certificates.k8s.io/v1',
       kind: 'CertificateSigningRequest',
       metadata: { name: csrName },
-      spec: { request: Buffer.from(req.toString('pem')).toString('base64'), signerName: KUBELET_CLIENT_SIGNER, usages: ['digital signature', 'client auth'] },
+      spec: {
+        request: Buffer.from(req.toString('pem')).toString('base64'),
+        signerName: KUBELET_CLIENT_SIGNER,
+        usages: ['digital signature', 'client auth'],
+      },
     });
     await must(`approving CSR ${csrName}`, 'PUT', `/apis/certificates.k8s.io/v1/certificatesigningrequests/${csrName}/approval`, {
       apiVersion: 'certificates.k8s.io/v1',
       kind: 'CertificateSigningRequest',
       metadata: { name: csrName },
-      spec: { request: Buffer.from(req.toString('pem')).toString('base64'), signerName: KUBELET_CLIENT_SIGNER, usages: ['digital signature', 'client auth'] },
-      status: { conditions: [{ type: 'Approved', status: 'True', reason: 'BenchOldNode', message: 'approved long ago (benchmark fixture)' }] },
+      spec: {
+        request: Buffer.from(req.toString('pem')).toString('base64'),
+        signerName: KUBELET_CLIENT_SIGNER,
+        usages: ['digital signature', 'client auth'],
+      },
+      status: {
+        conditions: [{ type: 'Approved', status: 'True', reason: 'BenchOldNode', message: 'approved long ago (benchmark fixture)' }],
+      },
     });
     const done = i + 1 - from;
     if (done % 500 === 0) ctx.log(`  created ${done}/${to - from} (${((Date.now() - started) / 1000).toFixed(0)} s)`);
@@ -213,7 +230,15 @@ async function triggerWindow(ctx: BenchContext, op: OperatorRun, probe: Probe, s
       MinCount: 1,
       MaxCount: 1,
       SubnetId: probe.subnetId,
-      TagSpecifications: [{ ResourceType: 'instance', Tags: [{ Key: f.clusterTagKey, Value: 'owned' }, { Key: 'karpenter.sh/nodepool', Value: 'default' }] }],
+      TagSpecifications: [
+        {
+          ResourceType: 'instance',
+          Tags: [
+            { Key: f.clusterTagKey, Value: 'owned' },
+            { Key: 'karpenter.sh/nodepool', Value: 'default' },
+          ],
+        },
+      ],
     }),
   );
   const inst = run.Instances![0]!;
@@ -223,7 +248,10 @@ async function triggerWindow(ctx: BenchContext, op: OperatorRun, probe: Probe, s
       apiVersion: 'karpenter.sh/v1',
       kind: 'NodeClaim',
       metadata: { name: claim, labels: { 'karpenter.sh/nodepool': 'default' } },
-      spec: { nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' }, requirements: [{ key: 'kubernetes.io/arch', operator: 'In', values: ['amd64'] }] },
+      spec: {
+        nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' },
+        requirements: [{ key: 'kubernetes.io/arch', operator: 'In', values: ['amd64'] }],
+      },
     },
   });
   if (created.status !== 201) throw new Error(`creating NodeClaim ${claim}: HTTP ${created.status}: ${created.text}`);
@@ -237,14 +265,23 @@ async function triggerWindow(ctx: BenchContext, op: OperatorRun, probe: Probe, s
   const before = await op.metrics();
   const since = new Date();
   const t0 = Date.now();
-  const sub = await kubeRequest<{ metadata?: { name?: string } }>(probe.bootstrapper, 'POST', '/apis/certificates.k8s.io/v1/certificatesigningrequests', {
-    body: {
-      apiVersion: 'certificates.k8s.io/v1',
-      kind: 'CertificateSigningRequest',
-      metadata: { generateName: 'probe-' },
-      spec: { request: Buffer.from(csr.csrPem).toString('base64'), signerName: KUBELET_CLIENT_SIGNER, usages: ['digital signature', 'client auth'] },
+  const sub = await kubeRequest<{ metadata?: { name?: string } }>(
+    probe.bootstrapper,
+    'POST',
+    '/apis/certificates.k8s.io/v1/certificatesigningrequests',
+    {
+      body: {
+        apiVersion: 'certificates.k8s.io/v1',
+        kind: 'CertificateSigningRequest',
+        metadata: { generateName: 'probe-' },
+        spec: {
+          request: Buffer.from(csr.csrPem).toString('base64'),
+          signerName: KUBELET_CLIENT_SIGNER,
+          usages: ['digital signature', 'client auth'],
+        },
+      },
     },
-  });
+  );
   if (sub.status !== 201) throw new Error(`submitting the probe CSR: HTTP ${sub.status}: ${JSON.stringify(sub.body)}`);
   const csrName = sub.body.metadata!.name!;
   await kubeRequestRetrying(kc, 'PATCH', `/apis/${KARPENTER.apiVersion}/karpenters/default`, {
@@ -260,7 +297,11 @@ async function triggerWindow(ctx: BenchContext, op: OperatorRun, probe: Probe, s
   const until = t0 + WINDOW_MS;
   while (Date.now() < until) {
     if (approvedMs === undefined) {
-      const r = await kubeRequest<{ status?: { conditions?: Array<{ type: string }> } }>(kc, 'GET', `/apis/certificates.k8s.io/v1/certificatesigningrequests/${csrName}`);
+      const r = await kubeRequest<{ status?: { conditions?: Array<{ type: string }> } }>(
+        kc,
+        'GET',
+        `/apis/certificates.k8s.io/v1/certificatesigningrequests/${csrName}`,
+      );
       if (r.body.status?.conditions?.some((c) => c.type === 'Approved')) approvedMs = Date.now() - t0;
     }
     await sleep(200);
@@ -269,11 +310,17 @@ async function triggerWindow(ctx: BenchContext, op: OperatorRun, probe: Probe, s
   await sleep(1_000);
   const after = await op.metrics();
   const audit = summarizeAuditWindow(ctx.cluster.auditEvents({ user: OPERATOR_USER, stage: '*', since }), since, end);
-  const leases = Object.entries(audit.byVerbResource).filter(([k]) => k.endsWith(' leases')).reduce((a, [, v]) => a + v, 0);
+  const leases = Object.entries(audit.byVerbResource)
+    .filter(([k]) => k.endsWith(' leases'))
+    .reduce((a, [, v]) => a + v, 0);
   const reconcilesBy = (m: PromSample[]) => byLabel(m, 'karpenter_operator_reconcile_total', 'controller');
   const ra = reconcilesBy(after);
   const rb = reconcilesBy(before);
-  const reconcilesByController: Record<string, number> = Object.fromEntries(Object.entries(ra).map(([k, v]) => [k, v - (rb[k] ?? 0)] as const).filter(([, v]) => v !== 0));
+  const reconcilesByController: Record<string, number> = Object.fromEntries(
+    Object.entries(ra)
+      .map(([k, v]) => [k, v - (rb[k] ?? 0)] as const)
+      .filter(([, v]) => v !== 0),
+  );
   const reconciles = Object.values(reconcilesByController).reduce((a, b) => a + b, 0);
   const requests = audit.total - leases;
   return {
@@ -305,13 +352,32 @@ await runBench('scale', { timeoutMs: Number(args['timeout-s']) * 1000 }, async (
       VpcId: ctx.world.ec2!.vpcId,
       CidrBlock: '10.0.64.0/20',
       AvailabilityZone: f.zones[0]!,
-      TagSpecifications: [{ ResourceType: 'subnet', Tags: [{ Key: 'Name', Value: `${f.infraId}-bench-${f.zones[0]}` }, { Key: f.clusterTagKey, Value: 'owned' }] }],
+      TagSpecifications: [
+        {
+          ResourceType: 'subnet',
+          Tags: [
+            { Key: 'Name', Value: `${f.infraId}-bench-${f.zones[0]}` },
+            { Key: f.clusterTagKey, Value: 'owned' },
+          ],
+        },
+      ],
     }),
   );
   const amiCopies: string[] = [];
-  for (let k = 0; k < 2; k++) amiCopies.push((await ec2.send(new CopyImageCommand({ SourceImageId: f.amis.x86_64, SourceRegion: f.region, Name: `rhcos-scale-${k}` }))).ImageId!);
-  const probe: Probe = { ec2, subnetId: subnet.Subnet!.SubnetId!, amiCopies, bootstrapper: await ctx.cluster.kubeConfigFor(MCO_NS, 'node-bootstrapper', { expirationSeconds: 4 * 3600 }) };
-  const keys = (await webcrypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
+  for (let k = 0; k < 2; k++)
+    amiCopies.push(
+      (await ec2.send(new CopyImageCommand({ SourceImageId: f.amis.x86_64, SourceRegion: f.region, Name: `rhcos-scale-${k}` }))).ImageId!,
+    );
+  const probe: Probe = {
+    ec2,
+    subnetId: subnet.Subnet!.SubnetId!,
+    amiCopies,
+    bootstrapper: await ctx.cluster.kubeConfigFor(MCO_NS, 'node-bootstrapper', { expirationSeconds: 4 * 3600 }),
+  };
+  const keys = (await webcrypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, [
+    'sign',
+    'verify',
+  ])) as webcrypto.CryptoKeyPair;
 
   const deadline = Date.now() + BUDGET_MS;
   const results: Array<Record<string, unknown> & { size: number }> = [];
@@ -327,7 +393,11 @@ await runBench('scale', { timeoutMs: Number(args['timeout-s']) * 1000 }, async (
       ctx.log(`size ${size}: creating ${size - have} Nodes, NodeClaims and approved CSRs (concurrency ${CONCURRENCY})`);
       const c = await createObjects(ctx, have, size, deadline, keys);
       ctx.log(`size ${size}: ${c.count - have} of each created in ${c.seconds} s (${c.requests} requests)`);
-      results.push({ size: c.count, requestedSize: size, creation: { seconds: c.seconds, requests: c.requests, requestsPerSecond: Math.round(c.requests / c.seconds) } } as never);
+      results.push({
+        size: c.count,
+        requestedSize: size,
+        creation: { seconds: c.seconds, requests: c.requests, requestsPerSecond: Math.round(c.requests / c.seconds) },
+      } as never);
       have = c.count;
     } else {
       results.push({ size, requestedSize: size });
@@ -356,18 +426,38 @@ await runBench('scale', { timeoutMs: Number(args['timeout-s']) * 1000 }, async (
         const freshReadyMs = readyAt - candidate.spawnedAt;
         await sleep(SETTLE_MS);
         const freshMem = await memory(candidate);
-        ctx.log(`size ${row.size}: live ${JSON.stringify(liveMem)}, fresh ${JSON.stringify(freshMem)}; trigger + ${WINDOW_MS / 1000} s window`);
+        ctx.log(
+          `size ${row.size}: live ${JSON.stringify(liveMem)}, fresh ${JSON.stringify(freshMem)}; trigger + ${WINDOW_MS / 1000} s window`,
+        );
         // Twice: the first kubelet CSR after a start pays for the process's first look at the cluster's CSRs.
         const window = await triggerWindow(ctx, candidate, probe, 2 * step);
-        ctx.log(`size ${row.size}: ${JSON.stringify({ requests: window.requestsInWindow, reconciles: window.reconcilesInWindow, perReconcile: window.requestsPerReconcile, approvedMs: window.probeCsrApprovedMs })}`);
+        ctx.log(
+          `size ${row.size}: ${JSON.stringify({ requests: window.requestsInWindow, reconciles: window.reconcilesInWindow, perReconcile: window.requestsPerReconcile, approvedMs: window.probeCsrApprovedMs })}`,
+        );
         const windowWarm = await triggerWindow(ctx, candidate, probe, 2 * step + 1);
-        ctx.log(`size ${row.size}: warm ${JSON.stringify({ requests: windowWarm.requestsInWindow, reconciles: windowWarm.reconcilesInWindow, perReconcile: windowWarm.requestsPerReconcile, approvedMs: windowWarm.probeCsrApprovedMs })}`);
-        Object.assign(row, { memory: freshMem, memoryLive: liveMem, freshReadyMs, freshLease: leaseTimeline(ctx, candidate), informerObjects: liveObjects, window, windowWarm });
+        ctx.log(
+          `size ${row.size}: warm ${JSON.stringify({ requests: windowWarm.requestsInWindow, reconciles: windowWarm.reconcilesInWindow, perReconcile: windowWarm.requestsPerReconcile, approvedMs: windowWarm.probeCsrApprovedMs })}`,
+        );
+        Object.assign(row, {
+          memory: freshMem,
+          memoryLive: liveMem,
+          freshReadyMs,
+          freshLease: leaseTimeline(ctx, candidate),
+          informerObjects: liveObjects,
+          window,
+          windowWarm,
+        });
         fresh = candidate;
       } catch (e) {
         if (candidate.proc.isRunning()) throw e;
         const exit = await candidate.proc.exited;
-        const failure = { attempt, exit, error: (e as Error).message.split('\n')[0], lease: leaseTimeline(ctx, candidate), logTail: tailLog(candidate.proc.logFile, 4).split('\n') };
+        const failure = {
+          attempt,
+          exit,
+          error: (e as Error).message.split('\n')[0],
+          lease: leaseTimeline(ctx, candidate),
+          logTail: tailLog(candidate.proc.logFile, 4).split('\n'),
+        };
         ctx.log(`size ${row.size}: the fresh operator exited (${exit}): ${JSON.stringify(failure.lease)}`);
         failures.push(failure);
       }
@@ -384,7 +474,8 @@ await runBench('scale', { timeoutMs: Number(args['timeout-s']) * 1000 }, async (
   await live?.stop();
 
   const base = results[0]!;
-  const num = (r: Record<string, unknown>, path: string[]) => path.reduce<unknown>((o, k) => (o as Record<string, unknown> | undefined)?.[k], r) as number;
+  const num = (r: Record<string, unknown>, path: string[]) =>
+    path.reduce<unknown>((o, k) => (o as Record<string, unknown> | undefined)?.[k], r) as number;
   const ratios = results.map((r) => ({
     size: r.size,
     rss: ratio(num(r, ['memory', 'rssMiB']), num(base, ['memory', 'rssMiB'])),
@@ -415,7 +506,7 @@ await runBench('scale', { timeoutMs: Number(args['timeout-s']) * 1000 }, async (
     notes: [
       'memory: fresh operator process started at that size, after convergence and a settle; memoryLive: the process that watched the objects arrive.',
       'Nodes are not simulated by KWOK (no heartbeats): kube-controller-manager marks them NotReady/unreachable once, a burst of Node updates the operator watches.',
-      'window: requests = the operator\'s audit events received in the window, leases excluded; reconciles = delta of karpenter_operator_reconcile_total.',
+      "window: requests = the operator's audit events received in the window, leases excluded; reconciles = delta of karpenter_operator_reconcile_total.",
       'requestsPerReconcileIndependentOfSize: ratio vs size 0 at most 1.5 at every size.',
       'window: the first trigger after the fresh process converged; windowWarm: the same trigger again on that process. probeCsrApprovedMs: probe CSR created → admin GET shows it Approved (polled every 200 ms).',
     ],

@@ -81,7 +81,10 @@ async function resetWorld(ctx: BenchContext): Promise<void> {
     const r = await kubeRequest(kc, 'DELETE', path, { body: { kind: 'DeleteOptions', apiVersion: 'v1', propagationPolicy: 'Background' } });
     if (r.status >= 300 && r.status !== 404) throw new Error(`deleting ${path}: HTTP ${r.status}: ${r.text}`);
   }
-  await waitFor('the operator-created objects to be gone', async () => (await listManaged(kc)).length === 0, { timeoutMs: 120_000, intervalMs: 500 });
+  await waitFor('the operator-created objects to be gone', async () => (await listManaged(kc)).length === 0, {
+    timeoutMs: 120_000,
+    intervalMs: 500,
+  });
   // The operand's ReplicaSets and pods too (garbage collection), or the next Deployment adopts them.
   await waitFor(
     'the operand ReplicaSets and pods to be gone',
@@ -94,7 +97,10 @@ async function resetWorld(ctx: BenchContext): Promise<void> {
     },
     { timeoutMs: 120_000, intervalMs: 500 },
   );
-  for (const path of ['/apis/config.openshift.io/v1/clusteroperators/karpenter/status', `/apis/${KARPENTER.apiVersion}/karpenters/default/status`]) {
+  for (const path of [
+    '/apis/config.openshift.io/v1/clusteroperators/karpenter/status',
+    `/apis/${KARPENTER.apiVersion}/karpenters/default/status`,
+  ]) {
     const r = await kubeRequest(kc, 'PATCH', path, { body: { status: null }, contentType: 'application/merge-patch+json' });
     if (r.status !== 200) throw new Error(`clearing ${path}: HTTP ${r.status}: ${r.text}`);
   }
@@ -126,13 +132,26 @@ async function oneRun(ctx: BenchContext, run: number): Promise<RunFigures> {
   let deploymentSeen: number | undefined;
   const coWrites: Array<{ at: number; obj: KubeObj }> = [];
   const watches = await Promise.all([
-    watchPath(kc, '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', (_t, o) => {
-      if (RUNTIME_CRDS.includes(o.metadata.name) && !established.has(o.metadata.name) && conditionOf(o, 'Established')?.status === 'True') established.set(o.metadata.name, Date.now());
-    }, { labelSelector: MANAGED }),
-    watchPath(kc, `/apis/apps/v1/namespaces/${OPERATOR_NS}/deployments`, () => (deploymentSeen ??= Date.now()), { fieldSelector: 'metadata.name=karpenter' }),
-    watchPath(kc, '/apis/config.openshift.io/v1/clusteroperators', (_t, o) => {
-      if (((o.status as { conditions?: unknown[] } | undefined)?.conditions?.length ?? 0) > 0) coWrites.push({ at: Date.now(), obj: o });
-    }, { fieldSelector: 'metadata.name=karpenter' }),
+    watchPath(
+      kc,
+      '/apis/apiextensions.k8s.io/v1/customresourcedefinitions',
+      (_t, o) => {
+        if (RUNTIME_CRDS.includes(o.metadata.name) && !established.has(o.metadata.name) && conditionOf(o, 'Established')?.status === 'True')
+          established.set(o.metadata.name, Date.now());
+      },
+      { labelSelector: MANAGED },
+    ),
+    watchPath(kc, `/apis/apps/v1/namespaces/${OPERATOR_NS}/deployments`, () => (deploymentSeen ??= Date.now()), {
+      fieldSelector: 'metadata.name=karpenter',
+    }),
+    watchPath(
+      kc,
+      '/apis/config.openshift.io/v1/clusteroperators',
+      (_t, o) => {
+        if (((o.status as { conditions?: unknown[] } | undefined)?.conditions?.length ?? 0) > 0) coWrites.push({ at: Date.now(), obj: o });
+      },
+      { fieldSelector: 'metadata.name=karpenter' },
+    ),
   ]);
   await sleep(1_000); // the watches' initial ADDED events
   const op = await startOperator(ctx, { name: `operator-${run}`, leaderElect: LEADER_ELECT });
@@ -149,7 +168,13 @@ async function oneRun(ctx: BenchContext, run: number): Promise<RunFigures> {
     const events = ctx.cluster.auditEvents({ user: OPERATOR_USER, since });
     const at = (iso: string) => Date.parse(iso);
     const firstRequest = Math.min(...events.map((e) => at(e.requestReceivedTimestamp)));
-    const depCreate = events.find((e) => e.objectRef?.resource === 'deployments' && e.objectRef.name === 'karpenter' && ['patch', 'create', 'update'].includes(e.verb) && (e.responseStatus?.code ?? 0) < 300);
+    const depCreate = events.find(
+      (e) =>
+        e.objectRef?.resource === 'deployments' &&
+        e.objectRef.name === 'karpenter' &&
+        ['patch', 'create', 'update'].includes(e.verb) &&
+        (e.responseStatus?.code ?? 0) < 300,
+    );
     if (!depCreate) throw new Error(`run ${run}: no successful write of Deployment karpenter by the operator in the audit log`);
     const status = events.find(
       (e) =>
@@ -159,9 +184,13 @@ async function oneRun(ctx: BenchContext, run: number): Promise<RunFigures> {
         at(e.requestReceivedTimestamp) >= at(depCreate.stageTimestamp),
     );
     if (!status) throw new Error(`run ${run}: no ClusterOperator status write after the Deployment write in the audit log`);
-    const lease = events.find((e) => e.objectRef?.resource === 'leases' && ['create', 'update', 'patch'].includes(e.verb) && (e.responseStatus?.code ?? 0) < 300);
+    const lease = events.find(
+      (e) => e.objectRef?.resource === 'leases' && ['create', 'update', 'patch'].includes(e.verb) && (e.responseStatus?.code ?? 0) < 300,
+    );
     const crdsAt = Math.max(...established.values());
-    const writes = events.filter((e) => ['create', 'update', 'patch', 'delete'].includes(e.verb) && !['leases', 'events'].includes(e.objectRef?.resource ?? ''));
+    const writes = events.filter(
+      (e) => ['create', 'update', 'patch', 'delete'].includes(e.verb) && !['leases', 'events'].includes(e.objectRef?.resource ?? ''),
+    );
     const statusAt = at(status.stageTimestamp);
     const complete = Math.max(crdsAt, at(depCreate.stageTimestamp), statusAt);
     const co = coWrites.find((w) => w.at >= statusAt)?.obj ?? coWrites[coWrites.length - 1]?.obj;
@@ -180,7 +209,13 @@ async function oneRun(ctx: BenchContext, run: number): Promise<RunFigures> {
       writesAfterCrdsEstablishedBeforeDeployment: writes
         .filter((e) => at(e.requestReceivedTimestamp) >= crdsAt && at(e.requestReceivedTimestamp) < at(depCreate.requestReceivedTimestamp))
         .map((e) => `${at(e.requestReceivedTimestamp) - t0}ms ${e.verb} ${e.objectRef?.resource}/${e.objectRef?.name}`),
-      ...(co ? { clusterOperatorAtComplete: ['Available', 'Progressing', 'Degraded'].map((t) => `${t}=${conditionOf(co, t)?.status}/${conditionOf(co, t)?.reason}`).join(' ') } : {}),
+      ...(co
+        ? {
+            clusterOperatorAtComplete: ['Available', 'Progressing', 'Degraded']
+              .map((t) => `${t}=${conditionOf(co, t)?.status}/${conditionOf(co, t)?.reason}`)
+              .join(' '),
+          }
+        : {}),
     };
     ctx.log(`run ${run}: ${JSON.stringify(figures)}`);
     return figures;
@@ -214,7 +249,7 @@ await runBench('startup', { timeoutMs: Number(args['timeout-s']) * 1000 }, async
     notes: [
       'Times in ms from just before spawn of apps/operator/dist/main.js (node_modules/.bin/node).',
       'firstRequestMs: Node start-up, bundle load and config until the API server receives the first request; the API server itself is up all along.',
-      'Each run starts with the operator\'s CRDs, operand objects, node-config objects and both statuses removed; the Karpenter CR and credentials Secret present.',
+      "Each run starts with the operator's CRDs, operand objects, node-config objects and both statuses removed; the Karpenter CR and credentials Secret present.",
     ],
   };
 });

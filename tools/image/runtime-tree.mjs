@@ -28,7 +28,12 @@ export const images = {
     manifests: true,
     bin: { '/usr/bin/karpenter-operator': 'images/karpenter-operator' },
   },
-  'hypershift-adapter': { containerfile: 'images/hypershift-adapter.Containerfile', entry: 'adapter', opt: '/opt/karpenter-operator-hypershift-adapter', manifests: false },
+  'hypershift-adapter': {
+    containerfile: 'images/hypershift-adapter.Containerfile',
+    entry: 'adapter',
+    opt: '/opt/karpenter-operator-hypershift-adapter',
+    manifests: false,
+  },
 };
 
 export function buildRuntimeTree(image = 'operator', dir = mkdtempSync(join(tmpdir(), `ko-image-${image}-`))) {
@@ -38,7 +43,10 @@ export function buildRuntimeTree(image = 'operator', dir = mkdtempSync(join(tmpd
   mkdirSync(join(dir, 'opt'), { recursive: true });
   // The same build as the image's build stage, straight into the image's path (not apps/operator/dist,
   // which running tests may be executing).
-  const r = spawnSync(process.execPath, [join(repo, 'apps/operator/scripts/build.mjs'), join(dir, spec.opt), '--entry', spec.entry], { cwd: repo, encoding: 'utf8' });
+  const r = spawnSync(process.execPath, [join(repo, 'apps/operator/scripts/build.mjs'), join(dir, spec.opt), '--entry', spec.entry], {
+    cwd: repo,
+    encoding: 'utf8',
+  });
   if (r.status !== 0) throw new Error(`build failed: ${r.stderr || r.stdout}`);
   if (spec.manifests) cpSync(join(repo, 'install'), join(dir, 'manifests'), { recursive: true });
   for (const [dest, src] of Object.entries(spec.bin ?? {})) {
@@ -52,7 +60,12 @@ export function buildRuntimeTree(image = 'operator', dir = mkdtempSync(join(tmpd
 /** Runs the image's entry point in its tree, as its ENTRYPOINT does, with no environment of ours. */
 export function startImage(image, dir, args) {
   const spec = images[image];
-  return spawnSync(process.execPath, [join(dir, spec.opt, `${spec.entry}.js`), ...args], { cwd: dir, encoding: 'utf8', env: { PATH: process.env.PATH }, timeout: 30_000 });
+  return spawnSync(process.execPath, [join(dir, spec.opt, `${spec.entry}.js`), ...args], {
+    cwd: dir,
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH },
+    timeout: 30_000,
+  });
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
@@ -68,12 +81,21 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     const help = startImage(image, dir, ['--help']);
     check(`${image} --help`, help.status === 0 && help.stdout.startsWith('Usage: '), help);
     for (const bin of Object.keys(images[image].bin ?? {})) {
-      const r = spawnSync(join(dir, bin), ['--help'], { cwd: dir, encoding: 'utf8', env: { PATH: `${dirname(process.execPath)}:${process.env.PATH}` }, timeout: 30_000 });
+      const r = spawnSync(join(dir, bin), ['--help'], {
+        cwd: dir,
+        encoding: 'utf8',
+        env: { PATH: `${dirname(process.execPath)}:${process.env.PATH}` },
+        timeout: 30_000,
+      });
       check(`${image} ${bin} --help`, r.status === 0 && r.stdout.startsWith('Usage: '), r);
     }
     if (image === 'hypershift-adapter') {
       const bare = startImage(image, dir, []);
-      check(`${image} without flags`, bare.status !== 0 && bare.stderr.trim().split('\n').length === 1 && bare.stderr.includes('--namespace'), bare);
+      check(
+        `${image} without flags`,
+        bare.status !== 0 && bare.stderr.trim().split('\n').length === 1 && bare.stderr.includes('--namespace'),
+        bare,
+      );
     }
   }
   process.exit(problems.length ? 1 : 0);

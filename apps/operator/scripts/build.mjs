@@ -36,7 +36,8 @@ const entries = allEntries.filter((e) => wanted.includes(e.out));
 // Check every input before touching OUTDIR, so a failed build leaves the previous one in place.
 for (const e of entries) if (!existsSync(join(root, e.in))) fail(`entry point ${e.in} (${e.out}.js) does not exist`);
 const withCrds = entries.some((e) => e.crds);
-if (withCrds && !existsSync(crdSrc)) fail(`${crdSrc} is missing; run \`npm run setup\` (tools/cluster/fetch-crds.sh) to produce the runtime CRDs`);
+if (withCrds && !existsSync(crdSrc))
+  fail(`${crdSrc} is missing; run \`npm run setup\` (tools/cluster/fetch-crds.sh) to produce the runtime CRDs`);
 
 rmSync(out, { recursive: true, force: true });
 mkdirSync(out, { recursive: true });

@@ -14,7 +14,9 @@ const outDir = join(root, 'install');
 const thirdPartyExternal = {
   name: 'third-party-external',
   setup(b) {
-    b.onResolve({ filter: /^[^./]/ }, (args) => (args.path.startsWith('@karpenter-operator/') ? undefined : { path: args.path, external: true }));
+    b.onResolve({ filter: /^[^./]/ }, (args) =>
+      args.path.startsWith('@karpenter-operator/') ? undefined : { path: args.path, external: true },
+    );
   },
 };
 

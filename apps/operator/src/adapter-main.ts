@@ -70,7 +70,12 @@ async function main(argv: string[]): Promise<number> {
   const clock = systemClock;
   const own = loadKubeConfig({ ...(values.kubeconfig ? { kubeconfig: values.kubeconfig } : {}), env: process.env });
   // In the pod: a 401 re-reads the rotated ServiceAccount token at once.
-  const mgmt = createKubeCluster(own.config, { metrics, logger, clock, ...(own.refreshCredentials ? { onUnauthorized: own.refreshCredentials } : {}) });
+  const mgmt = createKubeCluster(own.config, {
+    metrics,
+    logger,
+    clock,
+    ...(own.refreshCredentials ? { onUnauthorized: own.refreshCredentials } : {}),
+  });
   // The guest kubeconfig is a mounted Secret that HyperShift rotates: re-read it, never restart for it.
   const guestKubeconfig = new WatchedKubeConfig(guestPath, { logger });
   await guestKubeconfig.start();
@@ -86,7 +91,10 @@ async function main(argv: string[]): Promise<number> {
   };
   const events = new KubeEventRecorder({ transport: mgmt.transport, reportingInstance: 'hypershift-adapter', logger, metrics, clock });
   const base = { management: mgmt.store, guest: guest.store, namespace, ...(hcpName ? { hcpName } : {}) };
-  const reconcilers: Reconciler[] = [new AutoNodeStatusReconciler(base), new HcpFinalizerReconciler({ ...base, clock, events, unreachableAfterMs, probeGuest })];
+  const reconcilers: Reconciler[] = [
+    new AutoNodeStatusReconciler(base),
+    new HcpFinalizerReconciler({ ...base, clock, events, unreachableAfterMs, probeGuest }),
+  ];
   // Who the adapter is in the guest, as the API server sees it: the one identity allowed to change the managed
   // NodeClass. Learnt lazily, forgotten when the kubeconfig changes (it may name another identity).
   let identity: Promise<string[] | undefined> | undefined;
@@ -117,7 +125,13 @@ async function main(argv: string[]): Promise<number> {
       new NodeClassPolicyReconciler({ management: mgmt.store, guest: guest.store, namespace, hcpName, exempt: guestIdentity }),
     );
   }
-  const runtime = new ControllerRuntime({ reconcilers, caches: routeByCluster({ control: mgmt.informers, workload: guest.informers }), metrics, logger, clock });
+  const runtime = new ControllerRuntime({
+    reconcilers,
+    caches: routeByCluster({ control: mgmt.informers, workload: guest.informers }),
+    metrics,
+    logger,
+    clock,
+  });
   guestKubeconfig.onChange(() => {
     identity = undefined;
     if (hcpName) runtime.enqueue(NODECLASS_POLICY_CONTROLLER, hcpName);
@@ -128,7 +142,11 @@ async function main(argv: string[]): Promise<number> {
       healthy: () => true,
       ready: () => (runtime.hasSynced() ? { ok: true, detail: 'ok' } : { ok: false, detail: 'caches not synced' }),
     }),
-    await startHttpServer(metricsAddr.host, metricsAddr.port, { healthy: () => true, ready: () => ({ ok: true, detail: 'ok' }), metrics: () => metrics.text() }),
+    await startHttpServer(metricsAddr.host, metricsAddr.port, {
+      healthy: () => true,
+      ready: () => ({ ok: true, detail: 'ok' }),
+      metrics: () => metrics.text(),
+    }),
   ];
   logger.info('starting the hypershift adapter', {
     namespace,

@@ -6,7 +6,11 @@ const d = { crdDir: '/crds' };
 
 describe('parseConfig', () => {
   it('reads the reference flags and env', () => {
-    const r = parseConfig(['--namespace', 'openshift-karpenter', '--leader-elect', '--metrics-bind-address=127.0.0.1:9090'], { ...env, CLUSTER_NAME: 'x' }, d);
+    const r = parseConfig(
+      ['--namespace', 'openshift-karpenter', '--leader-elect', '--metrics-bind-address=127.0.0.1:9090'],
+      { ...env, CLUSTER_NAME: 'x' },
+      d,
+    );
     expect(r.ok).toBe(true);
     if (!r.ok) return;
     expect(r.config).toMatchObject({
@@ -24,18 +28,49 @@ describe('parseConfig', () => {
   it.each([
     { name: 'namespace missing', argv: [], env, expect: ['--namespace is required'] },
     { name: 'release missing', argv: ['--namespace=a'], env: {}, expect: ['RELEASE_VERSION is required (unless MANAGEMENT_CLUSTER=true)'] },
-    { name: 'both spellings of the guest kubeconfig', argv: ['--namespace=a', '--target-kubeconfig=/a', '--guest-kubeconfig=/b'], env, expect: ['--target-kubeconfig and --guest-kubeconfig are the same flag'] },
-    { name: 'an alias is still a flag that needs a value', argv: ['--namespace=a', '--target-kubeconfig'], env, expect: ['flag --target-kubeconfig needs a value'] },
-    { name: 'MANAGEMENT_CLUSTER not strict', argv: ['--namespace=a'], env: { ...env, MANAGEMENT_CLUSTER: 'yes' }, expect: ['MANAGEMENT_CLUSTER must be "true" or "false"'] },
+    {
+      name: 'both spellings of the guest kubeconfig',
+      argv: ['--namespace=a', '--target-kubeconfig=/a', '--guest-kubeconfig=/b'],
+      env,
+      expect: ['--target-kubeconfig and --guest-kubeconfig are the same flag'],
+    },
+    {
+      name: 'an alias is still a flag that needs a value',
+      argv: ['--namespace=a', '--target-kubeconfig'],
+      env,
+      expect: ['flag --target-kubeconfig needs a value'],
+    },
+    {
+      name: 'MANAGEMENT_CLUSTER not strict',
+      argv: ['--namespace=a'],
+      env: { ...env, MANAGEMENT_CLUSTER: 'yes' },
+      expect: ['MANAGEMENT_CLUSTER must be "true" or "false"'],
+    },
     {
       name: 'management cluster lists every missing setting at once',
       argv: ['--namespace=a'],
       env: { ...env, MANAGEMENT_CLUSTER: 'true' },
-      expect: ['CLUSTER_NAME is required', 'CLUSTER_ENDPOINT is required', 'PLATFORM is required', 'REGION is required', '--guest-kubeconfig (or --target-kubeconfig) is required'],
+      expect: [
+        'CLUSTER_NAME is required',
+        'CLUSTER_ENDPOINT is required',
+        'PLATFORM is required',
+        'REGION is required',
+        '--guest-kubeconfig (or --target-kubeconfig) is required',
+      ],
     },
-    { name: 'AWS without operand image', argv: ['--namespace=a'], env: { RELEASE_VERSION: '1', PLATFORM: 'AWS' }, expect: ['KARPENTER_IMAGE_AWS is required'] },
+    {
+      name: 'AWS without operand image',
+      argv: ['--namespace=a'],
+      env: { RELEASE_VERSION: '1', PLATFORM: 'AWS' },
+      expect: ['KARPENTER_IMAGE_AWS is required'],
+    },
     { name: 'unknown flag', argv: ['--namespace=a', '--bogus'], env, expect: ['unknown flag --bogus'] },
-    { name: 'bad address', argv: ['--namespace=a', '--metrics-bind-address=nope'], env, expect: ['--metrics-bind-address must be [host]:port'] },
+    {
+      name: 'bad address',
+      argv: ['--namespace=a', '--metrics-bind-address=nope'],
+      env,
+      expect: ['--metrics-bind-address must be [host]:port'],
+    },
     { name: 'flag without value', argv: ['--namespace'], env, expect: ['flag --namespace needs a value'] },
     {
       name: 'one leader-election timing without the others',
@@ -59,15 +94,35 @@ describe('parseConfig', () => {
     const r = parseConfig(argv, e, d);
     expect(r.ok).toBe(false);
     if (r.ok) return;
-    for (const w of wanted) expect(r.errors.some((x) => x.startsWith(w)), `${w} in ${JSON.stringify(r.errors)}`).toBe(true);
+    for (const w of wanted)
+      expect(
+        r.errors.some((x) => x.startsWith(w)),
+        `${w} in ${JSON.stringify(r.errors)}`,
+      ).toBe(true);
   });
 
-  const hosted = { MANAGEMENT_CLUSTER: 'true', CLUSTER_NAME: 'demo-x7k2p', CLUSTER_ENDPOINT: 'https://api.demo:6443', PLATFORM: 'AWS', REGION: 'us-east-1', KARPENTER_IMAGE_AWS: 'quay.io/k:1' };
+  const hosted = {
+    MANAGEMENT_CLUSTER: 'true',
+    CLUSTER_NAME: 'demo-x7k2p',
+    CLUSTER_ENDPOINT: 'https://api.demo:6443',
+    PLATFORM: 'AWS',
+    REGION: 'us-east-1',
+    KARPENTER_IMAGE_AWS: 'quay.io/k:1',
+  };
 
   it.each([
-    { name: '--target-kubeconfig=FILE (HyperShift)', argv: ['--target-kubeconfig=/mnt/kubeconfig/target-kubeconfig', '--namespace=clusters-demo'] },
-    { name: '--target-kubeconfig FILE', argv: ['--target-kubeconfig', '/mnt/kubeconfig/target-kubeconfig', '--namespace', 'clusters-demo'] },
-    { name: '--guest-kubeconfig (this project)', argv: ['--guest-kubeconfig=/mnt/kubeconfig/target-kubeconfig', '--namespace=clusters-demo'] },
+    {
+      name: '--target-kubeconfig=FILE (HyperShift)',
+      argv: ['--target-kubeconfig=/mnt/kubeconfig/target-kubeconfig', '--namespace=clusters-demo'],
+    },
+    {
+      name: '--target-kubeconfig FILE',
+      argv: ['--target-kubeconfig', '/mnt/kubeconfig/target-kubeconfig', '--namespace', 'clusters-demo'],
+    },
+    {
+      name: '--guest-kubeconfig (this project)',
+      argv: ['--guest-kubeconfig=/mnt/kubeconfig/target-kubeconfig', '--namespace=clusters-demo'],
+    },
   ])('management-cluster mode: $name is the guest kubeconfig', ({ argv }) => {
     const r = parseConfig(argv, hosted, d);
     expect(r.ok && r.config.guestKubeconfig).toBe('/mnt/kubeconfig/target-kubeconfig');
@@ -85,7 +140,18 @@ describe('parseConfig', () => {
   it('leader-election timings: none by default (the topology decides at start-up); all three from flags', () => {
     const none = parseConfig(['--namespace=a', '--leader-elect'], env, d);
     expect(none.ok && none.config.leaderElectionTiming).toBeUndefined();
-    const given = parseConfig(['--namespace=a', '--leader-elect', '--leader-elect-lease-duration=1m30s', '--leader-elect-renew-deadline=10s', '--leader-elect-retry-period', '500ms'], env, d);
+    const given = parseConfig(
+      [
+        '--namespace=a',
+        '--leader-elect',
+        '--leader-elect-lease-duration=1m30s',
+        '--leader-elect-renew-deadline=10s',
+        '--leader-elect-retry-period',
+        '500ms',
+      ],
+      env,
+      d,
+    );
     expect(given.ok && given.config.leaderElectionTiming).toEqual({ leaseDurationMs: 90_000, renewDeadlineMs: 10_000, retryPeriodMs: 500 });
   });
 
@@ -102,7 +168,9 @@ describe('parseConfig', () => {
 
 describe('default listen addresses', () => {
   it('the operator and the sidecar adapter never collide in one pod', () => {
-    const ports = Object.values(DEFAULT_ADDRESSES).flatMap((a) => [a.metrics, a.health]).map((v) => parseAddress('x', v, []).port);
+    const ports = Object.values(DEFAULT_ADDRESSES)
+      .flatMap((a) => [a.metrics, a.health])
+      .map((v) => parseAddress('x', v, []).port);
     expect(ports.length).toBe(4);
     expect(new Set(ports).size).toBe(4);
   });

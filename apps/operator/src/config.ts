@@ -162,11 +162,17 @@ function parseElectionTiming(flags: Map<string, string>, errors: string[]): Elec
   const given = names.filter((n) => flags.has(n));
   if (!given.length) return undefined;
   if (given.length < names.length) {
-    errors.push(`${names.map((n) => `--${n}`).join(', ')} go together: give all three or none (got ${given.map((n) => `--${n}`).join(', ')})`);
+    errors.push(
+      `${names.map((n) => `--${n}`).join(', ')} go together: give all three or none (got ${given.map((n) => `--${n}`).join(', ')})`,
+    );
     return undefined;
   }
   const before = errors.length;
-  const [leaseDurationMs, renewDeadlineMs, retryPeriodMs] = names.map((n) => parseDuration(`--${n}`, flags.get(n)!, errors)) as [number, number, number];
+  const [leaseDurationMs, renewDeadlineMs, retryPeriodMs] = names.map((n) => parseDuration(`--${n}`, flags.get(n)!, errors)) as [
+    number,
+    number,
+    number,
+  ];
   if (errors.length > before) return undefined;
   const timing = { leaseDurationMs, renewDeadlineMs, retryPeriodMs };
   const problem = electionTimingProblem(timing);
@@ -185,7 +191,11 @@ export function parseAddress(name: string, v: string, errors: string[]): { host:
   return { host: m[1] === '' ? '0.0.0.0' : m[1]!, port };
 }
 
-export function parseConfig(argv: readonly string[], env: Readonly<Record<string, string | undefined>>, defaults: { crdDir: string }): ConfigResult {
+export function parseConfig(
+  argv: readonly string[],
+  env: Readonly<Record<string, string | undefined>>,
+  defaults: { crdDir: string },
+): ConfigResult {
   const { flags, errors } = parseFlags(argv);
   const namespace = flags.get('namespace') ?? env.POD_NAMESPACE;
   if (!namespace) errors.push('--namespace is required (set it from the downward API: metadata.namespace)');
@@ -203,9 +213,14 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
   }
   if (platform === 'AWS' && !env.KARPENTER_IMAGE_AWS) errors.push('KARPENTER_IMAGE_AWS is required for PLATFORM=AWS');
   const logLevel = (flags.get('log-level') ?? env.LOG_LEVEL ?? 'info') as OperatorConfig['logLevel'];
-  if (!['debug', 'info', 'warn', 'error'].includes(logLevel)) errors.push(`--log-level must be debug, info, warn or error, got ${JSON.stringify(logLevel)}`);
+  if (!['debug', 'info', 'warn', 'error'].includes(logLevel))
+    errors.push(`--log-level must be debug, info, warn or error, got ${JSON.stringify(logLevel)}`);
   const metrics = parseAddress('--metrics-bind-address', flags.get('metrics-bind-address') ?? DEFAULT_ADDRESSES.operator.metrics, errors);
-  const health = parseAddress('--health-probe-bind-address', flags.get('health-probe-bind-address') ?? DEFAULT_ADDRESSES.operator.health, errors);
+  const health = parseAddress(
+    '--health-probe-bind-address',
+    flags.get('health-probe-bind-address') ?? DEFAULT_ADDRESSES.operator.health,
+    errors,
+  );
   const leaderElectionTiming = parseElectionTiming(flags, errors);
   const proxy = readProxyEnv(env);
   if (errors.length) return { ok: false, errors };

@@ -5,7 +5,15 @@ import { parseConfig } from './config.js';
 import { buildContainer, ReconcilersId } from './container.js';
 
 const env = { RELEASE_VERSION: '4.22.0', KARPENTER_IMAGE_AWS: 'quay.io/k:1' };
-const hostedEnv = { ...env, MANAGEMENT_CLUSTER: 'true', CLUSTER_NAME: 'demo', CLUSTER_ENDPOINT: 'https://api.demo:6443', PLATFORM: 'AWS', REGION: 'us-east-1', HCP_NAME: 'demo' };
+const hostedEnv = {
+  ...env,
+  MANAGEMENT_CLUSTER: 'true',
+  CLUSTER_NAME: 'demo',
+  CLUSTER_ENDPOINT: 'https://api.demo:6443',
+  PLATFORM: 'AWS',
+  REGION: 'us-east-1',
+  HCP_NAME: 'demo',
+};
 
 function build(argv: string[], e: Record<string, string>, withGuest: boolean) {
   const parsed = parseConfig(argv, e, { crdDir: '/crds' });
@@ -33,7 +41,9 @@ describe('buildContainer', () => {
     expect(topology.controlStore).toBe(control);
     expect(topology.workloadStore).toBe(control);
     const names = c.get<Reconciler[]>(ReconcilersId).map((r) => r.name);
-    expect(names).toEqual(expect.arrayContaining(['ec2nodeclass.default', 'machineconfigpool.node-config', 'certificatesigningrequest.node-identity']));
+    expect(names).toEqual(
+      expect.arrayContaining(['ec2nodeclass.default', 'machineconfigpool.node-config', 'certificatesigningrequest.node-identity']),
+    );
   });
 
   it('management-cluster mode: the HyperShift topology over both stores; no MachineConfigPools and no default NodeClass (the adapter writes it)', () => {
@@ -51,7 +61,11 @@ describe('buildContainer', () => {
 
   it('management-cluster mode: every watch on the management cluster is in the HCP namespace (HyperShift grants a Role there, nothing cluster-wide)', () => {
     const { c } = build(['--namespace=clusters-demo', '--guest-kubeconfig=/g/kubeconfig'], hostedEnv, true);
-    const control = c.get<Reconciler[]>(ReconcilersId).flatMap((r) => r.watches.filter((w) => w.cluster === 'control').map((w) => ({ reconciler: r.name, kind: w.type.kind, namespace: w.namespace })));
+    const control = c
+      .get<Reconciler[]>(ReconcilersId)
+      .flatMap((r) =>
+        r.watches.filter((w) => w.cluster === 'control').map((w) => ({ reconciler: r.name, kind: w.type.kind, namespace: w.namespace })),
+      );
     expect(control.length).toBeGreaterThan(0);
     expect(control.filter((w) => w.namespace !== 'clusters-demo')).toEqual([]);
   });

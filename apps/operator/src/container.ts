@@ -136,7 +136,8 @@ export function buildContainer(inputs: ContainerInputs): Container {
   const hosted = config.managementCluster;
   if (hosted) {
     if (!inputs.guestStore) throw new Error('management-cluster mode needs the guest cluster store (--guest-kubeconfig)');
-    if (!config.hcpName) throw new Error('management-cluster mode needs the HostedControlPlane name (HCP_NAME, or found in the namespace at start-up)');
+    if (!config.hcpName)
+      throw new Error('management-cluster mode needs the HostedControlPlane name (HCP_NAME, or found in the namespace at start-up)');
     c.bind(ManagementClusterStoreId).toConstantValue(inputs.store);
     c.bind(GuestClusterStoreId).toConstantValue(inputs.guestStore);
     c.load(
@@ -172,7 +173,16 @@ export function buildContainer(inputs: ContainerInputs): Container {
   c.load(module);
 
   c.bind(ReconcilersId).toResolvedValue(
-    (topology: Topology, cloud: CloudProvider, board: StatusBoard, clock: Clock, logger: Logger, metrics: Metrics, events: EventRecorder, s: OperatorSettings) => {
+    (
+      topology: Topology,
+      cloud: CloudProvider,
+      board: StatusBoard,
+      clock: Clock,
+      logger: Logger,
+      metrics: Metrics,
+      events: EventRecorder,
+      s: OperatorSettings,
+    ) => {
       const facts = () => topology.clusterFacts();
       const core: Reconciler[] = [
         new CrdsReconciler({ topology, cloud }),
@@ -180,7 +190,17 @@ export function buildContainer(inputs: ContainerInputs): Container {
         new TeardownReconciler({ topology, clock, events, logger }),
         // A hosted cluster has no Machine Config Operator, and its default NodeClass comes from the
         // ignition Secrets through the sidecar adapter: only node identity runs there.
-        ...nodeLifecycleReconcilers({ topology, cloud, board, clock, logger, metrics, events, facts, parts: hosted ? ['node-identity'] : undefined }),
+        ...nodeLifecycleReconcilers({
+          topology,
+          cloud,
+          board,
+          clock,
+          logger,
+          metrics,
+          events,
+          facts,
+          parts: hosted ? ['node-identity'] : undefined,
+        }),
         // The interruption queue is a setting of the Karpenter CR, which only a standalone cluster has.
         ...(hosted ? [] : [new InterruptionQueueReconciler({ topology, cloud, board, logger })]),
       ];

@@ -10,7 +10,11 @@ describe('readProxyEnv', () => {
       env: { HTTPS_PROXY: 'http://proxy.example.com:3128', NO_PROXY: '.cluster.local,10.0.0.0/16' },
       want: { proxyEnv: { HTTPS_PROXY: 'http://proxy.example.com:3128', NO_PROXY: '.cluster.local,10.0.0.0/16' }, problems: [] },
     },
-    { name: 'lower case accepted', env: { https_proxy: 'https://user:pw@proxy:443' }, want: { proxyEnv: { HTTPS_PROXY: 'https://user:pw@proxy:443' }, problems: [] } },
+    {
+      name: 'lower case accepted',
+      env: { https_proxy: 'https://user:pw@proxy:443' },
+      want: { proxyEnv: { HTTPS_PROXY: 'https://user:pw@proxy:443' }, problems: [] },
+    },
     { name: 'NO_PROXY alone is no proxy', env: { NO_PROXY: '.local' }, want: { problems: [] } },
   ])('$name', ({ env, want }) => {
     expect(readProxyEnv(env)).toEqual(want);
@@ -23,7 +27,9 @@ describe('readProxyEnv', () => {
   ])('malformed HTTPS_PROXY ($name): left out, named with its Proxy field', ({ value }) => {
     const r = readProxyEnv({ HTTPS_PROXY: value, HTTP_PROXY: 'http://ok:3128' });
     expect(r.proxyEnv).toEqual({ HTTP_PROXY: 'http://ok:3128' });
-    expect(r.problems).toEqual([`HTTPS_PROXY (the cluster Proxy's status.httpsProxy) must be an http:// or https:// URL with a host, got ${JSON.stringify(value)}`]);
+    expect(r.problems).toEqual([
+      `HTTPS_PROXY (the cluster Proxy's status.httpsProxy) must be an http:// or https:// URL with a host, got ${JSON.stringify(value)}`,
+    ]);
   });
 });
 
@@ -38,7 +44,11 @@ describe('caBundleProblem', () => {
 
   it.each([
     { name: 'no PEM at all', text: 'not a certificate\n', want: /holds no PEM certificate$/ },
-    { name: 'a broken certificate', text: '-----BEGIN CERTIFICATE-----\nMIIBroken\n-----END CERTIFICATE-----\n', want: /: certificate 1 of 1 does not parse/ },
+    {
+      name: 'a broken certificate',
+      text: '-----BEGIN CERTIFICATE-----\nMIIBroken\n-----END CERTIFICATE-----\n',
+      want: /: certificate 1 of 1 does not parse/,
+    },
   ])('$name: names the file and the ConfigMap', ({ text, want }) => {
     const p = caBundleProblem(text, path);
     expect(p).toMatch(want);

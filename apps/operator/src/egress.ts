@@ -36,7 +36,9 @@ export function readProxyEnv(env: Readonly<Record<string, string | undefined>>):
         url = undefined;
       }
       if (!url || !['http:', 'https:'].includes(url.protocol) || !url.hostname) {
-        problems.push(`${name} (the cluster Proxy's ${SOURCE[name]}) must be an http:// or https:// URL with a host, got ${JSON.stringify(value)}`);
+        problems.push(
+          `${name} (the cluster Proxy's ${SOURCE[name]}) must be an http:// or https:// URL with a host, got ${JSON.stringify(value)}`,
+        );
         continue;
       }
     }
@@ -76,7 +78,10 @@ export function caBundlePath(env: Readonly<Record<string, string | undefined>>):
  * exit message (check-credentials). `read` returns the file's text, or `undefined` when it is absent (not
  * mounted, or not injected yet: nothing to check).
  */
-export function clusterEgressProblems(env: Readonly<Record<string, string | undefined>>, read: (path: string) => string | undefined): string[] {
+export function clusterEgressProblems(
+  env: Readonly<Record<string, string | undefined>>,
+  read: (path: string) => string | undefined,
+): string[] {
   const path = caBundlePath(env);
   const text = read(path);
   const ca = text === undefined ? undefined : caBundleProblem(text, path);

@@ -17,7 +17,14 @@ describe('HyperShift default NodeClass through the AWS provider', () => {
     const hcp = aHostedControlPlane({ spec: { platform: { aws: { resourceTags: tags } } } });
     const management = new MemoryClusterStore([hcp, anIgnitionSecret({ userData: '{"ignition":{"version":"3.4.0"}}', ami: 'ami-0aaa' })]);
     const guest = new MemoryClusterStore([{ ...Types.CustomResourceDefinition, metadata: { name: EC2NODECLASS_CRD } } as KubeObject]);
-    const r = new HcpDefaultNodeClassReconciler({ management, guest, namespace: HCP_NAMESPACE, hcpName: HCP_NAME, events: new RecordingEvents(), cloud });
+    const r = new HcpDefaultNodeClassReconciler({
+      management,
+      guest,
+      namespace: HCP_NAMESPACE,
+      hcpName: HCP_NAME,
+      events: new RecordingEvents(),
+      cloud,
+    });
     await r.reconcile();
     expect(r.problem()).toBeUndefined();
     const nc = await guest.get({ ...cloud.nodeClassType, name: 'default' });
@@ -26,7 +33,11 @@ describe('HyperShift default NodeClass through the AWS provider', () => {
       systemReserved: { cpu: '500m', memory: '1Gi', 'ephemeral-storage': '1Gi' },
       kubeReserved: { cpu: '0', memory: '0', 'ephemeral-storage': '0' },
     });
-    expect(spec).toMatchObject({ amiFamily: 'Custom', amiSelectorTerms: [{ id: 'ami-0aaa' }], userData: '{"ignition":{"version":"3.4.0"}}' });
+    expect(spec).toMatchObject({
+      amiFamily: 'Custom',
+      amiSelectorTerms: [{ id: 'ami-0aaa' }],
+      userData: '{"ignition":{"version":"3.4.0"}}',
+    });
     expect(spec.tags).toEqual({ 'red-hat-managed': 'true' });
   });
 });

@@ -67,7 +67,9 @@ describe.each(cases)('$name image', ({ name, stageNames, operatorOnly, otherBund
     const build = s.find((x) => x.name === 'build')!;
     expect(build.from).toMatch(/^registry\.access\.redhat\.com\/ubi9\/nodejs-24:/);
     expect(build.lines).toContain('WORKDIR /src');
-    expect(build.lines.some((l) => /^RUN npm ci .*&& .*node apps\/operator\/scripts\/build\.mjs --entry (\S+)$/.exec(l)?.[1] === spec.entry)).toBe(true);
+    expect(
+      build.lines.some((l) => /^RUN npm ci .*&& .*node apps\/operator\/scripts\/build\.mjs --entry (\S+)$/.exec(l)?.[1] === spec.entry),
+    ).toBe(true);
     const final = s.at(-1)!;
     expect(final.from).toMatch(/^registry\.access\.redhat\.com\/ubi9\/nodejs-24-minimal:/);
     const user = final.lines.filter((l) => l.startsWith('USER ')).at(-1);
@@ -91,7 +93,10 @@ describe.each(cases)('$name image', ({ name, stageNames, operatorOnly, otherBund
       for (const l of st.lines.filter((x) => x.startsWith('COPY '))) {
         const from = /--from=(\S+)/.exec(l)?.[1];
         if (from) {
-          expect(s.slice(0, i).map((x) => x.name), `${l}: stage ${from} comes earlier`).toContain(from);
+          expect(
+            s.slice(0, i).map((x) => x.name),
+            `${l}: stage ${from} comes earlier`,
+          ).toContain(from);
           continue;
         }
         const parts = l.split(/\s+/).filter((p) => !p.startsWith('--'));
@@ -127,7 +132,9 @@ describe.each(cases)('$name image', ({ name, stageNames, operatorOnly, otherBund
       expect(help.stdout).toMatch(/^Usage: karpenter-operator \[run\]/);
       expect(help.stdout).toContain('--target-kubeconfig');
       // HyperShift's args with MANAGEMENT_CLUSTER=true and nothing else: refused for the missing env only, in one line.
-      const bare = run(['--target-kubeconfig=/mnt/kubeconfig/target-kubeconfig', '--namespace=clusters-demo'], { MANAGEMENT_CLUSTER: 'true' });
+      const bare = run(['--target-kubeconfig=/mnt/kubeconfig/target-kubeconfig', '--namespace=clusters-demo'], {
+        MANAGEMENT_CLUSTER: 'true',
+      });
       expect(bare.status).toBe(1);
       expect(bare.stderr.trimEnd().split('\n')).toHaveLength(1);
       expect(bare.stderr).toMatch(/^karpenter-operator: cannot start: CLUSTER_NAME is required/);
@@ -145,8 +152,16 @@ describe.each(cases)('$name image', ({ name, stageNames, operatorOnly, otherBund
       expect(help.stdout).toContain('karpenter-operator render --from DIR');
 
       const fixtures = mkdtempSync(join(tmpdir(), 'ko-fixtures-'));
-      writeFileSync(join(fixtures, 'cluster.yaml'), openShiftAwsObjects('-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n').map((o) => stringify(o)).join('---\n'));
-      const r = spawnSync(node, [main, 'render', '--from', fixtures, '--kind', 'EC2NodeClass', '--output', 'json'], { cwd: tree, encoding: 'utf8' });
+      writeFileSync(
+        join(fixtures, 'cluster.yaml'),
+        openShiftAwsObjects('-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n')
+          .map((o) => stringify(o))
+          .join('---\n'),
+      );
+      const r = spawnSync(node, [main, 'render', '--from', fixtures, '--kind', 'EC2NodeClass', '--output', 'json'], {
+        cwd: tree,
+        encoding: 'utf8',
+      });
       rmSync(fixtures, { recursive: true, force: true });
       expect(r.status, r.stderr).toBe(0);
       const nc = JSON.parse(r.stdout) as { kind: string; spec: { amiFamily: string } };
@@ -158,7 +173,12 @@ describe.each(cases)('$name image', ({ name, stageNames, operatorOnly, otherBund
     });
   } else {
     const start = (args: string[]) =>
-      spawnSync(node, [join(tree, spec.opt, 'adapter.js'), ...args], { cwd: tree, encoding: 'utf8', env: { PATH: process.env.PATH }, timeout: 30_000 });
+      spawnSync(node, [join(tree, spec.opt, 'adapter.js'), ...args], {
+        cwd: tree,
+        encoding: 'utf8',
+        env: { PATH: process.env.PATH },
+        timeout: 30_000,
+      });
 
     it('the runtime tree starts without node_modules: --help prints the usage', () => {
       const help = start(['--help']);
@@ -178,7 +198,8 @@ describe.each(cases)('$name image', ({ name, stageNames, operatorOnly, otherBund
       const lines = r.stderr.trimEnd().split('\n');
       expect(lines).toHaveLength(1);
       expect(lines[0]).toMatch(/^hypershift-adapter: cannot start: /);
-      for (const flag of ['--namespace', '--guest-kubeconfig']) expect(lines[0]!.includes(`${flag} is required`), `${flag} named`).toBe(missing.includes(flag));
+      for (const flag of ['--namespace', '--guest-kubeconfig'])
+        expect(lines[0]!.includes(`${flag} is required`), `${flag} named`).toBe(missing.includes(flag));
     });
 
     it('an invalid bind address is one line naming the flag, before anything is started', () => {

@@ -68,7 +68,13 @@ async function renderCommand(argv: string[], env: NodeJS.ProcessEnv): Promise<nu
     ...(env.CLUSTER_ENDPOINT ? { clusterEndpointOverride: env.CLUSTER_ENDPOINT } : {}),
   };
   try {
-    const r = renderFrom({ from: o.from, output: o.output, settings, providerFor: (p) => providerFor(p, { crdDir: settings.crdDir }), ...(o.kind ? { kind: o.kind } : {}) });
+    const r = renderFrom({
+      from: o.from,
+      output: o.output,
+      settings,
+      providerFor: (p) => providerFor(p, { crdDir: settings.crdDir }),
+      ...(o.kind ? { kind: o.kind } : {}),
+    });
     for (const n of r.notes) process.stderr.write(`render: ${n}\n`);
     process.stdout.write(formatObjects(r.objects, o.output));
     return 0;
@@ -105,7 +111,13 @@ async function checkCredentialsCommand(argv: string[], env: NodeJS.ProcessEnv): 
     ...(o.credentials ? { sharedCredentialsFile: o.credentials } : {}),
     ...(env.AWS_ENDPOINT_URL_EC2 ? { endpoint: env.AWS_ENDPOINT_URL_EC2 } : {}),
   });
-  const facts = { platform: o.platform, infrastructureName: env.CLUSTER_NAME ?? 'unknown', apiServerInternalURL: 'https://unknown', resourceTags: [], ...(o.region ? { region: o.region } : {}) };
+  const facts = {
+    platform: o.platform,
+    infrastructureName: env.CLUSTER_NAME ?? 'unknown',
+    apiServerInternalURL: 'https://unknown',
+    resourceTags: [],
+    ...(o.region ? { region: o.region } : {}),
+  };
   const start = systemClock.now();
   try {
     provider.assertSupported();

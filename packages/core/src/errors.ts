@@ -62,8 +62,7 @@ export const isTransientError = (e: unknown): e is TransientError => e instanceo
 export const isRejectedError = (e: unknown): e is RejectedError => e instanceof RejectedError;
 export const isInvalidInputError = (e: unknown): e is InvalidInputError => e instanceof InvalidInputError;
 export const isTerminalError = (e: unknown): e is TerminalError => e instanceof TerminalError;
-export const isUnsupportedPlatformError = (e: unknown): e is UnsupportedPlatformError =>
-  e instanceof UnsupportedPlatformError;
+export const isUnsupportedPlatformError = (e: unknown): e is UnsupportedPlatformError => e instanceof UnsupportedPlatformError;
 
 /** "listing MachineSets: <cause>" */
 export function describeError(e: unknown): string {

@@ -23,8 +23,18 @@ describe('AwsCloudProvider', () => {
     expect(() => p.assertSupported()).not.toThrow();
     expect(p.relatedObjects()).toEqual([
       { group: 'karpenter.k8s.aws', resource: 'ec2nodeclasses', name: '' },
-      { group: 'cloudcredential.openshift.io', resource: 'credentialsrequests', name: 'karpenter-cloud-credentials', namespace: 'openshift-cloud-credential-operator' },
-      { group: 'cloudcredential.openshift.io', resource: 'credentialsrequests', name: 'karpenter-node-identity-credentials', namespace: 'openshift-cloud-credential-operator' },
+      {
+        group: 'cloudcredential.openshift.io',
+        resource: 'credentialsrequests',
+        name: 'karpenter-cloud-credentials',
+        namespace: 'openshift-cloud-credential-operator',
+      },
+      {
+        group: 'cloudcredential.openshift.io',
+        resource: 'credentialsrequests',
+        name: 'karpenter-node-identity-credentials',
+        namespace: 'openshift-cloud-credential-operator',
+      },
     ]);
   });
 

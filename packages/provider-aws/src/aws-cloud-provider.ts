@@ -75,7 +75,12 @@ export class AwsCloudProvider implements CloudProvider {
 
   operandCloudConfig(facts: ClusterFacts, _settings: OperatorSettings): OperandCloudConfig {
     if (!facts.region) {
-      throw new InvalidInputError('RegionMissing', 'Infrastructure cluster', 'status.platformStatus.aws.region', 'the AWS region is not set');
+      throw new InvalidInputError(
+        'RegionMissing',
+        'Infrastructure cluster',
+        'status.platformStatus.aws.region',
+        'the AWS region is not set',
+      );
     }
     const env: OperandCloudConfig['env'] = [
       { name: 'AWS_REGION', value: facts.region },

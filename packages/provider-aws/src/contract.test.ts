@@ -21,7 +21,12 @@ describeCloudProviderContract('aws', () => {
   return {
     provider,
     facts: aFacts(),
-    settings: { namespace: 'openshift-karpenter', releaseVersion: '4.21.0', operandImage: 'quay.io/example/karpenter:1.14.1', crdDir: KARPENTER_AWS_CRDS_DIR },
+    settings: {
+      namespace: 'openshift-karpenter',
+      releaseVersion: '4.21.0',
+      operandImage: 'quay.io/example/karpenter:1.14.1',
+      crdDir: KARPENTER_AWS_CRDS_DIR,
+    },
     discovery,
     nodeClass: provider.renderDefaultNodeClass(discovery).object,
     // Port 9 (discard) refuses connections on loopback; one attempt and short timeouts keep it fast.

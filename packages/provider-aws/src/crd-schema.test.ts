@@ -15,7 +15,12 @@ const inputs: Array<{ name: string; input: DiscoveryInput }> = [
   {
     name: 'everything set: arm64+amd64, ids, KMS, io2, IMDS Optional, public IP, tags',
     input: aDiscoveryInput({
-      facts: aFacts({ resourceTags: [{ key: 'team', value: 'x' }, { key: 'kubernetes.io/cluster/foo', value: 'owned' }] }),
+      facts: aFacts({
+        resourceTags: [
+          { key: 'team', value: 'x' },
+          { key: 'kubernetes.io/cluster/foo', value: 'owned' },
+        ],
+      }),
       machineSets: [
         aMachineSet({
           providerSpec: {
@@ -24,7 +29,10 @@ const inputs: Array<{ name: string; input: DiscoveryInput }> = [
             blockDevices: [{ ebs: { volumeSize: 59000, volumeType: 'io2', iops: 64000, kmsKey: { id: 'alias/ebs' } } }],
             metadataServiceOptions: { authentication: 'Optional' },
             publicIp: true,
-            tags: [{ name: 'env', value: '' }, { name: 'eks:cluster', value: 'x' }],
+            tags: [
+              { name: 'env', value: '' },
+              { name: 'eks:cluster', value: 'x' },
+            ],
           },
         }),
         aMachineSet({ name: 'arm', providerSpec: { ami: { id: 'ami-0arm' }, instanceType: 'm7g.large' } }),
@@ -47,15 +55,45 @@ describe('rendered EC2NodeClass against the real CRD schema (karpenter-provider-
 
   // Negative controls: the validator must be able to say no, or the checks above prove nothing.
   it.each([
-    { name: 'volumeSize outside the pattern', patch: (s: Record<string, unknown>) => ((s.blockDeviceMappings as Array<{ ebs: Record<string, unknown> }>)[0]!.ebs.volumeSize = '70000Gi'), expect: /does not match/ },
+    {
+      name: 'volumeSize outside the pattern',
+      patch: (s: Record<string, unknown>) =>
+        ((s.blockDeviceMappings as Array<{ ebs: Record<string, unknown> }>)[0]!.ebs.volumeSize = '70000Gi'),
+      expect: /does not match/,
+    },
     { name: 'unknown spec field', patch: (s: Record<string, unknown>) => (s.instanceType = 'm5.large'), expect: /unknown field/ },
-    { name: 'volume type outside the enum', patch: (s: Record<string, unknown>) => ((s.blockDeviceMappings as Array<{ ebs: Record<string, unknown> }>)[0]!.ebs.volumeType = 'ssd'), expect: /not in enum/ },
-    { name: 'missing subnetSelectorTerms', patch: (s: Record<string, unknown>) => delete s.subnetSelectorTerms, expect: /missing required subnetSelectorTerms/ },
+    {
+      name: 'volume type outside the enum',
+      patch: (s: Record<string, unknown>) =>
+        ((s.blockDeviceMappings as Array<{ ebs: Record<string, unknown> }>)[0]!.ebs.volumeType = 'ssd'),
+      expect: /not in enum/,
+    },
+    {
+      name: 'missing subnetSelectorTerms',
+      patch: (s: Record<string, unknown>) => delete s.subnetSelectorTerms,
+      expect: /missing required subnetSelectorTerms/,
+    },
     { name: 'role and instanceProfile', patch: (s: Record<string, unknown>) => (s.role = 'worker-role'), expect: /exactly one of/ },
-    { name: 'id with tags in an AMI term', patch: (s: Record<string, unknown>) => (s.amiSelectorTerms = [{ id: 'ami-1', tags: { a: 'b' } }]), expect: /mutually exclusive/ },
-    { name: 'restricted tag', patch: (s: Record<string, unknown>) => (s.tags = { 'kubernetes.io/cluster/x': 'owned' }), expect: /restricted tag/ },
-    { name: 'hop limit above maximum', patch: (s: Record<string, unknown>) => ((s.metadataOptions as Record<string, unknown>).httpPutResponseHopLimit = 65), expect: /above maximum/ },
-    { name: 'too many subnet terms', patch: (s: Record<string, unknown>) => (s.subnetSelectorTerms = Array.from({ length: 31 }, (_, i) => ({ id: `subnet-${i}` }))), expect: /more than 30 items/ },
+    {
+      name: 'id with tags in an AMI term',
+      patch: (s: Record<string, unknown>) => (s.amiSelectorTerms = [{ id: 'ami-1', tags: { a: 'b' } }]),
+      expect: /mutually exclusive/,
+    },
+    {
+      name: 'restricted tag',
+      patch: (s: Record<string, unknown>) => (s.tags = { 'kubernetes.io/cluster/x': 'owned' }),
+      expect: /restricted tag/,
+    },
+    {
+      name: 'hop limit above maximum',
+      patch: (s: Record<string, unknown>) => ((s.metadataOptions as Record<string, unknown>).httpPutResponseHopLimit = 65),
+      expect: /above maximum/,
+    },
+    {
+      name: 'too many subnet terms',
+      patch: (s: Record<string, unknown>) => (s.subnetSelectorTerms = Array.from({ length: 31 }, (_, i) => ({ id: `subnet-${i}` }))),
+      expect: /more than 30 items/,
+    },
   ])('rejects $name', ({ patch, expect: want }) => {
     const obj = structuredClone(renderDefaultNodeClass(aDiscoveryInput()).object);
     patch(obj.spec as Record<string, unknown>);

@@ -36,7 +36,12 @@ describe('awsCredentialsRequests', () => {
     { name: 'resolves the interruption queue by name', action: 'sqs:GetQueueUrl', operand: true, identity: true },
     { name: 'receives interruption events', action: 'sqs:ReceiveMessage', operand: true, identity: false },
     { name: 'deletes handled interruption events', action: 'sqs:DeleteMessage', operand: true, identity: false },
-    { name: 'reads no queue attributes (the pinned Karpenter does not)', action: 'sqs:GetQueueAttributes', operand: false, identity: false },
+    {
+      name: 'reads no queue attributes (the pinned Karpenter does not)',
+      action: 'sqs:GetQueueAttributes',
+      operand: false,
+      identity: false,
+    },
   ])('$name', ({ action, operand, identity }) => {
     expect(actions(byName('karpenter-cloud-credentials')).includes(action)).toBe(operand);
     expect(actions(byName('karpenter-node-identity-credentials')).includes(action)).toBe(identity);
@@ -52,7 +57,11 @@ describe('awsCredentialsRequests', () => {
 describe('awsOperandRbac', () => {
   it('binds ClusterRole karpenter to the operand ServiceAccount of the namespace', () => {
     const [role, binding] = awsOperandRbac('ns-x') as Obj[];
-    expect(role!['rules']).toContainEqual({ apiGroups: ['karpenter.k8s.aws'], resources: ['ec2nodeclasses', 'ec2nodeclasses/status'], verbs: ['patch', 'update'] });
+    expect(role!['rules']).toContainEqual({
+      apiGroups: ['karpenter.k8s.aws'],
+      resources: ['ec2nodeclasses', 'ec2nodeclasses/status'],
+      verbs: ['patch', 'update'],
+    });
     expect(binding!['roleRef']).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'karpenter' });
     expect(binding!['subjects']).toEqual([{ kind: 'ServiceAccount', name: 'karpenter', namespace: 'ns-x' }]);
   });

@@ -88,7 +88,10 @@ function credentialsRequest(name: string, namespace: string, serviceAccount: str
 export function awsCredentialsRequests(namespace: string): KubeObject[] {
   return [
     credentialsRequest(Names.credentialsSecret, namespace, Names.operandServiceAccount, Object.values(operandAwsActions)),
-    credentialsRequest(Names.nodeIdentityCredentialsSecret, namespace, Names.operatorServiceAccount, [nodeIdentityAwsActions, operatorVerificationAwsActions]),
+    credentialsRequest(Names.nodeIdentityCredentialsSecret, namespace, Names.operatorServiceAccount, [
+      nodeIdentityAwsActions,
+      operatorVerificationAwsActions,
+    ]),
   ];
 }
 

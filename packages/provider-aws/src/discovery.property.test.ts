@@ -14,11 +14,15 @@ const schema = crdSchema('karpenter.k8s.aws_ec2nodeclasses.yaml');
 function providerSpecArb(noisy: boolean): fc.Arbitrary<Record<string, unknown>> {
   const or = <T>(plausible: fc.Arbitrary<T>): fc.Arbitrary<unknown> =>
     noisy ? fc.oneof({ arbitrary: plausible, weight: 4 }, { arbitrary: fc.anything(), weight: 1 }) : plausible;
-  const id = (prefix: string) => or(fc.oneof({ arbitrary: fc.stringMatching(new RegExp(`^${prefix}-[0-9a-f]{1,17}$`)), weight: 3 }, fc.string(), fc.constant('')));
+  const id = (prefix: string) =>
+    or(fc.oneof({ arbitrary: fc.stringMatching(new RegExp(`^${prefix}-[0-9a-f]{1,17}$`)), weight: 3 }, fc.string(), fc.constant('')));
   const arnKind: Record<string, string> = { ami: 'image', sg: 'security-group', subnet: 'subnet', kms: 'key' };
   const filter = or(
     fc.record({
-      name: fc.oneof(fc.constantFrom('tag:Name', 'tag:tier', 'tag:', 'subnet-id', 'group-id', 'group-name', 'image-id', 'name', 'vpc-id'), fc.string()),
+      name: fc.oneof(
+        fc.constantFrom('tag:Name', 'tag:tier', 'tag:', 'subnet-id', 'group-id', 'group-name', 'image-id', 'name', 'vpc-id'),
+        fc.string(),
+      ),
       values: fc.array(fc.oneof(fc.string(), fc.stringMatching(/^(subnet|sg|ami)-[0-9a-f]{4}$/)), { maxLength: 4 }),
     }),
   );
@@ -48,7 +52,15 @@ function providerSpecArb(noisy: boolean): fc.Arbitrary<Record<string, unknown>> 
   );
   const tag = or(
     fc.record(
-      { name: or(fc.oneof(fc.string(), fc.constantFrom('kubernetes.io/cluster/x', 'karpenter.sh/nodepool', 'karpenter.k8s.aws/ec2nodeclass', 'eks:x', 'team'))), value: or(fc.string()) },
+      {
+        name: or(
+          fc.oneof(
+            fc.string(),
+            fc.constantFrom('kubernetes.io/cluster/x', 'karpenter.sh/nodepool', 'karpenter.k8s.aws/ec2nodeclass', 'eks:x', 'team'),
+          ),
+        ),
+        value: or(fc.string()),
+      },
       { requiredKeys: [] },
     ),
   );
@@ -58,9 +70,13 @@ function providerSpecArb(noisy: boolean): fc.Arbitrary<Record<string, unknown>> 
       ami: ref('ami'),
       subnet: ref('subnet'),
       securityGroups: or(fc.array(ref('sg'), { maxLength: 4 })),
-      iamInstanceProfile: or(fc.record({ id: or(fc.string()), arn: or(fc.constant('arn:aws:iam::123456789012:instance-profile/p')) }, { requiredKeys: [] })),
+      iamInstanceProfile: or(
+        fc.record({ id: or(fc.string()), arn: or(fc.constant('arn:aws:iam::123456789012:instance-profile/p')) }, { requiredKeys: [] }),
+      ),
       blockDevices: or(fc.array(or(fc.record({ deviceName: or(fc.string()), ebs }, { requiredKeys: [] })), { maxLength: 3 })),
-      metadataServiceOptions: or(fc.record({ authentication: or(fc.constantFrom('Required', 'Optional', '', 'Sometimes')) }, { requiredKeys: [] })),
+      metadataServiceOptions: or(
+        fc.record({ authentication: or(fc.constantFrom('Required', 'Optional', '', 'Sometimes')) }, { requiredKeys: [] }),
+      ),
       publicIp: or(fc.boolean()),
       tags: or(fc.array(tag, { maxLength: 5 })),
       userDataSecret: or(fc.record({ name: or(fc.constantFrom('worker-user-data', 'absent-secret')) })),
@@ -76,7 +92,9 @@ function providerSpecArb(noisy: boolean): fc.Arbitrary<Record<string, unknown>> 
  * Three populations: noisy specs, installer specs with a few plausible fields overwritten (most of these
  * render), and arbitrary JSON in place of the providerSpec.
  */
-const overrides = providerSpecArb(false).chain((p) => fc.subarray(Object.keys(p), { maxLength: 3 }).map((keys) => Object.fromEntries(keys.map((k) => [k, p[k]]))));
+const overrides = providerSpecArb(false).chain((p) =>
+  fc.subarray(Object.keys(p), { maxLength: 3 }).map((keys) => Object.fromEntries(keys.map((k) => [k, p[k]]))),
+);
 const value = fc.oneof(
   providerSpecArb(true),
   overrides.map((o) => ({ ...aProviderSpec(), ...o })),

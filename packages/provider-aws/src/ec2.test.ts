@@ -17,14 +17,7 @@ import {
   type Subnet,
   type Tag,
 } from '@aws-sdk/client-ec2';
-import {
-  CoreError,
-  ForbiddenError,
-  InvalidInputError,
-  RejectedError,
-  TransientError,
-  type KubeObject,
-} from '@karpenter-operator/core';
+import { CoreError, ForbiddenError, InvalidInputError, RejectedError, TransientError, type KubeObject } from '@karpenter-operator/core';
 import { createEc2Client, Ec2Adapter, instanceIdFromProviderId, mapAwsError, rereadEvery, webIdentityTokenFileOf } from './ec2.js';
 import { aFacts, INFRA_ID } from './testing/builders.js';
 
@@ -100,7 +93,11 @@ const nodeClass = (spec: Record<string, unknown> = {}): KubeObject => ({
   },
 });
 
-const adapter = () => new Ec2Adapter({ credentials: { type: 'default' } }, (region) => new EC2Client({ region, credentials: { accessKeyId: 'a', secretAccessKey: 'b' } }));
+const adapter = () =>
+  new Ec2Adapter(
+    { credentials: { type: 'default' } },
+    (region) => new EC2Client({ region, credentials: { accessKeyId: 'a', secretAccessKey: 'b' } }),
+  );
 
 beforeEach(() => ec2Mock.reset());
 afterEach(() => ec2Mock.reset());
@@ -170,7 +167,10 @@ describe('Ec2Adapter.verifyNodeClass', () => {
     },
     {
       name: 'subnet without the cluster tag',
-      world: { ...goodWorld(), subnets: [subnet('subnet-0a'), subnet('subnet-0b', { Tags: [{ Key: 'Name', Value: `${INFRA_ID}-subnet-0b` }] })] },
+      world: {
+        ...goodWorld(),
+        subnets: [subnet('subnet-0a'), subnet('subnet-0b', { Tags: [{ Key: 'Name', Value: `${INFRA_ID}-subnet-0b` }] })],
+      },
       spec: {},
       want: [{ field: 'spec.subnetSelectorTerms[1]', message: `subnet subnet-0b lacks the cluster tag kubernetes.io/cluster/${INFRA_ID}` }],
     },
@@ -180,7 +180,10 @@ describe('Ec2Adapter.verifyNodeClass', () => {
       spec: {},
       want: [
         { field: 'spec.securityGroupSelectorTerms[0]', message: 'security group sg-0node not found' },
-        { field: 'spec.securityGroupSelectorTerms[1]', message: "security group sg-0lb is in vpc-0other, not in the cluster's vpc-0cluster" },
+        {
+          field: 'spec.securityGroupSelectorTerms[1]',
+          message: "security group sg-0lb is in vpc-0other, not in the cluster's vpc-0cluster",
+        },
       ],
     },
     {
@@ -211,7 +214,10 @@ describe('Ec2Adapter.verifyNodeClass', () => {
 
   it('looks up all id terms of a kind in one call', async () => {
     serve(goodWorld());
-    await adapter().verifyNodeClass(nodeClass({ subnetSelectorTerms: [{ id: 'subnet-0a' }, { id: 'subnet-0b' }, { id: 'subnet-0c' }] }), facts);
+    await adapter().verifyNodeClass(
+      nodeClass({ subnetSelectorTerms: [{ id: 'subnet-0a' }, { id: 'subnet-0b' }, { id: 'subnet-0c' }] }),
+      facts,
+    );
     const calls = ec2Mock.commandCalls(DescribeSubnetsCommand);
     expect(calls).toHaveLength(1);
     expect(calls[0]!.args[0].input.Filters).toEqual([{ Name: 'subnet-id', Values: ['subnet-0a', 'subnet-0b', 'subnet-0c'] }]);
@@ -237,7 +243,9 @@ describe('Ec2Adapter.describeInstances', () => {
     State: { Name: 'running' },
     PrivateDnsName: `ip-10-0-0-${id.length}.ec2.internal`,
     PrivateIpAddress: '10.0.0.5',
-    NetworkInterfaces: [{ PrivateIpAddresses: [{ PrivateIpAddress: '10.0.0.5' }, { PrivateIpAddress: '10.0.0.6', Association: { PublicIp: '54.1.2.3' } }] }],
+    NetworkInterfaces: [
+      { PrivateIpAddresses: [{ PrivateIpAddress: '10.0.0.5' }, { PrivateIpAddress: '10.0.0.6', Association: { PublicIp: '54.1.2.3' } }] },
+    ],
     Tags: [CLUSTER_TAG],
     ...o,
   });
@@ -246,7 +254,9 @@ describe('Ec2Adapter.describeInstances', () => {
     ec2Mock
       .on(DescribeInstancesCommand)
       .resolvesOnce({ Reservations: [{ Instances: [instance('i-01')] }], NextToken: 'page2' })
-      .resolvesOnce({ Reservations: [{ Instances: [instance('i-02', { Tags: [{ Key: 'kubernetes.io/cluster/other', Value: 'owned' }] })] }] });
+      .resolvesOnce({
+        Reservations: [{ Instances: [instance('i-02', { Tags: [{ Key: 'kubernetes.io/cluster/other', Value: 'owned' }] })] }],
+      });
     const got = await adapter().describeInstances(['i-01', 'i-02', 'i-03', 'i-01'], facts);
     const calls = ec2Mock.commandCalls(DescribeInstancesCommand);
     expect(calls).toHaveLength(2);
@@ -279,7 +289,9 @@ describe('Ec2Adapter.describeInstances', () => {
     ['terminated', false],
     [undefined, false],
   ] as const)('decides live from the EC2 state (%s → %s), so that core never reads state words', async (state, live) => {
-    ec2Mock.on(DescribeInstancesCommand).resolves({ Reservations: [{ Instances: [instance('i-01', { State: state ? { Name: state } : {} })] }] });
+    ec2Mock
+      .on(DescribeInstancesCommand)
+      .resolves({ Reservations: [{ Instances: [instance('i-01', { State: state ? { Name: state } : {} })] }] });
     const [got] = await adapter().describeInstances(['i-01'], facts);
     expect(got?.live).toBe(live);
   });
@@ -316,7 +328,10 @@ describe('Ec2Adapter.describeInstances', () => {
 
   it('batches beyond the 200-value filter limit', async () => {
     ec2Mock.on(DescribeInstancesCommand).resolves({ Reservations: [] });
-    await adapter().describeInstances(Array.from({ length: 250 }, (_, i) => `i-${i.toString(16).padStart(4, '0')}`), facts);
+    await adapter().describeInstances(
+      Array.from({ length: 250 }, (_, i) => `i-${i.toString(16).padStart(4, '0')}`),
+      facts,
+    );
     expect(ec2Mock.commandCalls(DescribeInstancesCommand).map((c) => c.args[0].input.Filters![0]!.Values!.length)).toEqual([200, 50]);
   });
 
@@ -330,7 +345,8 @@ describe('Ec2Adapter.checkCredentials', () => {
   const dir = mkdtempSync(join(tmpdir(), 'ko-aws-'));
   const file = join(dir, 'credentials');
   writeFileSync(file, '[default]\naws_access_key_id = AKIAEXAMPLE\naws_secret_access_key = secret\n');
-  const withFile = (path: string) => new Ec2Adapter({ credentials: { type: 'sharedCredentialsFile', path } }, (region) => new EC2Client({ region }));
+  const withFile = (path: string) =>
+    new Ec2Adapter({ credentials: { type: 'sharedCredentialsFile', path } }, (region) => new EC2Client({ region }));
 
   it('resolves when the dry run would have succeeded', async () => {
     ec2Mock.on(DescribeInstancesCommand).rejects(awsError('DryRunOperation', 412));
@@ -345,7 +361,9 @@ describe('Ec2Adapter.checkCredentials', () => {
   });
 
   it('names a missing credentials file', async () => {
-    const err = await withFile(join(dir, 'nope')).checkCredentials(facts).catch((e: unknown) => e);
+    const err = await withFile(join(dir, 'nope'))
+      .checkCredentials(facts)
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(InvalidInputError);
     expect((err as CoreError).message).toContain(join(dir, 'nope'));
     expect(ec2Mock.commandCalls(DescribeInstancesCommand)).toHaveLength(0);
@@ -354,7 +372,9 @@ describe('Ec2Adapter.checkCredentials', () => {
   it('reports refused credentials as ForbiddenError', async () => {
     ec2Mock.on(DescribeInstancesCommand).rejects(awsError('UnauthorizedOperation', 403));
     await expect(withFile(file).checkCredentials(facts)).rejects.toThrow(ForbiddenError);
-    await expect(withFile(file).checkCredentials(facts)).rejects.toThrow(/^checking credentials \(DescribeInstances DryRun\): UnauthorizedOperation/);
+    await expect(withFile(file).checkCredentials(facts)).rejects.toThrow(
+      /^checking credentials \(DescribeInstances DryRun\): UnauthorizedOperation/,
+    );
   });
 
   it('needs a region', async () => {
@@ -364,7 +384,16 @@ describe('Ec2Adapter.checkCredentials', () => {
 
 describe('createEc2Client', () => {
   it('uses adaptive retries, the endpoint override and timeouts', async () => {
-    const c = createEc2Client({ endpoint: 'http://127.0.0.1:5000', maxAttempts: 7, requestTimeoutMs: 1234, connectionTimeoutMs: 99, credentials: { type: 'sharedCredentialsFile', path: '/nonexistent' } }, 'eu-west-1');
+    const c = createEc2Client(
+      {
+        endpoint: 'http://127.0.0.1:5000',
+        maxAttempts: 7,
+        requestTimeoutMs: 1234,
+        connectionTimeoutMs: 99,
+        credentials: { type: 'sharedCredentialsFile', path: '/nonexistent' },
+      },
+      'eu-west-1',
+    );
     expect(c.config.retryMode).toBe('adaptive');
     expect(await c.config.maxAttempts()).toBe(7);
     expect(await c.config.region()).toBe('eu-west-1');
@@ -377,10 +406,18 @@ describe('createEc2Client', () => {
 describe('rereadEvery', () => {
   it('gives static keys an expiration so a rotated Secret is read again, and keeps STS expirations', async () => {
     const at = Date.UTC(2026, 0, 1);
-    const staticKeys = rereadEvery(600_000, async () => ({ accessKeyId: 'a', secretAccessKey: 'b' }), () => at);
+    const staticKeys = rereadEvery(
+      600_000,
+      async () => ({ accessKeyId: 'a', secretAccessKey: 'b' }),
+      () => at,
+    );
     expect((await staticKeys()).expiration).toEqual(new Date(at + 600_000));
     const sts = new Date(at + 3_600_000);
-    const temporary = rereadEvery(600_000, async () => ({ accessKeyId: 'a', secretAccessKey: 'b', sessionToken: 't', expiration: sts }), () => at);
+    const temporary = rereadEvery(
+      600_000,
+      async () => ({ accessKeyId: 'a', secretAccessKey: 'b', sessionToken: 't', expiration: sts }),
+      () => at,
+    );
     expect((await temporary()).expiration).toBe(sts);
   });
 
@@ -400,7 +437,11 @@ describe('rereadEvery', () => {
 
 describe('webIdentityTokenFileOf', () => {
   it.each([
-    { name: 'STS profile as the cloud-credential operator writes it', text: '[default]\nsts_regional_endpoints = regional\nrole_arn = arn:aws:iam::1:role/k\nweb_identity_token_file = /var/run/secrets/openshift/serviceaccount/token\n', want: '/var/run/secrets/openshift/serviceaccount/token' },
+    {
+      name: 'STS profile as the cloud-credential operator writes it',
+      text: '[default]\nsts_regional_endpoints = regional\nrole_arn = arn:aws:iam::1:role/k\nweb_identity_token_file = /var/run/secrets/openshift/serviceaccount/token\n',
+      want: '/var/run/secrets/openshift/serviceaccount/token',
+    },
     { name: 'static keys', text: '[default]\naws_access_key_id = A\naws_secret_access_key = B\n', want: undefined },
     { name: 'another profile only', text: '[other]\nweb_identity_token_file = /t\n', want: undefined },
     { name: 'config-file spelling, CRLF, comments', text: '# c\r\n[profile default]\r\nweb_identity_token_file=/t \r\n', want: '/t' },

@@ -161,7 +161,17 @@ const TRANSIENT = new Set([
   'AbortError',
   'IDPCommunicationError',
 ]);
-const NETWORK_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'ECONNABORTED', 'EPIPE', 'ETIMEDOUT', 'EAI_AGAIN', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH']);
+const NETWORK_CODES = new Set([
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'ECONNABORTED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EAI_AGAIN',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+]);
 
 interface SdkErrorShape {
   name?: string;
@@ -218,7 +228,8 @@ const hasTag = (tags: Tag[] | undefined, key: string): boolean => (tags ?? []).s
  * instances Karpenter launches); `shared` marks resources several clusters use, never a node of this one.
  */
 export const ClusterOwnedTagValue = 'owned';
-const ownedBy = (tags: Tag[] | undefined, key: string): boolean => (tags ?? []).some((t) => t.Key === key && t.Value === ClusterOwnedTagValue);
+const ownedBy = (tags: Tag[] | undefined, key: string): boolean =>
+  (tags ?? []).some((t) => t.Key === key && t.Value === ClusterOwnedTagValue);
 
 const MAX_PAGES = 100;
 
@@ -228,7 +239,9 @@ const chunks = <T>(list: T[], size: number): T[][] => {
   return out;
 };
 
-async function paginate<T>(fetch: (token: string | undefined) => Promise<{ items: T[] | undefined; next: string | undefined }>): Promise<T[]> {
+async function paginate<T>(
+  fetch: (token: string | undefined) => Promise<{ items: T[] | undefined; next: string | undefined }>,
+): Promise<T[]> {
   const all: T[] = [];
   let token: string | undefined;
   for (let page = 0; page < MAX_PAGES; page++) {
@@ -242,9 +255,7 @@ async function paginate<T>(fetch: (token: string | undefined) => Promise<{ items
 
 /** Tags of a selector term as EC2 filters (`*` selects any value of the key). */
 function tagFilters(tags: Record<string, unknown>): Filter[] {
-  return Object.entries(tags).map(([k, v]) =>
-    v === '*' ? { Name: 'tag-key', Values: [k] } : { Name: `tag:${k}`, Values: [String(v)] },
-  );
+  return Object.entries(tags).map(([k, v]) => (v === '*' ? { Name: 'tag-key', Values: [k] } : { Name: `tag:${k}`, Values: [String(v)] }));
 }
 
 const describeTags = (tags: Record<string, unknown>): string =>
@@ -280,7 +291,12 @@ interface TermMatch<T> {
 async function resolveTerms<T>(
   terms: Term[],
   list: string,
-  o: { idFilter: string; idOf: (item: T) => string | undefined; describe: (filters: Filter[], term?: Term) => Promise<T[]>; filtersOf: (t: Term) => Filter[] | undefined },
+  o: {
+    idFilter: string;
+    idOf: (item: T) => string | undefined;
+    describe: (filters: Filter[], term?: Term) => Promise<T[]>;
+    filtersOf: (t: Term) => Filter[] | undefined;
+  },
 ): Promise<Array<TermMatch<T>>> {
   const idTerms = terms.flatMap((term, i) => (typeof term.id === 'string' ? [{ i, term, id: term.id }] : []));
   const byId = new Map<string, T>();
@@ -317,7 +333,12 @@ export class Ec2Adapter {
   private client(facts: ClusterFacts): EC2Client {
     const region = this.options.region ?? facts.region;
     if (!region) {
-      throw new InvalidInputError('RegionMissing', 'Infrastructure cluster', 'status.platformStatus.aws.region', 'the AWS region is not set');
+      throw new InvalidInputError(
+        'RegionMissing',
+        'Infrastructure cluster',
+        'status.platformStatus.aws.region',
+        'the AWS region is not set',
+      );
     }
     let c = this.clients.get(region);
     if (!c) {
@@ -385,7 +406,8 @@ export class Ec2Adapter {
     const problems: VerificationProblem[] = [];
     const clusterTag = clusterTagKey(facts);
 
-    const tagsOf = (t: Term): Filter[] => (typeof t.tags === 'object' && t.tags !== null ? tagFilters(t.tags as Record<string, unknown>) : []);
+    const tagsOf = (t: Term): Filter[] =>
+      typeof t.tags === 'object' && t.tags !== null ? tagFilters(t.tags as Record<string, unknown>) : [];
     const nonEmpty = (filters: Filter[]): Filter[] | undefined => (filters.length ? filters : undefined);
 
     // Subnets.
@@ -398,7 +420,11 @@ export class Ec2Adapter {
     });
     const found: Array<{ field: string; subnet: Subnet }> = [];
     for (const { field, term, id, items } of subnetMatches) {
-      if (!items.length) problems.push({ field, message: id ? `subnet ${id} not found` : `no subnet has tags ${describeTags(term.tags as Record<string, unknown>)}` });
+      if (!items.length)
+        problems.push({
+          field,
+          message: id ? `subnet ${id} not found` : `no subnet has tags ${describeTags(term.tags as Record<string, unknown>)}`,
+        });
       for (const subnet of items) found.push({ field, subnet });
     }
     // The cluster's VPC: that of the first subnet carrying the cluster tag (else the first subnet).
@@ -417,16 +443,24 @@ export class Ec2Adapter {
     }
 
     // Security groups.
-    const sgMatches = await resolveTerms<SecurityGroup>(termsOf(spec, 'securityGroupSelectorTerms', problems), 'securityGroupSelectorTerms', {
-      idFilter: 'group-id',
-      idOf: (g) => g.GroupId,
-      describe: (filters) => this.securityGroups(ec2, filters),
-      filtersOf: (t) => nonEmpty([...(typeof t.name === 'string' ? [{ Name: 'group-name', Values: [t.name] }] : []), ...tagsOf(t)]),
-    });
+    const sgMatches = await resolveTerms<SecurityGroup>(
+      termsOf(spec, 'securityGroupSelectorTerms', problems),
+      'securityGroupSelectorTerms',
+      {
+        idFilter: 'group-id',
+        idOf: (g) => g.GroupId,
+        describe: (filters) => this.securityGroups(ec2, filters),
+        filtersOf: (t) => nonEmpty([...(typeof t.name === 'string' ? [{ Name: 'group-name', Values: [t.name] }] : []), ...tagsOf(t)]),
+      },
+    );
     for (const { field, term, id, items } of sgMatches) {
       if (items.length) continue;
       if (id) problems.push({ field, message: `security group ${id} not found` });
-      else problems.push({ field, message: `no security group ${typeof term.name === 'string' ? `named ${term.name}` : `with tags ${describeTags(term.tags as Record<string, unknown>)}`}` });
+      else
+        problems.push({
+          field,
+          message: `no security group ${typeof term.name === 'string' ? `named ${term.name}` : `with tags ${describeTags(term.tags as Record<string, unknown>)}`}`,
+        });
     }
     for (const { field, items } of sgMatches) {
       for (const group of items) {
@@ -441,7 +475,16 @@ export class Ec2Adapter {
       idFilter: 'image-id',
       idOf: (img) => img.ImageId,
       describe: (filters, term) =>
-        this.images(ec2, filters, typeof term?.owner === 'string' ? term.owner.split(',').map((o) => o.trim()).filter(Boolean) : undefined),
+        this.images(
+          ec2,
+          filters,
+          typeof term?.owner === 'string'
+            ? term.owner
+                .split(',')
+                .map((o) => o.trim())
+                .filter(Boolean)
+            : undefined,
+        ),
       filtersOf: (t) =>
         typeof t.alias === 'string' || typeof t.ssmParameter === 'string'
           ? undefined

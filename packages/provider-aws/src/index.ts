@@ -21,6 +21,12 @@ export {
   type AwsCredentialsSource,
 } from './ec2.js';
 export { EC2NodeClassType, EC2NodeClassLabel, EC2_FILTER_VALUES_MAX, EC2_LIVE_INSTANCE_STATES } from './names.js';
-export { renderEc2NodeClass, isRestrictedTagKey, DEFAULT_ROOT_VOLUME, OPENSHIFT_SYSTEM_RESERVED, OPENSHIFT_KUBE_RESERVED } from './nodeclass.js';
+export {
+  renderEc2NodeClass,
+  isRestrictedTagKey,
+  DEFAULT_ROOT_VOLUME,
+  OPENSHIFT_SYSTEM_RESERVED,
+  OPENSHIFT_KUBE_RESERVED,
+} from './nodeclass.js';
 export { awsOperandRbac } from './rbac.js';
 export { awsCredentialsRequests, awsRelatedObjects } from './credentials-requests.js';

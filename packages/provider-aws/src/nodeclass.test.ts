@@ -28,14 +28,24 @@ describe('renderEc2NodeClass', () => {
         subnetSelectorTerms: [{ tags: { 'kubernetes.io/role/internal-elb': '1' } }],
         securityGroupSelectorTerms: [{ tags: { 'karpenter.sh/discovery': 'demo' } }],
         instanceProfile: 'demo-worker',
-        blockDeviceMappings: [{ deviceName: '/dev/xvda', rootVolume: true, ebs: { volumeSize: '120Gi', volumeType: 'gp3', encrypted: true, deleteOnTermination: true } }],
+        blockDeviceMappings: [
+          {
+            deviceName: '/dev/xvda',
+            rootVolume: true,
+            ebs: { volumeSize: '120Gi', volumeType: 'gp3', encrypted: true, deleteOnTermination: true },
+          },
+        ],
         metadataOptions: { httpEndpoint: 'enabled', httpProtocolIPv6: 'disabled', httpPutResponseHopLimit: 1, httpTokens: 'required' },
         tags: { 'red-hat-managed': 'true' },
         userData: hcpSource.userData,
         kubelet: { systemReserved: { ...OPENSHIFT_SYSTEM_RESERVED }, kubeReserved: { ...OPENSHIFT_KUBE_RESERVED } },
       },
     });
-    expect(r.protectedSpec).toEqual({ amiFamily: 'Custom', amiSelectorTerms: [{ id: 'ami-0aaa' }, { id: 'ami-0bbb' }], userData: hcpSource.userData });
+    expect(r.protectedSpec).toEqual({
+      amiFamily: 'Custom',
+      amiSelectorTerms: [{ id: 'ami-0aaa' }, { id: 'ami-0bbb' }],
+      userData: hcpSource.userData,
+    });
   });
 
   it('takes what the source sets: root volume, optional tokens, public IP, maxPods; a later tag wins', () => {
@@ -51,7 +61,11 @@ describe('renderEc2NodeClass', () => {
       ],
     }).object.spec as Record<string, unknown>;
     expect(spec.blockDeviceMappings).toEqual([
-      { deviceName: '/dev/xvda', rootVolume: true, ebs: { volumeSize: '200Gi', volumeType: 'io1', encrypted: false, deleteOnTermination: true, iops: 3000 } },
+      {
+        deviceName: '/dev/xvda',
+        rootVolume: true,
+        ebs: { volumeSize: '200Gi', volumeType: 'io1', encrypted: false, deleteOnTermination: true, iops: 3000 },
+      },
     ]);
     expect(spec.metadataOptions).toMatchObject({ httpTokens: 'optional' });
     expect(spec.associatePublicIPAddress).toBe(true);

@@ -162,7 +162,9 @@ export function decodeProviderSpec(value: unknown, object: string): AwsProviderS
   const subnet = o.subnet === undefined || o.subnet === null ? { filters: [] } : d.ref(o.subnet, `${p}.subnet`, 'subnet');
   const securityGroups = d.optArr(o, 'securityGroups', p).map((sg, i) => d.ref(sg, `${p}.securityGroups[${i}]`, 'securityGroup'));
   const iamInstanceProfile =
-    o.iamInstanceProfile === undefined || o.iamInstanceProfile === null ? undefined : d.ref(o.iamInstanceProfile, `${p}.iamInstanceProfile`);
+    o.iamInstanceProfile === undefined || o.iamInstanceProfile === null
+      ? undefined
+      : d.ref(o.iamInstanceProfile, `${p}.iamInstanceProfile`);
 
   const blockDevices = d.optArr(o, 'blockDevices', p).map((bd, i): AwsBlockDevice => {
     const bp = `${p}.blockDevices[${i}]`;

@@ -18,7 +18,13 @@ export class SqsAdapter {
   /** GetQueueUrl by name, as Karpenter resolves the queue at start-up: true when found, false when SQS says it does not exist. */
   async queueExists(queueName: string, facts: ClusterFacts): Promise<boolean> {
     const region = this.options.region ?? facts.region;
-    if (!region) throw new InvalidInputError('RegionMissing', 'Infrastructure cluster', 'status.platformStatus.aws.region', 'the AWS region is not set');
+    if (!region)
+      throw new InvalidInputError(
+        'RegionMissing',
+        'Infrastructure cluster',
+        'status.platformStatus.aws.region',
+        'the AWS region is not set',
+      );
     let client = this.clients.get(region);
     if (!client) {
       client = this.clientFor(region);

@@ -9,8 +9,7 @@ import {
   type VerificationProblem,
 } from '@karpenter-operator/core';
 
-export const AZURE_UNSUPPORTED_MESSAGE =
-  'Azure is not supported by Karpenter on OpenShift yet, nothing else on the cluster is affected';
+export const AZURE_UNSUPPORTED_MESSAGE = 'Azure is not supported by Karpenter on OpenShift yet, nothing else on the cluster is affected';
 
 /**
  * The Azure provider as a stub: it passes the CloudProvider contract and says, through
@@ -61,7 +60,9 @@ export class AzureStubCloudProvider implements CloudProvider {
 
   instanceIdFromProviderId(providerID: string): string | undefined {
     // azure:///subscriptions/<sub>/resourceGroups/<rg>/providers/Microsoft.Compute/virtualMachines/<name>
-    const m = /^azure:\/\/\/subscriptions\/[^/]+\/resourceGroups\/[^/]+\/providers\/Microsoft\.Compute\/virtualMachines\/([^/]+)$/i.exec(providerID);
+    const m = /^azure:\/\/\/subscriptions\/[^/]+\/resourceGroups\/[^/]+\/providers\/Microsoft\.Compute\/virtualMachines\/([^/]+)$/i.exec(
+      providerID,
+    );
     return m?.[1];
   }
 

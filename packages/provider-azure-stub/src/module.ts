@@ -5,5 +5,7 @@ import { AzureStubCloudProvider } from './azure-stub-provider.js';
 /** Binds the Azure stub as the CloudProvider. */
 export const azureStubProviderModule = (): ContainerModule =>
   new ContainerModule(({ bind }) => {
-    bind(CloudProviderId).toResolvedValue(() => new AzureStubCloudProvider()).inSingletonScope();
+    bind(CloudProviderId)
+      .toResolvedValue(() => new AzureStubCloudProvider())
+      .inSingletonScope();
   });

@@ -65,12 +65,19 @@ export function connectCluster(info: ClusterInfo): ClusterClient {
     );
     const token = res.body?.status?.token;
     if (res.status !== 201 || !token) {
-      throw new Error(`requesting a token for ServiceAccount ${namespace}/${serviceAccount}: HTTP ${res.status}: ${res.body?.message ?? res.text}`);
+      throw new Error(
+        `requesting a token for ServiceAccount ${namespace}/${serviceAccount}: HTTP ${res.status}: ${res.body?.message ?? res.text}`,
+      );
     }
     return token;
   };
   const textFor = async (namespace: string, serviceAccount: string, opts?: TokenOptions) =>
-    kubeconfigText({ server: info.server, caFile: info.caFile, user: { token: await tokenFor(namespace, serviceAccount, opts) }, name: `${namespace}-${serviceAccount}` });
+    kubeconfigText({
+      server: info.server,
+      caFile: info.caFile,
+      user: { token: await tokenFor(namespace, serviceAccount, opts) },
+      name: `${namespace}-${serviceAccount}`,
+    });
   const requireEc2 = (): string => {
     if (!info.ec2Endpoint) throw new Error('this cluster was started without the EC2 emulator');
     return info.ec2Endpoint;

@@ -65,20 +65,21 @@ export async function startApiFaultProxy(upstream: string, caFile: string, optio
       code: 429,
     });
     entry.status = 429;
-    res.writeHead(429, { 'content-type': 'application/json', 'retry-after': String(retryAfterSeconds), 'content-length': Buffer.byteLength(body) });
+    res.writeHead(429, {
+      'content-type': 'application/json',
+      'retry-after': String(retryAfterSeconds),
+      'content-length': Buffer.byteLength(body),
+    });
     res.end(body);
   };
 
   const forward = (req: IncomingMessage, res: ServerResponse, entry: ApiProxiedRequest): void => {
     const headers = { ...req.headers, host: target.host };
-    const up = httpsRequest(
-      { host: target.hostname, port: target.port, method: req.method, path: req.url, headers, ca },
-      (upRes) => {
-        entry.status = upRes.statusCode ?? 502;
-        res.writeHead(entry.status, upRes.headers);
-        upRes.pipe(res);
-      },
-    );
+    const up = httpsRequest({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers, ca }, (upRes) => {
+      entry.status = upRes.statusCode ?? 502;
+      res.writeHead(entry.status, upRes.headers);
+      upRes.pipe(res);
+    });
     up.on('error', (e) => {
       if (res.headersSent) res.destroy();
       else {
@@ -95,7 +96,13 @@ export async function startApiFaultProxy(upstream: string, caFile: string, optio
 
   const server = createServer((req, res) => {
     const current = fault;
-    const entry: ApiProxiedRequest = { seq: ++seq, method: req.method ?? 'GET', url: req.url ?? '/', fault: current.kind, receivedAt: now() };
+    const entry: ApiProxiedRequest = {
+      seq: ++seq,
+      method: req.method ?? 'GET',
+      url: req.url ?? '/',
+      fault: current.kind,
+      receivedAt: now(),
+    };
     const ua = req.headers['user-agent'];
     if (ua) entry.userAgent = ua;
     log.push(entry);

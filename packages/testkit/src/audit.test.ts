@@ -5,7 +5,16 @@ import { describe, expect, it } from 'vitest';
 import { readAuditEvents, type AuditFilter } from './audit.js';
 
 const OP = 'system:serviceaccount:openshift-karpenter:karpenter-operator';
-const ev = (id: string, stage: string, user: string, verb: string, resource: string, code: number, at: string, extra: Record<string, string> = {}) =>
+const ev = (
+  id: string,
+  stage: string,
+  user: string,
+  verb: string,
+  resource: string,
+  code: number,
+  at: string,
+  extra: Record<string, string> = {},
+) =>
   JSON.stringify({
     kind: 'Event',
     auditID: id,
@@ -13,7 +22,13 @@ const ev = (id: string, stage: string, user: string, verb: string, resource: str
     verb,
     requestURI: `/x/${id}`,
     user: { username: user },
-    objectRef: { resource, apiGroup: extra.apiGroup ?? 'karpenter.k8s.aws', namespace: extra.namespace, name: extra.name, subresource: extra.subresource },
+    objectRef: {
+      resource,
+      apiGroup: extra.apiGroup ?? 'karpenter.k8s.aws',
+      namespace: extra.namespace,
+      name: extra.name,
+      subresource: extra.subresource,
+    },
     responseStatus: { code },
     requestReceivedTimestamp: at,
     stageTimestamp: at,
@@ -27,7 +42,10 @@ writeFileSync(
     ev('b', 'ResponseStarted', OP, 'watch', 'ec2nodeclasses', 200, '2026-01-01T00:00:02.000000Z'),
     ev('b', 'ResponseComplete', OP, 'watch', 'ec2nodeclasses', 200, '2026-01-01T00:00:02.000000Z'),
     ev('c', 'ResponseComplete', OP, 'create', 'secrets', 403, '2026-01-01T00:00:03.000000Z', { apiGroup: '', namespace: 'kube-system' }),
-    ev('d', 'ResponseComplete', 'testkit-admin', 'update', 'nodeclaims', 200, '2026-01-01T00:00:04.000000Z', { apiGroup: 'karpenter.sh', subresource: 'status' }),
+    ev('d', 'ResponseComplete', 'testkit-admin', 'update', 'nodeclaims', 200, '2026-01-01T00:00:04.000000Z', {
+      apiGroup: 'karpenter.sh',
+      subresource: 'status',
+    }),
     '{"half a line',
   ].join('\n'),
 );

@@ -113,7 +113,8 @@ export async function startCluster(opts: StartClusterOptions = {}): Promise<Clus
     await sup.stopAll();
     if (!keep) rmSync(baseDir, { recursive: true, force: true });
   };
-  const exitedAbort = (p: ManagedProcess) => () => (p.isRunning() ? undefined : `${p.name} exited (log ${p.logFile}):\n${tailLog(p.logFile)}`);
+  const exitedAbort = (p: ManagedProcess) => () =>
+    p.isRunning() ? undefined : `${p.name} exited (log ${p.logFile}):\n${tailLog(p.logFile)}`;
 
   const apiServerArgs = [
     `--etcd-servers=http://${LOOPBACK}:${etcdPort}`,

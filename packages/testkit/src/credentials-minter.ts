@@ -16,20 +16,36 @@ export function startCredentialsMinter(cluster: ClusterClient, opts: { pollMs?: 
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   const poll = async () => {
-    const requests = await listObjects<CredentialsRequest>(kc, 'cloudcredential.openshift.io/v1', 'CredentialsRequest', 'openshift-cloud-credential-operator').catch(() => []);
+    const requests = await listObjects<CredentialsRequest>(
+      kc,
+      'cloudcredential.openshift.io/v1',
+      'CredentialsRequest',
+      'openshift-cloud-credential-operator',
+    ).catch(() => []);
     for (const cr of requests) {
       const ref = cr.spec?.secretRef;
       if (!ref?.name || !ref.namespace || cr.spec?.providerSpec?.kind !== 'AWSProviderSpec') continue;
       const key = `${ref.namespace}/${ref.name}`;
       if (minted.has(key)) continue;
-      const id = `AKIDLOCAL${cr.metadata.name.replace(/[^a-z0-9]/gi, '').toUpperCase().slice(0, 11)}`;
+      const id = `AKIDLOCAL${cr.metadata.name
+        .replace(/[^a-z0-9]/gi, '')
+        .toUpperCase()
+        .slice(0, 11)}`;
       const secret = 'bG9jYWwtZW11bGF0b3Itc2VjcmV0';
       const res = await kubeRequest(kc, 'POST', `/api/v1/namespaces/${encodeURIComponent(ref.namespace)}/secrets`, {
         body: {
           apiVersion: 'v1',
           kind: 'Secret',
-          metadata: { name: ref.name, namespace: ref.namespace, annotations: { 'cloudcredential.openshift.io/credentials-request': `${cr.metadata.namespace}/${cr.metadata.name}` } },
-          stringData: { aws_access_key_id: id, aws_secret_access_key: secret, credentials: `[default]\naws_access_key_id = ${id}\naws_secret_access_key = ${secret}\n` },
+          metadata: {
+            name: ref.name,
+            namespace: ref.namespace,
+            annotations: { 'cloudcredential.openshift.io/credentials-request': `${cr.metadata.namespace}/${cr.metadata.name}` },
+          },
+          stringData: {
+            aws_access_key_id: id,
+            aws_secret_access_key: secret,
+            credentials: `[default]\naws_access_key_id = ${id}\naws_secret_access_key = ${secret}\n`,
+          },
         },
       }).catch(() => undefined);
       if (res?.status === 201 || res?.status === 409) {

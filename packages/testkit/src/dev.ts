@@ -56,7 +56,13 @@ async function main(): Promise<void> {
   const say = (l: string) => console.log(`dev: ${l}`);
 
   // Filled in as things start; shutdown stops whatever is there.
-  const live: { cluster?: ClusterHandle; operatorSup?: ProcessSupervisor; workers?: Workers; stopMinter?: () => void; stopRenderer?: () => void } = {};
+  const live: {
+    cluster?: ClusterHandle;
+    operatorSup?: ProcessSupervisor;
+    workers?: Workers;
+    stopMinter?: () => void;
+    stopRenderer?: () => void;
+  } = {};
   let stopping = false;
   const shutdown = async (code: number) => {
     if (stopping) return;
@@ -89,7 +95,9 @@ async function main(): Promise<void> {
   if (existsSync(installDir)) {
     // The operator runs here as a local process (as its ServiceAccount), not as the Deployment.
     const r = await applyManifests(kc, installDir, { skip: (o) => o.kind === 'Deployment', fieldManager: 'dev-install' });
-    say(`applied install/: ${r.applied.length} objects; skipped ${r.skipped.length}${r.skipped.length ? ` (${r.skipped.join('; ')})` : ''}`);
+    say(
+      `applied install/: ${r.applied.length} objects; skipped ${r.skipped.length}${r.skipped.length ? ` (${r.skipped.join('; ')})` : ''}`,
+    );
   } else {
     say('no install/ directory yet: nothing to apply');
   }
@@ -125,7 +133,9 @@ async function main(): Promise<void> {
     server: cluster.info.server,
     ec2Endpoint: cluster.info.ec2Endpoint,
     startedAt: new Date().toISOString(),
-    operator: operator ? `running, log ${relative(root, operator.logFile)}` : 'not started (apps/operator/dist/main.js missing: npx nx build operator)',
+    operator: operator
+      ? `running, log ${relative(root, operator.logFile)}`
+      : 'not started (apps/operator/dist/main.js missing: npx nx build operator)',
     karpenter: karpenterState,
   };
   writeFileSync(statePath, JSON.stringify(state, null, 2) + '\n');
@@ -153,15 +163,33 @@ async function main(): Promise<void> {
 }
 
 /** Runs the built operator as its ServiceAccount against the local cluster, when it has been built. */
-async function startOperator(cluster: ClusterHandle, sup: ProcessSupervisor, root: string, devDir: string): Promise<ManagedProcess | undefined> {
+async function startOperator(
+  cluster: ClusterHandle,
+  sup: ProcessSupervisor,
+  root: string,
+  devDir: string,
+): Promise<ManagedProcess | undefined> {
   const main = join(root, 'apps', 'operator', 'dist', 'main.js');
   if (!existsSync(main)) return undefined;
-  const kubeconfig = await cluster.writeKubeConfigFor(OPERATOR_NS, OPERATOR_SA, join(devDir, 'operator.kubeconfig'), { expirationSeconds: 48 * 3600 });
+  const kubeconfig = await cluster.writeKubeConfigFor(OPERATOR_NS, OPERATOR_SA, join(devDir, 'operator.kubeconfig'), {
+    expirationSeconds: 48 * 3600,
+  });
   const [metrics, health] = [await freePort(), await freePort()];
   return sup.spawn(
     'operator',
     process.execPath,
-    [main, 'run', '--namespace', OPERATOR_NS, '--kubeconfig', kubeconfig, '--metrics-bind-address', `${LOOPBACK}:${metrics}`, '--health-probe-bind-address', `${LOOPBACK}:${health}`],
+    [
+      main,
+      'run',
+      '--namespace',
+      OPERATOR_NS,
+      '--kubeconfig',
+      kubeconfig,
+      '--metrics-bind-address',
+      `${LOOPBACK}:${metrics}`,
+      '--health-probe-bind-address',
+      `${LOOPBACK}:${health}`,
+    ],
     {
       cwd: root,
       env: {
@@ -199,50 +227,82 @@ async function summary(kc: KubeConfig, state: DevState, root: string, workers: W
     `  API server   ${state.server}      EC2 emulator ${state.ec2Endpoint ?? 'off'}`,
   ];
   if (!operator) lines.push(`  operator     ${state.operator}`);
-  else if (operator.isRunning()) lines.push(`  operator     running as ${OPERATOR_NS}/${OPERATOR_SA} (pid ${operator.pid}, log ${relative(root, operator.logFile)})`);
+  else if (operator.isRunning())
+    lines.push(`  operator     running as ${OPERATOR_NS}/${OPERATOR_SA} (pid ${operator.pid}, log ${relative(root, operator.logFile)})`);
   else lines.push(`  operator     EXITED — last log lines:\n${tailLog(operator.logFile, 5).replace(/^/gm, '      ')}`);
 
   const co = await getObject<WithStatus>(kc, 'config.openshift.io/v1', 'ClusterOperator', 'karpenter').catch(() => undefined);
   const coConds = co?.status?.conditions;
-  lines.push(`  ClusterOperator karpenter  ${co ? ['Available', 'Progressing', 'Degraded', 'Upgradeable'].map((t) => cond(coConds, t)).join('  ') : 'not there yet'}`);
+  lines.push(
+    `  ClusterOperator karpenter  ${co ? ['Available', 'Progressing', 'Degraded', 'Upgradeable'].map((t) => cond(coConds, t)).join('  ') : 'not there yet'}`,
+  );
   const degraded = coConds?.find((c) => c.type === 'Degraded' && c.status === 'True');
   if (degraded?.message) lines.push(`      Degraded: ${degraded.message}`);
 
   const operand = await getObject<WithStatus>(kc, 'apps/v1', 'Deployment', 'karpenter', OPERATOR_NS).catch(() => undefined);
   const st = operand?.status as { replicas?: number; availableReplicas?: number; updatedReplicas?: number } | undefined;
-  lines.push(`  operand      ${operand ? `Deployment ${OPERATOR_NS}/karpenter ${st?.availableReplicas ?? 0}/${st?.replicas ?? 0} available, ${st?.updatedReplicas ?? 0} updated` : 'no Deployment yet'}`);
+  lines.push(
+    `  operand      ${operand ? `Deployment ${OPERATOR_NS}/karpenter ${st?.availableReplicas ?? 0}/${st?.replicas ?? 0} available, ${st?.updatedReplicas ?? 0} updated` : 'no Deployment yet'}`,
+  );
 
   const ncs = await listObjects<WithStatus>(kc, 'karpenter.k8s.aws/v1', 'EC2NodeClass').catch(() => undefined);
-  lines.push(`  EC2NodeClass ${ncs === undefined ? 'CRD not installed yet' : ncs.length === 0 ? 'none' : ncs.map((n) => `${n.metadata.name} ${cond(n.status?.conditions, 'Ready')}`).join(', ')}`);
+  lines.push(
+    `  EC2NodeClass ${ncs === undefined ? 'CRD not installed yet' : ncs.length === 0 ? 'none' : ncs.map((n) => `${n.metadata.name} ${cond(n.status?.conditions, 'Ready')}`).join(', ')}`,
+  );
 
   const csrs = await listObjects<WithStatus>(kc, 'certificates.k8s.io/v1', 'CertificateSigningRequest').catch(() => [] as WithStatus[]);
   const pending = csrs.filter((c) => !(c.status?.conditions ?? []).some((x) => ['Approved', 'Denied', 'Failed'].includes(x.type)));
-  lines.push(`  CSRs         ${pending.length} pending of ${csrs.length}${pending.length ? `: ${pending.map((c) => c.metadata.name).slice(0, 5).join(', ')}` : ''}`);
+  lines.push(
+    `  CSRs         ${pending.length} pending of ${csrs.length}${
+      pending.length
+        ? `: ${pending
+            .map((c) => c.metadata.name)
+            .slice(0, 5)
+            .join(', ')}`
+        : ''
+    }`,
+  );
 
   if (!workers.karpenter) {
     lines.push(`  Karpenter    ${state.karpenter}`);
   } else {
     const replicas = workers.karpenter.replicas();
-    lines.push(`  Karpenter    ${replicas.length ? replicas.map((r) => `${r.pod} ${r.state}${r.pid ? ` pid ${r.pid}` : ''}${r.restarts ? `, ${r.restarts} restarts` : ''}`).join('; ') : 'no operand pod yet (create the Karpenter CR)'}`);
+    lines.push(
+      `  Karpenter    ${replicas.length ? replicas.map((r) => `${r.pod} ${r.state}${r.pid ? ` pid ${r.pid}` : ''}${r.restarts ? `, ${r.restarts} restarts` : ''}`).join('; ') : 'no operand pod yet (create the Karpenter CR)'}`,
+    );
     const crash = workers.karpenter.crashes().at(-1);
-    if (crash) lines.push(`      last crash: ${crash.pod}/${crash.container} exit ${String(crash.exitCode)} at ${crash.at.toISOString()} (log ${relative(root, crash.logFile)}):\n${crash.logTail.split('\n').slice(-5).join('\n').replace(/^/gm, '        ')}`);
+    if (crash)
+      lines.push(
+        `      last crash: ${crash.pod}/${crash.container} exit ${String(crash.exitCode)} at ${crash.at.toISOString()} (log ${relative(root, crash.logFile)}):\n${crash.logTail.split('\n').slice(-5).join('\n').replace(/^/gm, '        ')}`,
+      );
   }
   const pools = await listObjects<WithStatus>(kc, 'karpenter.sh/v1', 'NodePool').catch(() => undefined);
-  if (pools !== undefined) lines.push(`  NodePools    ${pools.length ? pools.map((p) => `${p.metadata.name} ${cond(p.status?.conditions, 'Ready')}`).join(', ') : 'none'}`);
+  if (pools !== undefined)
+    lines.push(
+      `  NodePools    ${pools.length ? pools.map((p) => `${p.metadata.name} ${cond(p.status?.conditions, 'Ready')}`).join(', ') : 'none'}`,
+    );
   const claims = await listObjects<WithStatus>(kc, 'karpenter.sh/v1', 'NodeClaim').catch(() => undefined);
   if (claims !== undefined) {
     lines.push(`  NodeClaims   ${claims.length ? '' : 'none'}`);
     for (const c of claims) {
-      const phase = ['Ready', 'Initialized', 'Registered', 'Launched'].find((t) => c.status?.conditions?.some((x) => x.type === t && x.status === 'True')) ?? 'Pending';
-      lines.push(`      ${c.metadata.name} ${c.metadata.deletionTimestamp ? 'Deleting' : phase}  node ${String(c.status?.nodeName ?? '-')}`);
+      const phase =
+        ['Ready', 'Initialized', 'Registered', 'Launched'].find((t) =>
+          c.status?.conditions?.some((x) => x.type === t && x.status === 'True'),
+        ) ?? 'Pending';
+      lines.push(
+        `      ${c.metadata.name} ${c.metadata.deletionTimestamp ? 'Deleting' : phase}  node ${String(c.status?.nodeName ?? '-')}`,
+      );
     }
   }
   const sims = workers.kubelets?.kubelets().filter((k) => k.phase !== 'gone') ?? [];
-  if (workers.kubelets) lines.push(`  Nodes joined ${sims.filter((k) => k.phase === 'joined').length}${sims.length ? ` (${sims.map((k) => `${k.nodeName ?? k.instanceId} ${k.phase}${k.error ? `: ${k.error}` : ''}`).join('; ')})` : ''}`);
+  if (workers.kubelets)
+    lines.push(
+      `  Nodes joined ${sims.filter((k) => k.phase === 'joined').length}${sims.length ? ` (${sims.map((k) => `${k.nodeName ?? k.instanceId} ${k.phase}${k.error ? `: ${k.error}` : ''}`).join('; ')})` : ''}`,
+    );
   return lines.join('\n');
 }
 
 main().catch((e: unknown) => {
-  console.error(`dev: ${isLocalClusterError(e) ? e.message : (e as Error).stack ?? String(e)}`);
+  console.error(`dev: ${isLocalClusterError(e) ? e.message : ((e as Error).stack ?? String(e))}`);
   process.exit(1);
 });

@@ -68,11 +68,10 @@ export async function startEc2Emulator(sup: ProcessSupervisor, opts: Ec2Emulator
     env: { MOTO_AMIS_PATH: amisPath, AWS_EC2_METADATA_DISABLED: 'true', PYTHONUNBUFFERED: '1' },
   });
   const endpoint = `http://${LOOPBACK}:${opts.port}`;
-  await waitFor(
-    `the EC2 emulator on ${endpoint}`,
-    async () => (await fetch(`${endpoint}/moto-api/`)).status < 500,
-    { timeoutMs: 60_000, abort: () => (proc.isRunning() ? undefined : `moto_server exited:\n${tailLog(proc.logFile)}`) },
-  );
+  await waitFor(`the EC2 emulator on ${endpoint}`, async () => (await fetch(`${endpoint}/moto-api/`)).status < 500, {
+    timeoutMs: 60_000,
+    abort: () => (proc.isRunning() ? undefined : `moto_server exited:\n${tailLog(proc.logFile)}`),
+  });
   return { endpoint, process: proc };
 }
 

@@ -6,8 +6,10 @@ import { LOOPBACK } from './ports.js';
 
 // A stand-in for the emulator: answers DescribeInstances and DescribeSubnets with empty results.
 const EMPTY: Record<string, string> = {
-  DescribeInstances: '<DescribeInstancesResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/"><requestId>r</requestId><reservationSet/></DescribeInstancesResponse>',
-  DescribeSubnets: '<DescribeSubnetsResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/"><requestId>r</requestId><subnetSet/></DescribeSubnetsResponse>',
+  DescribeInstances:
+    '<DescribeInstancesResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/"><requestId>r</requestId><reservationSet/></DescribeInstancesResponse>',
+  DescribeSubnets:
+    '<DescribeSubnetsResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/"><requestId>r</requestId><subnetSet/></DescribeSubnetsResponse>',
 };
 
 let upstream: Server;
@@ -24,7 +26,10 @@ const client = (opts: { maxAttempts?: number; requestTimeout?: number } = {}) =>
   });
 
 const failure = async (p: Promise<unknown>) => {
-  const e = (await p.then(() => undefined, (err: unknown) => err)) as { name?: string; $metadata?: { httpStatusCode?: number; attempts?: number } } | undefined;
+  const e = (await p.then(
+    () => undefined,
+    (err: unknown) => err,
+  )) as { name?: string; $metadata?: { httpStatusCode?: number; attempts?: number } } | undefined;
   expect(e, 'the call should have failed').toBeDefined();
   return e!;
 };
@@ -63,15 +68,33 @@ describe('EC2 fault proxy', () => {
     await ec2.send(new DescribeSubnetsCommand({}));
     expect(proxy.countsByAction()).toEqual({ DescribeInstances: 2, DescribeSubnets: 1 });
     const [first] = proxy.requests();
-    expect(first).toMatchObject({ seq: 1, action: 'DescribeInstances', fault: 'none', status: 200, attempt: 1, maxAttempts: 1, abandoned: false });
+    expect(first).toMatchObject({
+      seq: 1,
+      action: 'DescribeInstances',
+      fault: 'none',
+      status: 200,
+      attempt: 1,
+      maxAttempts: 1,
+      abandoned: false,
+    });
     expect(first!.invocationId).toMatch(/^[0-9a-f-]{36}$/);
   });
 
   it.each([
-    { name: 'RequestLimitExceeded, as EC2 throttles', fault: { kind: 'throttle', codes: ['RequestLimitExceeded'] } as Ec2Fault, error: 'RequestLimitExceeded', status: 400 },
+    {
+      name: 'RequestLimitExceeded, as EC2 throttles',
+      fault: { kind: 'throttle', codes: ['RequestLimitExceeded'] } as Ec2Fault,
+      error: 'RequestLimitExceeded',
+      status: 400,
+    },
     { name: 'Throttling', fault: { kind: 'throttle', codes: ['Throttling'] } as Ec2Fault, error: 'Throttling', status: 400 },
     { name: '503 Unavailable', fault: { kind: '5xx' } as Ec2Fault, error: 'Unavailable', status: 503 },
-    { name: '500 InternalError', fault: { kind: '5xx', status: 500, code: 'InternalError' } as Ec2Fault, error: 'InternalError', status: 500 },
+    {
+      name: '500 InternalError',
+      fault: { kind: '5xx', status: 500, code: 'InternalError' } as Ec2Fault,
+      error: 'InternalError',
+      status: 500,
+    },
   ])('$name: the SDK sees the EC2 error and retries it as one call', async ({ fault, error, status }) => {
     proxy = await startEc2FaultProxy(upstreamUrl);
     proxy.setFault(fault);

@@ -151,10 +151,20 @@ export async function startEc2FaultProxy(upstream: string, options: Ec2FaultProx
         case 'throttle': {
           const codes = fault.codes?.length ? fault.codes : ['RequestLimitExceeded'];
           const code = codes[throttleTurn++ % codes.length]!;
-          return answer(res, entry, fault.status ?? 400, ec2ErrorXml(code, code === 'RequestLimitExceeded' ? 'Request limit exceeded.' : 'Rate exceeded'));
+          return answer(
+            res,
+            entry,
+            fault.status ?? 400,
+            ec2ErrorXml(code, code === 'RequestLimitExceeded' ? 'Request limit exceeded.' : 'Rate exceeded'),
+          );
         }
         case '5xx':
-          return answer(res, entry, fault.status ?? 503, ec2ErrorXml(fault.code ?? 'Unavailable', 'The server is overloaded and cannot handle the request.'));
+          return answer(
+            res,
+            entry,
+            fault.status ?? 503,
+            ec2ErrorXml(fault.code ?? 'Unavailable', 'The server is overloaded and cannot handle the request.'),
+          );
         case 'hang':
           return;
         case 'slow': {

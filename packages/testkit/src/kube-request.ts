@@ -18,7 +18,12 @@ export interface KubeRequestOptions {
  * client-node has no convenient call (status subresources, discovery, raw SSA); it never throws on an
  * HTTP status, only on a transport error.
  */
-export async function kubeRequest<T = unknown>(kc: KubeConfig, method: string, path: string, opts: KubeRequestOptions = {}): Promise<KubeResponse<T>> {
+export async function kubeRequest<T = unknown>(
+  kc: KubeConfig,
+  method: string,
+  path: string,
+  opts: KubeRequestOptions = {},
+): Promise<KubeResponse<T>> {
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw new Error('kubeconfig has no current cluster');
   const url = new URL(path, cluster.server);

@@ -1,4 +1,10 @@
-import { DescribeInstanceAttributeCommand, DescribeInstancesCommand, DescribeInstanceTypesCommand, EC2Client, type Instance } from '@aws-sdk/client-ec2';
+import {
+  DescribeInstanceAttributeCommand,
+  DescribeInstancesCommand,
+  DescribeInstanceTypesCommand,
+  EC2Client,
+  type Instance,
+} from '@aws-sdk/client-ec2';
 import { KubeConfig } from '@kubernetes/client-node';
 import type { ClusterClient } from './access.js';
 import { KWOK_NODE_ANNOTATION, KWOK_NODE_ANNOTATION_VALUE } from './cluster.js';
@@ -52,7 +58,8 @@ export interface ForgedCsr {
   requester?: 'node-bootstrapper' | 'admin';
 }
 
-export type KubeletPhase = 'booting' | 'withheld' | 'client-csr-pending' | 'node-delayed' | 'serving-csr-pending' | 'joined' | 'failed' | 'gone';
+export type KubeletPhase =
+  'booting' | 'withheld' | 'client-csr-pending' | 'node-delayed' | 'serving-csr-pending' | 'joined' | 'failed' | 'gone';
 
 export interface SimulatedKubelet {
   nodeClaim: string;
@@ -114,7 +121,12 @@ export function startKubeletSimulator(opts: KubeletSimulatorOptions): KubeletSim
 
   const submitCsr = async (as: KubeConfig, csr: KubeletCsr, signerName: string, usages: string[]): Promise<string> => {
     const res = await kubeRequest<Csr>(as, 'POST', '/apis/certificates.k8s.io/v1/certificatesigningrequests', {
-      body: { apiVersion: 'certificates.k8s.io/v1', kind: 'CertificateSigningRequest', metadata: { generateName: 'csr-' }, spec: { request: Buffer.from(csr.csrPem).toString('base64'), signerName, usages } },
+      body: {
+        apiVersion: 'certificates.k8s.io/v1',
+        kind: 'CertificateSigningRequest',
+        metadata: { generateName: 'csr-' },
+        spec: { request: Buffer.from(csr.csrPem).toString('base64'), signerName, usages },
+      },
     });
     if (res.status !== 201) throw new Error(`submitting a ${signerName} CSR: HTTP ${res.status}: ${res.text.slice(0, 300)}`);
     return res.body.metadata.name;
@@ -143,12 +155,18 @@ export function startKubeletSimulator(opts: KubeletSimulatorOptions): KubeletSim
     const nodeClass = claim.spec?.nodeClassRef?.name ?? '';
     const pool = `/config/karpenter-${nodeClass}`;
     const pointer = await pointerSource(k.instanceId, nodeClass);
-    if (!pointer.endsWith(pool)) throw new Error(`the Ignition pointer merges from ${pointer || '(nothing)'}, not the pool of NodeClass ${nodeClass} (${pool})`);
+    if (!pointer.endsWith(pool))
+      throw new Error(`the Ignition pointer merges from ${pointer || '(nothing)'}, not the pool of NodeClass ${nodeClass} (${pool})`);
 
     // 3. Registration taints.
     const kcName = opts.kubeletConfigName ?? 'set-karpenter-taint';
     const taints = await until(k, async () => {
-      const o = await getObject<KubeObj & { spec?: { kubeletConfig?: { registerWithTaints?: unknown[] } } }>(kc, 'machineconfiguration.openshift.io/v1', 'KubeletConfig', kcName);
+      const o = await getObject<KubeObj & { spec?: { kubeletConfig?: { registerWithTaints?: unknown[] } } }>(
+        kc,
+        'machineconfiguration.openshift.io/v1',
+        'KubeletConfig',
+        kcName,
+      );
       return o?.spec?.kubeletConfig?.registerWithTaints;
     });
     if (!taints) return;
@@ -162,7 +180,9 @@ export function startKubeletSimulator(opts: KubeletSimulatorOptions): KubeletSim
     bootstrapper ??= await opts.cluster.kubeConfigFor(MCO, BOOTSTRAPPER, { expirationSeconds: 48 * 3600 });
     for (const forged of opts.forgeCsr?.(k.nodeClaim, nodeName) ?? []) {
       const as = forged.requester === 'admin' ? kc : bootstrapper;
-      k.forgedCsrs.push(await submitCsr(as, await createKubeletClientCsr(nodeName, forged.request), CLIENT_SIGNER, forged.usages ?? CLIENT_USAGES));
+      k.forgedCsrs.push(
+        await submitCsr(as, await createKubeletClientCsr(nodeName, forged.request), CLIENT_SIGNER, forged.usages ?? CLIENT_USAGES),
+      );
       log(`${k.nodeClaim}: forged client CSR ${k.forgedCsrs.at(-1)} for ${nodeName} submitted`);
     }
     const client = await createKubeletClientCsr(nodeName);
@@ -188,7 +208,8 @@ export function startKubeletSimulator(opts: KubeletSimulatorOptions): KubeletSim
     });
     const node = await nodeObject(k, claim, instance, taints);
     const created = await kubeRequest(asNode, 'POST', '/api/v1/nodes', { body: node });
-    if (created.status !== 201 && created.status !== 409) throw new Error(`creating Node ${nodeName} as the node: HTTP ${created.status}: ${created.text.slice(0, 300)}`);
+    if (created.status !== 201 && created.status !== 409)
+      throw new Error(`creating Node ${nodeName} as the node: HTTP ${created.status}: ${created.text.slice(0, 300)}`);
     k.timings.nodeCreated = Date.now() - t0;
     k.phase = 'serving-csr-pending';
     log(`${k.nodeClaim}: Node ${nodeName} registered`);
@@ -223,7 +244,12 @@ export function startKubeletSimulator(opts: KubeletSimulatorOptions): KubeletSim
     }
   };
 
-  const nodeObject = async (k: SimulatedKubelet, claim: NodeClaim, instance: Instance, taints: unknown[]): Promise<Record<string, unknown>> => {
+  const nodeObject = async (
+    k: SimulatedKubelet,
+    claim: NodeClaim,
+    instance: Instance,
+    taints: unknown[],
+  ): Promise<Record<string, unknown>> => {
     const type = instance.InstanceType ?? '';
     const info = (await ec2.send(new DescribeInstanceTypesCommand({ InstanceTypes: [type] as never }))).InstanceTypes?.[0];
     const arch = info?.ProcessorInfo?.SupportedArchitectures?.includes('arm64') ? 'arm64' : 'amd64';
@@ -231,7 +257,7 @@ export function startKubeletSimulator(opts: KubeletSimulatorOptions): KubeletSim
     const fromClaim = claim.status?.capacity ?? {};
     const capacity: Record<string, string> = {
       cpu: String(info?.VCpuInfo?.DefaultVCpus ?? fromClaim.cpu ?? '2'),
-      memory: info?.MemoryInfo?.SizeInMiB ? `${info.MemoryInfo.SizeInMiB}Mi` : fromClaim.memory ?? '8Gi',
+      memory: info?.MemoryInfo?.SizeInMiB ? `${info.MemoryInfo.SizeInMiB}Mi` : (fromClaim.memory ?? '8Gi'),
       pods: fromClaim.pods ?? '250',
       'ephemeral-storage': fromClaim['ephemeral-storage'] ?? '120Gi',
     };
@@ -266,7 +292,13 @@ export function startKubeletSimulator(opts: KubeletSimulatorOptions): KubeletSim
         ],
         capacity,
         allocatable,
-        nodeInfo: { architecture: arch, operatingSystem: 'linux', osImage: 'Red Hat Enterprise Linux CoreOS (simulated)', kubeletVersion: 'v1.36.3', containerRuntimeVersion: 'cri-o://1.36.0' },
+        nodeInfo: {
+          architecture: arch,
+          operatingSystem: 'linux',
+          osImage: 'Red Hat Enterprise Linux CoreOS (simulated)',
+          kubeletVersion: 'v1.36.3',
+          containerRuntimeVersion: 'cri-o://1.36.0',
+        },
       },
     };
   };

@@ -19,14 +19,28 @@ export function startMachineConfigRenderer(
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   const poll = async () => {
-    const pools = await listObjects<Pool>(kc, 'machineconfiguration.openshift.io/v1', 'MachineConfigPool', undefined, opts.labelSelector ?? 'karpenter-operator.openshift.io/managed=true').catch(() => []);
+    const pools = await listObjects<Pool>(
+      kc,
+      'machineconfiguration.openshift.io/v1',
+      'MachineConfigPool',
+      undefined,
+      opts.labelSelector ?? 'karpenter-operator.openshift.io/managed=true',
+    ).catch(() => []);
     for (const p of pools) {
       if (p.status?.configuration?.name) continue;
-      const name = `rendered-${p.metadata.name}-${createHash('sha256').update(JSON.stringify(p.spec ?? {})).digest('hex').slice(0, 32)}`;
-      const res = await kubeRequest(kc, 'PATCH', `/apis/machineconfiguration.openshift.io/v1/machineconfigpools/${encodeURIComponent(p.metadata.name)}/status`, {
-        body: { status: { configuration: { name }, observedGeneration: p.metadata.generation } },
-        contentType: 'application/merge-patch+json',
-      }).catch(() => undefined);
+      const name = `rendered-${p.metadata.name}-${createHash('sha256')
+        .update(JSON.stringify(p.spec ?? {}))
+        .digest('hex')
+        .slice(0, 32)}`;
+      const res = await kubeRequest(
+        kc,
+        'PATCH',
+        `/apis/machineconfiguration.openshift.io/v1/machineconfigpools/${encodeURIComponent(p.metadata.name)}/status`,
+        {
+          body: { status: { configuration: { name }, observedGeneration: p.metadata.generation } },
+          contentType: 'application/merge-patch+json',
+        },
+      ).catch(() => undefined);
       if (res?.status === 200) opts.log?.(`MachineConfigPool ${p.metadata.name} rendered as ${name}`);
     }
   };

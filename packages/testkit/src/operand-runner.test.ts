@@ -27,7 +27,12 @@ describe('fieldRef', () => {
 });
 
 describe('rewriteMountPaths', () => {
-  const container = { volumeMounts: [{ name: 'provider-creds', mountPath: '/etc/provider' }, { name: 'kc', mountPath: '/etc/kc/', subPath: 'kubeconfig' }] };
+  const container = {
+    volumeMounts: [
+      { name: 'provider-creds', mountPath: '/etc/provider' },
+      { name: 'kc', mountPath: '/etc/kc/', subPath: 'kubeconfig' },
+    ],
+  };
   const mounts = new Map([
     ['provider-creds', '/tmp/pod/volumes/provider-creds'],
     ['kc', '/tmp/pod/volumes/kc'],

@@ -136,7 +136,13 @@ export function startDeploymentRunner(opts: DeploymentRunnerOptions): Deployment
   const podKey = (p: Pod) => `${p.metadata.name}/${String(p.metadata.uid ?? '')}`;
 
   const reconcile = async () => {
-    const dep = await getObject<KubeObj & { spec: { selector: { matchLabels?: Record<string, string> } } }>(kc, 'apps/v1', 'Deployment', opts.deployment, opts.namespace);
+    const dep = await getObject<KubeObj & { spec: { selector: { matchLabels?: Record<string, string> } } }>(
+      kc,
+      'apps/v1',
+      'Deployment',
+      opts.deployment,
+      opts.namespace,
+    );
     let pods: Pod[] = [];
     if (dep) {
       const selector = Object.entries(dep.spec.selector.matchLabels ?? {})
@@ -172,7 +178,14 @@ export function startDeploymentRunner(opts: DeploymentRunnerOptions): Deployment
     rmSync(dir, { recursive: true, force: true });
     mkdirSync(dir, { recursive: true });
     const r: Replica = {
-      info: { pod: name, templateHash: pod.metadata.labels?.['pod-template-hash'] ?? hashOf(pod.spec), state: 'init', logFile: join(sup.logDir, `${name}.log`), restarts: 0, startedAt: new Date() },
+      info: {
+        pod: name,
+        templateHash: pod.metadata.labels?.['pod-template-hash'] ?? hashOf(pod.spec),
+        state: 'init',
+        logFile: join(sup.logDir, `${name}.log`),
+        restarts: 0,
+        startedAt: new Date(),
+      },
       dir,
       stopping: false,
       backoffMs: 5_000,
@@ -223,7 +236,9 @@ export function startDeploymentRunner(opts: DeploymentRunnerOptions): Deployment
         crashes.push(crash);
         r.info.restarts++;
         r.info.state = 'backoff';
-        log(`pod ${crash.pod} container ${crash.container} exited with ${String(crash.exitCode)}; restarting in ${r.backoffMs / 1000}s (log ${crash.logFile}):\n${crash.logTail}`);
+        log(
+          `pod ${crash.pod} container ${crash.container} exited with ${String(crash.exitCode)}; restarting in ${r.backoffMs / 1000}s (log ${crash.logFile}):\n${crash.logTail}`,
+        );
         await sleepUnlessStopping(r, r.backoffMs);
         r.backoffMs = Math.min(r.backoffMs * 2, MAX_BACKOFF_MS);
       }
@@ -243,12 +258,30 @@ export function startDeploymentRunner(opts: DeploymentRunnerOptions): Deployment
       rmSync(target, { recursive: true, force: true });
       mkdirSync(target, { recursive: true });
       if (v.secret) {
-        const s = await getObject<KubeObj & { data?: Record<string, string> }>(kc, 'v1', 'Secret', v.secret.secretName, pod.metadata.namespace);
-        if (!s && !v.secret.optional) throw new Error(`Secret ${pod.metadata.namespace}/${v.secret.secretName} of volume ${v.name} does not exist`);
-        writeItems(target, Object.fromEntries(Object.entries(s?.data ?? {}).map(([k, b64]) => [k, Buffer.from(b64, 'base64')])), v.secret.items);
+        const s = await getObject<KubeObj & { data?: Record<string, string> }>(
+          kc,
+          'v1',
+          'Secret',
+          v.secret.secretName,
+          pod.metadata.namespace,
+        );
+        if (!s && !v.secret.optional)
+          throw new Error(`Secret ${pod.metadata.namespace}/${v.secret.secretName} of volume ${v.name} does not exist`);
+        writeItems(
+          target,
+          Object.fromEntries(Object.entries(s?.data ?? {}).map(([k, b64]) => [k, Buffer.from(b64, 'base64')])),
+          v.secret.items,
+        );
       } else if (v.configMap) {
-        const cm = await getObject<KubeObj & { data?: Record<string, string> }>(kc, 'v1', 'ConfigMap', v.configMap.name, pod.metadata.namespace);
-        if (!cm && !v.configMap.optional) throw new Error(`ConfigMap ${pod.metadata.namespace}/${v.configMap.name} of volume ${v.name} does not exist`);
+        const cm = await getObject<KubeObj & { data?: Record<string, string> }>(
+          kc,
+          'v1',
+          'ConfigMap',
+          v.configMap.name,
+          pod.metadata.namespace,
+        );
+        if (!cm && !v.configMap.optional)
+          throw new Error(`ConfigMap ${pod.metadata.namespace}/${v.configMap.name} of volume ${v.name} does not exist`);
         writeItems(target, Object.fromEntries(Object.entries(cm?.data ?? {}).map(([k, t]) => [k, Buffer.from(t)])), v.configMap.items);
       } else if (!v.emptyDir && !v.projected) {
         throw new Error(`volume ${v.name}: only Secret, ConfigMap, emptyDir and projected volumes can be run locally`);
@@ -258,11 +291,19 @@ export function startDeploymentRunner(opts: DeploymentRunnerOptions): Deployment
       mounts.set(v.name, target);
     }
     const sa = pod.spec.serviceAccountName ?? 'default';
-    const kubeconfig = await opts.cluster.writeKubeConfigFor(pod.metadata.namespace!, sa, join(dir, 'kubeconfig'), { expirationSeconds: 48 * 3600 });
+    const kubeconfig = await opts.cluster.writeKubeConfigFor(pod.metadata.namespace!, sa, join(dir, 'kubeconfig'), {
+      expirationSeconds: 48 * 3600,
+    });
     return { kubeconfig, mounts };
   };
 
-  const runContainer = async (pod: Pod, r: Replica, c: ContainerSpec, kind: 'init' | 'main', prepared: Prepared): Promise<number | string> => {
+  const runContainer = async (
+    pod: Pod,
+    r: Replica,
+    c: ContainerSpec,
+    kind: 'init' | 'main',
+    prepared: Prepared,
+  ): Promise<number | string> => {
     const program = opts.commandFor(c, kind);
     if (!program) throw new Error(`no local program stands for the image ${c.image ?? '(none)'} of container ${c.name}`);
     const env = await containerEnv(pod, c, prepared);
@@ -303,15 +344,23 @@ export function startDeploymentRunner(opts: DeploymentRunnerOptions): Deployment
     for (const from of c.envFrom ?? []) {
       const ref = from.secretRef ?? from.configMapRef;
       if (!ref) continue;
-      const o = await getObject<KubeObj & { data?: Record<string, string> }>(kc, 'v1', from.secretRef ? 'Secret' : 'ConfigMap', ref.name, ns);
-      for (const [k, v] of Object.entries(o?.data ?? {})) env[`${from.prefix ?? ''}${k}`] = from.secretRef ? Buffer.from(v, 'base64').toString('utf8') : v;
+      const o = await getObject<KubeObj & { data?: Record<string, string> }>(
+        kc,
+        'v1',
+        from.secretRef ? 'Secret' : 'ConfigMap',
+        ref.name,
+        ns,
+      );
+      for (const [k, v] of Object.entries(o?.data ?? {}))
+        env[`${from.prefix ?? ''}${k}`] = from.secretRef ? Buffer.from(v, 'base64').toString('utf8') : v;
     }
     for (const e of c.env ?? []) {
       let value: string | undefined = e.value ?? '';
       const vf = e.valueFrom;
       if (vf?.fieldRef) value = fieldRef(pod, vf.fieldRef.fieldPath);
       else if (vf?.secretKeyRef) value = await readKey('Secret', vf.secretKeyRef.name, vf.secretKeyRef.key, vf.secretKeyRef.optional);
-      else if (vf?.configMapKeyRef) value = await readKey('ConfigMap', vf.configMapKeyRef.name, vf.configMapKeyRef.key, vf.configMapKeyRef.optional);
+      else if (vf?.configMapKeyRef)
+        value = await readKey('ConfigMap', vf.configMapKeyRef.name, vf.configMapKeyRef.key, vf.configMapKeyRef.optional);
       else if (vf?.resourceFieldRef) value = undefined; // limits are the host's
       if (value !== undefined) env[e.name] = expandRefs(value, env);
     }
@@ -335,8 +384,12 @@ export function startDeploymentRunner(opts: DeploymentRunnerOptions): Deployment
     replicas: () => [...replicas.values()].map((r) => ({ ...r.info })),
     crashes: () => [...crashes],
     logTails: (lines = 30) =>
-      [...replicas.values()].map((r) => `--- ${r.info.pod} (${r.info.state}, restarts ${r.info.restarts}, log ${r.info.logFile})\n${tailLog(r.info.logFile, lines)}`).join('\n') ||
-      '(no replica running)',
+      [...replicas.values()]
+        .map(
+          (r) =>
+            `--- ${r.info.pod} (${r.info.state}, restarts ${r.info.restarts}, log ${r.info.logFile})\n${tailLog(r.info.logFile, lines)}`,
+        )
+        .join('\n') || '(no replica running)',
     stop: async () => {
       stopped = true;
       if (timer) clearTimeout(timer);

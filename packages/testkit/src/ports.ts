@@ -40,7 +40,11 @@ export function assertPortFree(port: number, what: string): Promise<void> {
     srv.unref();
     srv.once('error', (e: NodeJS.ErrnoException) => {
       if (e.code === 'EADDRINUSE') {
-        reject(new LocalClusterError(`port ${LOOPBACK}:${port} (${what}) is already in use: stop what listens there (ss -ltnp 'sport = :${port}') or pick another port`));
+        reject(
+          new LocalClusterError(
+            `port ${LOOPBACK}:${port} (${what}) is already in use: stop what listens there (ss -ltnp 'sport = :${port}') or pick another port`,
+          ),
+        );
       } else {
         reject(new LocalClusterError(`cannot bind ${LOOPBACK}:${port} (${what}): ${e.message}`));
       }

@@ -38,7 +38,13 @@ export interface RealOperandOptions {
 export function startRealOperand(opts: RealOperandOptions): RealOperand {
   const prefixed = (who: string) => (opts.log ? (line: string) => opts.log!(`${who}: ${line}`) : undefined);
   const stopRenderer = startMachineConfigRenderer(opts.cluster, { log: prefixed('mco') });
-  const runner = startKarpenterRunner({ cluster: opts.cluster, karpenterBinary: opts.karpenterBinary, operatorEntry: opts.operatorEntry, baseDir: opts.baseDir, log: prefixed('runner') });
+  const runner = startKarpenterRunner({
+    cluster: opts.cluster,
+    karpenterBinary: opts.karpenterBinary,
+    operatorEntry: opts.operatorEntry,
+    baseDir: opts.baseDir,
+    log: prefixed('runner'),
+  });
   const kubelets = startKubeletSimulator({ ...opts.kubelets, cluster: opts.cluster, log: prefixed('kubelet') });
   return {
     runner,
@@ -110,9 +116,21 @@ export function aPoolWorkload(name: string, namespace: string, opts: PoolWorkloa
         metadata: { labels },
         spec: {
           nodeSelector: { 'karpenter.sh/nodepool': opts.pool },
-          ...(opts.oneNodeEach ? { affinity: { podAntiAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [{ topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: labels } }] } } } : {}),
+          ...(opts.oneNodeEach
+            ? {
+                affinity: {
+                  podAntiAffinity: {
+                    requiredDuringSchedulingIgnoredDuringExecution: [
+                      { topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: labels } },
+                    ],
+                  },
+                },
+              }
+            : {}),
           terminationGracePeriodSeconds: 0,
-          containers: [{ name: 'app', image: 'registry.k8s.io/pause:3.10', resources: { requests: { cpu: opts.cpu, memory: opts.memory } } }],
+          containers: [
+            { name: 'app', image: 'registry.k8s.io/pause:3.10', resources: { requests: { cpu: opts.cpu, memory: opts.memory } } },
+          ],
         },
       },
     },

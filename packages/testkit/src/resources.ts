@@ -9,7 +9,13 @@ import { waitFor } from './wait.js';
 export interface KubeObj {
   apiVersion: string;
   kind: string;
-  metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string>; [k: string]: unknown };
+  metadata: {
+    name: string;
+    namespace?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    [k: string]: unknown;
+  };
   [k: string]: unknown;
 }
 
@@ -84,14 +90,25 @@ export async function applyObject<T extends KubeObj>(kc: KubeConfig, obj: T, opt
 export async function applyStatus<T extends KubeObj>(kc: KubeConfig, obj: T, opts: ApplyOptions = {}): Promise<T> {
   const path = await objectPath(kc, obj.apiVersion, obj.kind, obj.metadata.name, obj.metadata.namespace);
   const q = `?fieldManager=${encodeURIComponent(opts.fieldManager ?? 'testkit')}&force=${opts.force ?? true}`;
-  const body = { apiVersion: obj.apiVersion, kind: obj.kind, metadata: { name: obj.metadata.name, namespace: obj.metadata.namespace }, status: obj.status };
+  const body = {
+    apiVersion: obj.apiVersion,
+    kind: obj.kind,
+    metadata: { name: obj.metadata.name, namespace: obj.metadata.namespace },
+    status: obj.status,
+  };
   const res = await kubeRequest<T>(kc, 'PATCH', `${path}/status${q}`, { body, contentType: 'application/apply-patch+yaml' });
   if (res.status >= 300) throw failure('applying status of', obj, res.status, res.body);
   return res.body;
 }
 
 /** The object, or undefined on 404. */
-export async function getObject<T extends KubeObj = KubeObj>(kc: KubeConfig, apiVersion: string, kind: string, name: string, namespace?: string): Promise<T | undefined> {
+export async function getObject<T extends KubeObj = KubeObj>(
+  kc: KubeConfig,
+  apiVersion: string,
+  kind: string,
+  name: string,
+  namespace?: string,
+): Promise<T | undefined> {
   const path = await objectPath(kc, apiVersion, kind, name, namespace);
   const res = await kubeRequest<T>(kc, 'GET', path);
   if (res.status === 404) return undefined;
@@ -99,7 +116,13 @@ export async function getObject<T extends KubeObj = KubeObj>(kc: KubeConfig, api
   return res.body;
 }
 
-export async function listObjects<T extends KubeObj = KubeObj>(kc: KubeConfig, apiVersion: string, kind: string, namespace?: string, labelSelector?: string): Promise<T[]> {
+export async function listObjects<T extends KubeObj = KubeObj>(
+  kc: KubeConfig,
+  apiVersion: string,
+  kind: string,
+  namespace?: string,
+  labelSelector?: string,
+): Promise<T[]> {
   const { namespaced } = await resourceFor(kc, apiVersion, kind);
   let path = await objectPath(kc, apiVersion, kind, undefined, namespace);
   if (namespaced && namespace === undefined) path = path.replace('/namespaces/default', '');

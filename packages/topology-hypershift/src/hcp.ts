@@ -1,11 +1,22 @@
-import { InvalidInputError, Names, type Condition, type ObjectRef, type OperandPodOverrides, type ResourceTag, type TypeRef } from '@karpenter-operator/core';
+import {
+  InvalidInputError,
+  Names,
+  type Condition,
+  type ObjectRef,
+  type OperandPodOverrides,
+  type ResourceTag,
+  type TypeRef,
+} from '@karpenter-operator/core';
 
 /**
  * HostedControlPlane (hypershift.openshift.io/v1beta1) → a small validated projection. Field names follow
  * the HyperShift CRD in `generated/crds/hypershift/`; the rules follow `reference/hypershift.md`.
  */
 
-export const HostedControlPlaneType = { apiVersion: 'hypershift.openshift.io/v1beta1', kind: 'HostedControlPlane' } as const satisfies TypeRef;
+export const HostedControlPlaneType = {
+  apiVersion: 'hypershift.openshift.io/v1beta1',
+  kind: 'HostedControlPlane',
+} as const satisfies TypeRef;
 
 /** HCP annotations HyperShift sets for Karpenter (image overrides and the default instance profile). */
 export const HcpAnnotations = {
@@ -173,7 +184,10 @@ export function decodeHostedControlPlane(obj: unknown): HostedControlPlane {
   const profile = annotations[HcpAnnotations.defaultInstanceProfile];
   if (profile !== undefined) {
     if (!INSTANCE_PROFILE_PATTERN.test(profile)) {
-      fail(`metadata.annotations[${HcpAnnotations.defaultInstanceProfile}]`, `${JSON.stringify(profile)} is not an IAM instance profile name`);
+      fail(
+        `metadata.annotations[${HcpAnnotations.defaultInstanceProfile}]`,
+        `${JSON.stringify(profile)} is not an IAM instance profile name`,
+      );
     }
     hcp.defaultInstanceProfile = profile;
   }
@@ -197,8 +211,10 @@ function decodePodOverrides(spec: Record<string, unknown>, annotations: Record<s
     out.tolerations = tolerations.map((t, i) => {
       const field = `spec.tolerations[${i}]`;
       if (!isRecord(t)) return fail(field, 'must be an object');
-      for (const k of ['key', 'operator', 'value', 'effect']) if (t[k] !== undefined && typeof t[k] !== 'string') fail(`${field}.${k}`, 'must be a string');
-      if (t.tolerationSeconds !== undefined && t.tolerationSeconds !== null && !Number.isInteger(t.tolerationSeconds)) fail(`${field}.tolerationSeconds`, 'must be an integer');
+      for (const k of ['key', 'operator', 'value', 'effect'])
+        if (t[k] !== undefined && typeof t[k] !== 'string') fail(`${field}.${k}`, 'must be a string');
+      if (t.tolerationSeconds !== undefined && t.tolerationSeconds !== null && !Number.isInteger(t.tolerationSeconds))
+        fail(`${field}.tolerationSeconds`, 'must be an integer');
       return { ...t };
     });
     if (!out.tolerations.length) delete out.tolerations;
@@ -214,7 +230,8 @@ function decodePodOverrides(spec: Record<string, unknown>, annotations: Record<s
     for (const part of value.split(',')) {
       const eq = part.indexOf('=');
       const [name, quantity] = eq > 0 ? [part.slice(0, eq).trim(), part.slice(eq + 1).trim()] : ['', ''];
-      if (!name || !QUANTITY_PATTERN.test(quantity)) fail(field, `${JSON.stringify(part)} is not resource=quantity (e.g. cpu=50m,memory=100Mi)`);
+      if (!name || !QUANTITY_PATTERN.test(quantity))
+        fail(field, `${JSON.stringify(part)} is not resource=quantity (e.g. cpu=50m,memory=100Mi)`);
       requests[name] = quantity;
     }
     (out.requests ??= {})[container] = requests;
@@ -240,7 +257,8 @@ function decodeAutoNode(raw: unknown, fail: Fail): { autoNode: AutoNodeConfig | 
   }
   if (platform !== 'AWS') return { autoNode: undefined, ignored: `Karpenter platform ${JSON.stringify(platform)} is not AWS` };
   const aws = k.aws;
-  if (!isRecord(aws)) return fail(`${KARPENTER}.aws`, aws === undefined || aws === null ? 'required for platform AWS' : 'must be an object');
+  if (!isRecord(aws))
+    return fail(`${KARPENTER}.aws`, aws === undefined || aws === null ? 'required for platform AWS' : 'must be an object');
   const roleARN = aws.roleARN;
   if (typeof roleARN !== 'string' || !ROLE_ARN_PATTERN.test(roleARN)) {
     return fail(`${KARPENTER}.aws.roleARN`, `must match ${ROLE_ARN_PATTERN.source}, got ${JSON.stringify(roleARN ?? null)}`);

@@ -2,7 +2,13 @@ import { describe, expect, it } from 'vitest';
 import { InvalidInputError, Names, NotFoundError, type Condition, type StatusReport } from '@karpenter-operator/core';
 import { describeTopologyContract, FakeClock, MemoryClusterStore } from '@karpenter-operator/core/testing';
 import { HCP_KARPENTER_FINALIZER, HostedControlPlaneType } from './hcp.js';
-import { AUTONODE_CONDITION, autoNodeCondition, HyperShiftTopology, soleHostedControlPlaneName, type HyperShiftTopologyOptions } from './hypershift-topology.js';
+import {
+  AUTONODE_CONDITION,
+  autoNodeCondition,
+  HyperShiftTopology,
+  soleHostedControlPlaneName,
+  type HyperShiftTopologyOptions,
+} from './hypershift-topology.js';
 import { aHostedControlPlane, HCP_NAME, HCP_NAMESPACE, INFRA_ID } from './testing/builders.js';
 
 const ENV = { clusterName: INFRA_ID, clusterEndpoint: 'https://api.demo.example.com:443', region: 'us-west-1', platform: 'AWS' };
@@ -13,7 +19,15 @@ function setup(overrides: Partial<HyperShiftTopologyOptions> = {}) {
   const now = () => new Date(clock.now()).toISOString();
   const management = new MemoryClusterStore([], now);
   const guest = new MemoryClusterStore([], now);
-  const topology = new HyperShiftTopology({ management, guest, namespace: HCP_NAMESPACE, hcpName: HCP_NAME, clock, env: ENV, ...overrides });
+  const topology = new HyperShiftTopology({
+    management,
+    guest,
+    namespace: HCP_NAMESPACE,
+    hcpName: HCP_NAME,
+    clock,
+    env: ENV,
+    ...overrides,
+  });
   return { clock, management, guest, topology };
 }
 
@@ -36,11 +50,26 @@ describeTopologyContract('hypershift', () => {
   };
 });
 
-const report = (available: 'True' | 'False', progressing: 'True' | 'False', degraded: 'True' | 'False' = 'False', message = ''): StatusReport => ({
+const report = (
+  available: 'True' | 'False',
+  progressing: 'True' | 'False',
+  degraded: 'True' | 'False' = 'False',
+  message = '',
+): StatusReport => ({
   conditions: [
     { type: 'Available', status: available, reason: available === 'True' ? 'AsExpected' : 'OperandUnavailable', message },
-    { type: 'Progressing', status: progressing, reason: progressing === 'True' ? 'Deploying' : 'AsExpected', message: progressing === 'True' ? 'rolling out' : '' },
-    { type: 'Degraded', status: degraded, reason: degraded === 'True' ? 'CredentialsMissing' : 'AsExpected', message: degraded === 'True' ? 'no credentials Secret' : '' },
+    {
+      type: 'Progressing',
+      status: progressing,
+      reason: progressing === 'True' ? 'Deploying' : 'AsExpected',
+      message: progressing === 'True' ? 'rolling out' : '',
+    },
+    {
+      type: 'Degraded',
+      status: degraded,
+      reason: degraded === 'True' ? 'CredentialsMissing' : 'AsExpected',
+      message: degraded === 'True' ? 'no credentials Secret' : '',
+    },
   ],
   relatedObjects: [],
 });
@@ -60,9 +89,19 @@ describe('autoNodeCondition', () => {
     { name: 'available but upgrading', report: report('True', 'True'), request: req(), want: ['False', 'AutoNodeProgressing'] },
     { name: 'disabling', report: report('True', 'False'), request: req(true), want: ['False', 'AutoNodeProgressing'] },
     { name: 'degraded', report: report('False', 'False', 'True'), request: req(), want: ['False', 'AutoNodeDegraded'] },
-    { name: 'degraded while disabling reads as disabling', report: report('False', 'False', 'True'), request: req(true), want: ['False', 'AutoNodeProgressing'] },
+    {
+      name: 'degraded while disabling reads as disabling',
+      report: report('False', 'False', 'True'),
+      request: req(true),
+      want: ['False', 'AutoNodeProgressing'],
+    },
     { name: 'not configured', report: report('False', 'False'), request: undefined, want: ['False', 'AutoNodeNotConfigured'] },
-    { name: 'invalid spec (degraded, no request)', report: report('False', 'False', 'True'), request: undefined, want: ['False', 'AutoNodeDegraded'] },
+    {
+      name: 'invalid spec (degraded, no request)',
+      report: report('False', 'False', 'True'),
+      request: undefined,
+      want: ['False', 'AutoNodeDegraded'],
+    },
   ])('$name → $want', ({ report: r, request, want }) => {
     const c = autoNodeCondition(r, request, 7);
     expect([c.status, c.reason]).toEqual(want);
@@ -80,7 +119,9 @@ describe('HyperShiftTopology', () => {
     expect(topology.workloadStore).toBe(guest);
     expect(topology.operandNamespace).toBe(HCP_NAMESPACE);
     expect(topology.statusObject).toEqual(HCP_REF);
-    expect(topology.watches).toEqual([{ type: HostedControlPlaneType, cluster: 'control', namespace: HCP_NAMESPACE, fieldSelector: `metadata.name=${HCP_NAME}` }]);
+    expect(topology.watches).toEqual([
+      { type: HostedControlPlaneType, cluster: 'control', namespace: HCP_NAMESPACE, fieldSelector: `metadata.name=${HCP_NAME}` },
+    ]);
   });
 
   it('reads the request from spec.autoNode, owned by the HCP with its uid', async () => {
@@ -100,7 +141,11 @@ describe('HyperShiftTopology', () => {
   it.each([
     { name: 'no HCP', hcp: undefined, want: undefined },
     { name: 'AutoNode off', hcp: aHostedControlPlane({ spec: { autoNode: null } }), want: undefined },
-    { name: 'another platform', hcp: aHostedControlPlane({ spec: { autoNode: { provisionerConfig: { karpenter: { platform: 'Azure' } } } } }), want: undefined },
+    {
+      name: 'another platform',
+      hcp: aHostedControlPlane({ spec: { autoNode: { provisionerConfig: { karpenter: { platform: 'Azure' } } } } }),
+      want: undefined,
+    },
     { name: 'AutoNode on', hcp: aHostedControlPlane(), want: { deleting: false } },
     {
       name: 'HCP deleting',
@@ -110,7 +155,12 @@ describe('HyperShiftTopology', () => {
     {
       name: 'image overrides from the HCP annotations',
       hcp: aHostedControlPlane({
-        metadata: { annotations: { 'hypershift.openshift.io/karpenter-provider-aws-image': 'quay.io/hs/karpenter@sha256:1', 'hypershift.openshift.io/karpenter-operator-image': 'quay.io/hs/op:2' } },
+        metadata: {
+          annotations: {
+            'hypershift.openshift.io/karpenter-provider-aws-image': 'quay.io/hs/karpenter@sha256:1',
+            'hypershift.openshift.io/karpenter-operator-image': 'quay.io/hs/op:2',
+          },
+        },
       }),
       want: { images: { operand: 'quay.io/hs/karpenter@sha256:1', operator: 'quay.io/hs/op:2' } },
     },
@@ -120,7 +170,7 @@ describe('HyperShiftTopology', () => {
       want: { deleting: true },
     },
     {
-      name: 'AutoNode turned off, only the standalone teardown finalizer (not this topology\'s)',
+      name: "AutoNode turned off, only the standalone teardown finalizer (not this topology's)",
       hcp: aHostedControlPlane({ spec: { autoNode: null }, metadata: { finalizers: [Names.karpenterFinalizer] } }),
       want: undefined,
     },
@@ -134,7 +184,9 @@ describe('HyperShiftTopology', () => {
 
   it('an invalid spec.autoNode is an InvalidInputError naming the field', async () => {
     const { topology, management } = setup();
-    management.seed(aHostedControlPlane({ spec: { autoNode: { provisionerConfig: { karpenter: { aws: { roleARN: 'arn:aws:iam::1:role/x' } } } } } }));
+    management.seed(
+      aHostedControlPlane({ spec: { autoNode: { provisionerConfig: { karpenter: { aws: { roleARN: 'arn:aws:iam::1:role/x' } } } } } }),
+    );
     await expect(topology.readRequest()).rejects.toThrow(InvalidInputError);
     await expect(topology.readRequest()).rejects.toMatchObject({ field: 'spec.autoNode.provisionerConfig.karpenter.aws.roleARN' });
   });
@@ -170,8 +222,18 @@ describe('HyperShiftTopology', () => {
     { name: 'no HCP', hcp: undefined, env: ENV, field: 'metadata.name' },
     { name: 'no infraID', hcp: aHostedControlPlane({ spec: { infraID: null } }), env: ENV, field: 'spec.infraID' },
     { name: 'platform mismatch', hcp: aHostedControlPlane(), env: { ...ENV, platform: 'Azure' }, field: 'spec.platform.type' },
-    { name: 'CLUSTER_NAME is the HCP name, not its infra ID', hcp: aHostedControlPlane(), env: { ...ENV, clusterName: HCP_NAME }, field: 'spec.infraID' },
-    { name: 'no platform anywhere', hcp: aHostedControlPlane({ spec: { platform: { type: null } } }), env: { ...ENV, platform: '' }, field: 'spec.platform.type' },
+    {
+      name: 'CLUSTER_NAME is the HCP name, not its infra ID',
+      hcp: aHostedControlPlane(),
+      env: { ...ENV, clusterName: HCP_NAME },
+      field: 'spec.infraID',
+    },
+    {
+      name: 'no platform anywhere',
+      hcp: aHostedControlPlane({ spec: { platform: { type: null } } }),
+      env: { ...ENV, platform: '' },
+      field: 'spec.platform.type',
+    },
     { name: 'http endpoint', hcp: aHostedControlPlane(), env: { ...ENV, clusterEndpoint: 'http://api:6443' }, field: 'CLUSTER_ENDPOINT' },
   ])('facts: $name names $field', async ({ hcp, env, field }) => {
     const { topology, management } = setup({ env });
@@ -187,7 +249,13 @@ describe('HyperShiftTopology', () => {
 
   it('reports only the AutoNode condition, keeps foreign conditions and lastTransitionTime, and writes once', async () => {
     const { topology, management, clock } = setup();
-    const foreign: Condition = { type: 'Available', status: 'True', reason: 'AsExpected', message: '', lastTransitionTime: '2025-12-01T00:00:00Z' };
+    const foreign: Condition = {
+      type: 'Available',
+      status: 'True',
+      reason: 'AsExpected',
+      message: '',
+      lastTransitionTime: '2025-12-01T00:00:00Z',
+    };
     management.seed(aHostedControlPlane({ status: { conditions: [foreign], autoNode: { nodeCount: 2 } } }));
     const request = await topology.readRequest();
 
@@ -195,7 +263,14 @@ describe('HyperShiftTopology', () => {
     const cond = async () => ((await management.get(HCP_REF))?.status as { conditions: Condition[] }).conditions;
     expect(await cond()).toEqual([
       foreign,
-      { type: AUTONODE_CONDITION, status: 'False', reason: 'AutoNodeProgressing', message: 'rolling out', observedGeneration: 3, lastTransitionTime: '2026-01-01T00:00:00Z' },
+      {
+        type: AUTONODE_CONDITION,
+        status: 'False',
+        reason: 'AutoNodeProgressing',
+        message: 'rolling out',
+        observedGeneration: 3,
+        lastTransitionTime: '2026-01-01T00:00:00Z',
+      },
     ]);
 
     clock.advance(60_000);
@@ -214,7 +289,13 @@ describe('HyperShiftTopology', () => {
     management.seed(aHostedControlPlane({ status: { conditions: [] } }));
     const request = await topology.readRequest();
     const stale = (await management.get(HCP_REF))!;
-    const theirs: Condition = { type: 'ValidConfiguration', status: 'True', reason: 'AsExpected', message: '', lastTransitionTime: '2025-12-01T00:00:00Z' };
+    const theirs: Condition = {
+      type: 'ValidConfiguration',
+      status: 'True',
+      reason: 'AsExpected',
+      message: '',
+      lastTransitionTime: '2025-12-01T00:00:00Z',
+    };
     await management.patchStatus(HCP_REF, { conditions: [theirs] });
     const get = management.get.bind(management);
     management.get = (async () => structuredClone(stale)) as typeof management.get;

@@ -20,7 +20,13 @@ import {
   type Topology,
   type Watch,
 } from '@karpenter-operator/core';
-import { decodeHostedControlPlane, HCP_INVALID_REASON, HCP_KARPENTER_FINALIZER, HostedControlPlaneType, type HostedControlPlane } from './hcp.js';
+import {
+  decodeHostedControlPlane,
+  HCP_INVALID_REASON,
+  HCP_KARPENTER_FINALIZER,
+  HostedControlPlaneType,
+  type HostedControlPlane,
+} from './hcp.js';
 import { hcpOperandLayout } from './operand-layout.js';
 
 /** Stores the composition root builds for management-cluster mode; the module resolves them by these tokens. */
@@ -72,7 +78,9 @@ export function soleHostedControlPlaneName(items: readonly KubeObject[], namespa
     HCP_INVALID_REASON,
     `HostedControlPlanes in ${namespace}`,
     'metadata.name',
-    names.length ? `${names.length} found (${names.join(', ')}); expected one, or HCP_NAME` : 'none found; the operator runs beside its HostedControlPlane',
+    names.length
+      ? `${names.length} found (${names.join(', ')}); expected one, or HCP_NAME`
+      : 'none found; the operator runs beside its HostedControlPlane',
   );
 }
 
@@ -101,7 +109,12 @@ export function autoNodeCondition(report: StatusReport, request: KarpenterReques
   const available = conditionOf(report, 'Available');
   const progressing = conditionOf(report, 'Progressing');
   if (request?.deleting) {
-    return { ...base, status: 'False', reason: AutoNodeReasons.Progressing, message: 'Disabling AutoNode: removing NodePools, NodeClaims and Karpenter' };
+    return {
+      ...base,
+      status: 'False',
+      reason: AutoNodeReasons.Progressing,
+      message: 'Disabling AutoNode: removing NodePools, NodeClaims and Karpenter',
+    };
   }
   if (degraded?.status === 'True') {
     return { ...base, status: 'False', reason: AutoNodeReasons.Degraded, message: degraded.message || degraded.reason };
@@ -110,7 +123,12 @@ export function autoNodeCondition(report: StatusReport, request: KarpenterReques
   if (available?.status === 'True' && progressing?.status !== 'True') {
     return { ...base, status: 'True', reason: AutoNodeReasons.AsExpected, message: 'Karpenter is running' };
   }
-  return { ...base, status: 'False', reason: AutoNodeReasons.Progressing, message: progressing?.message || 'Enabling AutoNode: Karpenter is rolling out' };
+  return {
+    ...base,
+    status: 'False',
+    reason: AutoNodeReasons.Progressing,
+    message: progressing?.message || 'Enabling AutoNode: Karpenter is rolling out',
+  };
 }
 
 /**
@@ -139,7 +157,9 @@ export class HyperShiftTopology implements Topology {
     this.controlStore = options.management;
     this.workloadStore = options.guest;
     this.operandNamespace = options.namespace;
-    this.watches = [{ type: HostedControlPlaneType, cluster: 'control', namespace: options.namespace, fieldSelector: `metadata.name=${options.hcpName}` }];
+    this.watches = [
+      { type: HostedControlPlaneType, cluster: 'control', namespace: options.namespace, fieldSelector: `metadata.name=${options.hcpName}` },
+    ];
     this.statusObject = { ...HostedControlPlaneType, namespace: options.namespace, name: options.hcpName };
   }
 
@@ -198,14 +218,20 @@ export class HyperShiftTopology implements Topology {
       throw new InvalidInputError(HCP_INVALID_REASON, hcp.object, field, detail);
     };
     if (!hcp.infraID) fail('spec.infraID', 'missing');
-    if (env.clusterName && hcp.infraID !== env.clusterName) fail('spec.infraID', `${hcp.infraID} differs from CLUSTER_NAME=${env.clusterName} (HyperShift sets the infra ID there)`);
+    if (env.clusterName && hcp.infraID !== env.clusterName)
+      fail('spec.infraID', `${hcp.infraID} differs from CLUSTER_NAME=${env.clusterName} (HyperShift sets the infra ID there)`);
     const platform = hcp.platformType || env.platform;
     if (!platform) fail('spec.platform.type', 'missing, and PLATFORM is not set');
     if (hcp.platformType && env.platform && hcp.platformType.toLowerCase() !== env.platform.toLowerCase()) {
       fail('spec.platform.type', `${hcp.platformType} differs from PLATFORM=${env.platform}`);
     }
     if (!/^https:\/\/[^\s/]+/.test(env.clusterEndpoint)) {
-      throw new InvalidInputError(HCP_INVALID_REASON, 'operator environment', 'CLUSTER_ENDPOINT', `must be an https URL, got ${JSON.stringify(env.clusterEndpoint)}`);
+      throw new InvalidInputError(
+        HCP_INVALID_REASON,
+        'operator environment',
+        'CLUSTER_ENDPOINT',
+        `must be an https URL, got ${JSON.stringify(env.clusterEndpoint)}`,
+      );
     }
     const facts: ClusterFacts = {
       platform: platform.toLowerCase() === 'aws' ? 'AWS' : platform,
@@ -231,7 +257,9 @@ export class HyperShiftTopology implements Topology {
     const ref: ObjectRef = { ...HostedControlPlaneType, namespace: this.options.namespace, name: raw.metadata.name };
     const status = (raw.status ?? {}) as { conditions?: unknown };
     const current = Array.isArray(status.conditions)
-      ? status.conditions.filter((c): c is Condition => typeof c === 'object' && c !== null && typeof (c as { type?: unknown }).type === 'string')
+      ? status.conditions.filter(
+          (c): c is Condition => typeof c === 'object' && c !== null && typeof (c as { type?: unknown }).type === 'string',
+        )
       : [];
     const generation = typeof raw.metadata.generation === 'number' ? raw.metadata.generation : 1;
     const { conditions, changed } = setConditions(current, [autoNodeCondition(report, request, generation)], isoNow(this.options.clock));
@@ -239,7 +267,11 @@ export class HyperShiftTopology implements Topology {
     try {
       // Over the conditions as read only: HyperShift writes the HCP's other conditions, and a list replaced
       // whole from a stale read would drop theirs.
-      await this.options.management.patchStatus(ref, { conditions }, raw.metadata.resourceVersion ? { resourceVersion: raw.metadata.resourceVersion } : {});
+      await this.options.management.patchStatus(
+        ref,
+        { conditions },
+        raw.metadata.resourceVersion ? { resourceVersion: raw.metadata.resourceVersion } : {},
+      );
     } catch (e) {
       // Gone (its deletion finished) or moved on: the HCP's watch event brings the next reconcile.
       if (!isNotFoundError(e) && !isConflictError(e)) throw e;

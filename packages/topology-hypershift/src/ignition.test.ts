@@ -10,7 +10,8 @@ import {
 } from './ignition.js';
 import { aHostedControlPlane, anIgnitionSecret, HCP_NAMESPACE, INFRA_ID } from './testing/builders.js';
 
-const POINTER = '{"ignition":{"version":"3.4.0","config":{"merge":[{"source":"https://ignition.demo:443/ignition","httpHeaders":[{"name":"TargetConfigVersionHash","value":"abc"}]}]}}}';
+const POINTER =
+  '{"ignition":{"version":"3.4.0","config":{"merge":[{"source":"https://ignition.demo:443/ignition","httpHeaders":[{"name":"TargetConfigVersionHash","value":"abc"}]}]}}}';
 
 const withAnnotations = (s: KubeObject, annotations: Record<string, string | null>): KubeObject => {
   const a = { ...s.metadata.annotations } as Record<string, string>;
@@ -53,7 +54,12 @@ describe('nodeClassInputsFromSecrets', () => {
     },
     {
       name: 'Secrets without the managed-by label are not ours',
-      secrets: [{ ...anIgnitionSecret({ userData: 'u' }), metadata: { ...anIgnitionSecret().metadata, labels: { 'hypershift.openshift.io/ami': 'ami-01' } } }],
+      secrets: [
+        {
+          ...anIgnitionSecret({ userData: 'u' }),
+          metadata: { ...anIgnitionSecret().metadata, labels: { 'hypershift.openshift.io/ami': 'ami-01' } },
+        },
+      ],
       want: {},
     },
     {
@@ -72,7 +78,10 @@ describe('nodeClassInputsFromSecrets', () => {
     },
     {
       name: 'several NodeClasses',
-      secrets: [anIgnitionSecret({ name: 'a', nodeClass: 'a', userData: 'A' }), anIgnitionSecret({ name: 'b', nodeClass: 'b.x', userData: 'B' })],
+      secrets: [
+        anIgnitionSecret({ name: 'a', nodeClass: 'a', userData: 'A' }),
+        anIgnitionSecret({ name: 'b', nodeClass: 'b.x', userData: 'B' }),
+      ],
       want: {
         a: { source: `Secret ${HCP_NAMESPACE}/a`, amis: ['ami-0123456789abcdef0'], userData: 'A' },
         'b.x': { source: `Secret ${HCP_NAMESPACE}/b`, amis: ['ami-0123456789abcdef0'], userData: 'B' },
@@ -86,16 +95,44 @@ describe('nodeClassInputsFromSecrets', () => {
   const NP = `metadata.annotations[${IgnitionAnnotations.nodePool}]`;
   it.each([
     { name: 'no nodePool annotation', secret: bad((s) => withAnnotations(s, { [IgnitionAnnotations.nodePool]: null })), field: NP },
-    { name: 'annotation without namespace', secret: bad((s) => withAnnotations(s, { [IgnitionAnnotations.nodePool]: 'default-karpenter' })), field: NP },
-    { name: 'annotation without the -karpenter suffix', secret: bad((s) => withAnnotations(s, { [IgnitionAnnotations.nodePool]: `${HCP_NAMESPACE}/default` })), field: NP },
-    { name: 'annotation of another namespace', secret: bad((s) => withAnnotations(s, { [IgnitionAnnotations.nodePool]: `clusters/default-karpenter` })), field: NP },
-    { name: 'empty NodeClass name', secret: bad((s) => withAnnotations(s, { [IgnitionAnnotations.nodePool]: `${HCP_NAMESPACE}/-karpenter` })), field: NP },
-    { name: 'upper-case NodeClass name', secret: bad((s) => withAnnotations(s, { [IgnitionAnnotations.nodePool]: `${HCP_NAMESPACE}/Gpu-karpenter` })), field: NP },
+    {
+      name: 'annotation without namespace',
+      secret: bad((s) => withAnnotations(s, { [IgnitionAnnotations.nodePool]: 'default-karpenter' })),
+      field: NP,
+    },
+    {
+      name: 'annotation without the -karpenter suffix',
+      secret: bad((s) => withAnnotations(s, { [IgnitionAnnotations.nodePool]: `${HCP_NAMESPACE}/default` })),
+      field: NP,
+    },
+    {
+      name: 'annotation of another namespace',
+      secret: bad((s) => withAnnotations(s, { [IgnitionAnnotations.nodePool]: `clusters/default-karpenter` })),
+      field: NP,
+    },
+    {
+      name: 'empty NodeClass name',
+      secret: bad((s) => withAnnotations(s, { [IgnitionAnnotations.nodePool]: `${HCP_NAMESPACE}/-karpenter` })),
+      field: NP,
+    },
+    {
+      name: 'upper-case NodeClass name',
+      secret: bad((s) => withAnnotations(s, { [IgnitionAnnotations.nodePool]: `${HCP_NAMESPACE}/Gpu-karpenter` })),
+      field: NP,
+    },
     { name: 'no data.value', secret: bad((s) => ({ ...s, data: { userData: 'eA==' } })), field: 'data.value' },
     { name: 'data.value not base64', secret: bad((s) => ({ ...s, data: { value: '{"ignition":{}}' } })), field: 'data.value' },
     { name: 'no AMI label', secret: anIgnitionSecret({ name: 'bad', noAmi: true }), field: 'metadata.labels[hypershift.openshift.io/ami]' },
-    { name: 'bad AMI id', secret: anIgnitionSecret({ name: 'bad', ami: 'rhcos-418' }), field: 'metadata.labels[hypershift.openshift.io/ami]' },
-    { name: 'bad arm64 AMI id', secret: anIgnitionSecret({ name: 'bad', arm64Ami: 'ami-' }), field: 'metadata.labels[hypershift.openshift.io/ami-arm64]' },
+    {
+      name: 'bad AMI id',
+      secret: anIgnitionSecret({ name: 'bad', ami: 'rhcos-418' }),
+      field: 'metadata.labels[hypershift.openshift.io/ami]',
+    },
+    {
+      name: 'bad arm64 AMI id',
+      secret: anIgnitionSecret({ name: 'bad', arm64Ami: 'ami-' }),
+      field: 'metadata.labels[hypershift.openshift.io/ami-arm64]',
+    },
   ])('rejects $name, naming $field', ({ secret, field }) => {
     let err: unknown;
     try {
@@ -126,10 +163,38 @@ describe('nodeClassInputsFromSecrets', () => {
 describe('mergeNodeClassTags', () => {
   it.each([
     { name: 'cluster tags only', cluster: [{ key: 'a', value: '1' }], own: {}, allow: false, tags: { a: '1' }, conflicts: [] },
-    { name: 'NodeClass adds a key', cluster: [{ key: 'a', value: '1' }], own: { b: '2' }, allow: false, tags: { a: '1', b: '2' }, conflicts: [] },
-    { name: 'cluster wins a conflict', cluster: [{ key: 'a', value: '1' }], own: { a: '9' }, allow: false, tags: { a: '1' }, conflicts: ['a'] },
-    { name: 'override policy lets the NodeClass win', cluster: [{ key: 'a', value: '1' }], own: { a: '9' }, allow: true, tags: { a: '9' }, conflicts: ['a'] },
-    { name: 'same value is no conflict', cluster: [{ key: 'a', value: '1' }], own: { a: '1' }, allow: false, tags: { a: '1' }, conflicts: [] },
+    {
+      name: 'NodeClass adds a key',
+      cluster: [{ key: 'a', value: '1' }],
+      own: { b: '2' },
+      allow: false,
+      tags: { a: '1', b: '2' },
+      conflicts: [],
+    },
+    {
+      name: 'cluster wins a conflict',
+      cluster: [{ key: 'a', value: '1' }],
+      own: { a: '9' },
+      allow: false,
+      tags: { a: '1' },
+      conflicts: ['a'],
+    },
+    {
+      name: 'override policy lets the NodeClass win',
+      cluster: [{ key: 'a', value: '1' }],
+      own: { a: '9' },
+      allow: true,
+      tags: { a: '9' },
+      conflicts: ['a'],
+    },
+    {
+      name: 'same value is no conflict',
+      cluster: [{ key: 'a', value: '1' }],
+      own: { a: '1' },
+      allow: false,
+      tags: { a: '1' },
+      conflicts: [],
+    },
   ])('$name', ({ cluster, own, allow, tags, conflicts }) => {
     expect(mergeNodeClassTags(cluster, own as Record<string, string>, allow)).toEqual({ tags, conflicts });
   });
@@ -138,10 +203,22 @@ describe('mergeNodeClassTags', () => {
 describe('hcpNodeClassSource', () => {
   const hcp = decodeHostedControlPlane(
     aHostedControlPlane({
-      spec: { platform: { aws: { resourceTags: [{ key: 'red-hat-managed', value: 'true' }, { key: `kubernetes.io/cluster/${INFRA_ID}`, value: 'owned' }] } } },
+      spec: {
+        platform: {
+          aws: {
+            resourceTags: [
+              { key: 'red-hat-managed', value: 'true' },
+              { key: `kubernetes.io/cluster/${INFRA_ID}`, value: 'owned' },
+            ],
+          },
+        },
+      },
     }),
   );
-  const inputs = nodeClassInputsFromSecrets([anIgnitionSecret({ userData: POINTER, ami: 'ami-0aaa', arm64Ami: 'ami-0bbb' })], HCP_NAMESPACE);
+  const inputs = nodeClassInputsFromSecrets(
+    [anIgnitionSecret({ userData: POINTER, ami: 'ami-0aaa', arm64Ami: 'ami-0bbb' })],
+    HCP_NAMESPACE,
+  );
 
   it('decodes default from tag selectors, the ignition Secret and the instance-profile annotation', () => {
     const r = hcpNodeClassSource({ hcp, nodeClassInputs: inputs });
@@ -161,7 +238,11 @@ describe('hcpNodeClassSource', () => {
   });
 
   it.each([
-    { name: 'internal-elb (default)', subnetSelector: undefined, want: { 'kubernetes.io/role/internal-elb': '1', [`kubernetes.io/cluster/${INFRA_ID}`]: '*' } },
+    {
+      name: 'internal-elb (default)',
+      subnetSelector: undefined,
+      want: { 'kubernetes.io/role/internal-elb': '1', [`kubernetes.io/cluster/${INFRA_ID}`]: '*' },
+    },
     { name: 'discovery tag', subnetSelector: 'discovery' as const, want: { 'karpenter.sh/discovery': INFRA_ID } },
   ])('subnets by $name', ({ subnetSelector, want }) => {
     const { source } = hcpNodeClassSource({ hcp, nodeClassInputs: inputs, ...(subnetSelector ? { subnetSelector } : {}) });
@@ -170,7 +251,11 @@ describe('hcpNodeClassSource', () => {
 
   it('reports tag conflicts with the NodeClass and keeps the cluster value', () => {
     const r = hcpNodeClassSource({ hcp, nodeClassInputs: inputs, nodeClassTags: { 'red-hat-managed': 'false', team: 'x' } });
-    expect(Object.fromEntries(r.source.tags.map((t) => [t.key, t.value]))).toEqual({ 'red-hat-managed': 'true', [`kubernetes.io/cluster/${INFRA_ID}`]: 'owned', team: 'x' });
+    expect(Object.fromEntries(r.source.tags.map((t) => [t.key, t.value]))).toEqual({
+      'red-hat-managed': 'true',
+      [`kubernetes.io/cluster/${INFRA_ID}`]: 'owned',
+      team: 'x',
+    });
     expect(r.tagConflicts).toEqual(['red-hat-managed']);
   });
 
@@ -180,7 +265,13 @@ describe('hcpNodeClassSource', () => {
   });
 
   it.each([
-    { name: 'no infraID', hcp: decodeHostedControlPlane(aHostedControlPlane({ spec: { infraID: null } })), inputs, reason: 'InvalidHostedControlPlane', field: 'spec.infraID' },
+    {
+      name: 'no infraID',
+      hcp: decodeHostedControlPlane(aHostedControlPlane({ spec: { infraID: null } })),
+      inputs,
+      reason: 'InvalidHostedControlPlane',
+      field: 'spec.infraID',
+    },
     {
       name: 'no instance profile annotation',
       hcp: decodeHostedControlPlane(aHostedControlPlane({ metadata: { annotations: { [HcpAnnotations.defaultInstanceProfile]: null } } })),
@@ -188,7 +279,13 @@ describe('hcpNodeClassSource', () => {
       reason: 'InvalidHostedControlPlane',
       field: `metadata.annotations[${HcpAnnotations.defaultInstanceProfile}]`,
     },
-    { name: 'no ignition Secret for default', hcp, inputs: new Map<string, NodeClassInput>(), reason: 'IgnitionSecretMissing', field: `metadata.annotations[${IgnitionAnnotations.nodePool}]` },
+    {
+      name: 'no ignition Secret for default',
+      hcp,
+      inputs: new Map<string, NodeClassInput>(),
+      reason: 'IgnitionSecretMissing',
+      field: `metadata.annotations[${IgnitionAnnotations.nodePool}]`,
+    },
   ])('rejects $name', ({ hcp: h, inputs: i, reason, field }) => {
     let err: unknown;
     try {

@@ -63,7 +63,8 @@ export const ignitionSecretWatch = (namespace: string): Watch => ({
 });
 
 /** The nodePool annotation value that binds a Secret to `nodeClass`. */
-export const nodePoolAnnotationFor = (namespace: string, nodeClass: string): string => `${namespace}/${nodeClass}${IGNITION_NODEPOOL_SUFFIX}`;
+export const nodePoolAnnotationFor = (namespace: string, nodeClass: string): string =>
+  `${namespace}/${nodeClass}${IGNITION_NODEPOOL_SUFFIX}`;
 
 const AMI_ID = /^ami-[0-9a-z]+$/;
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
@@ -130,7 +131,8 @@ function decodeIgnitionSecret(secret: KubeObject, bindNs: string): { nodeClass: 
   if (slash < 0 || !pool.endsWith(IGNITION_NODEPOOL_SUFFIX)) {
     return fail(annField, `${JSON.stringify(binding)} is not <namespace>/<nodeclass>${IGNITION_NODEPOOL_SUFFIX}`);
   }
-  if (ns !== bindNs) return fail(annField, `${JSON.stringify(binding)} names namespace ${JSON.stringify(ns)}, expected ${JSON.stringify(bindNs)}`);
+  if (ns !== bindNs)
+    return fail(annField, `${JSON.stringify(binding)} names namespace ${JSON.stringify(ns)}, expected ${JSON.stringify(bindNs)}`);
   const nodeClass = pool.slice(0, -IGNITION_NODEPOOL_SUFFIX.length);
   if (!DNS_SUBDOMAIN.test(nodeClass)) return fail(annField, `${JSON.stringify(nodeClass)} is not a NodeClass name`);
 
@@ -148,7 +150,8 @@ function decodeIgnitionSecret(secret: KubeObject, bindNs: string): { nodeClass: 
     if (!AMI_ID.test(id)) fail(`metadata.labels[${label}]`, `${JSON.stringify(id)} is not an AMI id`);
     if (!amiSelectorTerms.some((t) => t.id === id)) amiSelectorTerms.push({ id });
   }
-  if (!amiSelectorTerms.length) fail(`metadata.labels[${IgnitionLabels.ami}]`, `no AMI label (${IgnitionLabels.ami} or ${IgnitionLabels.arm64Ami})`);
+  if (!amiSelectorTerms.length)
+    fail(`metadata.labels[${IgnitionLabels.ami}]`, `no AMI label (${IgnitionLabels.ami} or ${IgnitionLabels.arm64Ami})`);
   return { nodeClass, input: { userData, amiSelectorTerms, source } };
 }
 
@@ -234,7 +237,9 @@ export function hcpNodeClassSource(input: HcpNodeClassSourceInput): HcpNodeClass
   }
   const discovery = { 'karpenter.sh/discovery': infraID };
   const subnetTags =
-    input.subnetSelector === 'discovery' ? discovery : { 'kubernetes.io/role/internal-elb': '1', [`kubernetes.io/cluster/${infraID}`]: '*' };
+    input.subnetSelector === 'discovery'
+      ? discovery
+      : { 'kubernetes.io/role/internal-elb': '1', [`kubernetes.io/cluster/${infraID}`]: '*' };
   const { tags, conflicts } = mergeNodeClassTags(hcp.resourceTags, input.nodeClassTags, input.allowTagOverride);
   return {
     source: {

@@ -13,7 +13,9 @@ describe('hypershiftTopologyModule', () => {
     const management = new MemoryClusterStore([aHostedControlPlane()]);
     const guest = new MemoryClusterStore();
     const container = new Container();
-    container.load(hypershiftTopologyModule({ management, guest, clock: new FakeClock(), namespace: HCP_NAMESPACE, hcpName: HCP_NAME, env }));
+    container.load(
+      hypershiftTopologyModule({ management, guest, clock: new FakeClock(), namespace: HCP_NAMESPACE, hcpName: HCP_NAME, env }),
+    );
     const topology = container.get<Topology>(TopologyId);
     expect(topology).toBeInstanceOf(HyperShiftTopology);
     expect(topology.controlStore).toBe(management);

@@ -1,6 +1,11 @@
 import { ContainerModule } from 'inversify';
 import { ClockId, TopologyId, token, type Clock, type ClusterStore, type Topology } from '@karpenter-operator/core';
-import { GuestClusterStoreId, HyperShiftTopology, ManagementClusterStoreId, type HyperShiftTopologyOptions } from './hypershift-topology.js';
+import {
+  GuestClusterStoreId,
+  HyperShiftTopology,
+  ManagementClusterStoreId,
+  type HyperShiftTopologyOptions,
+} from './hypershift-topology.js';
 
 /** The concrete topology, for HyperShift-only controllers (the sidecar adapter) that read the decoded HCP. */
 export const HyperShiftTopologyId = token<HyperShiftTopology>('Topology/hypershift');

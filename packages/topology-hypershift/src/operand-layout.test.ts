@@ -33,7 +33,13 @@ const settings = (over: Partial<OperatorSettings> = {}): OperatorSettings => ({
   ...over,
 });
 const request = (over: Partial<KarpenterRequest> = {}): KarpenterRequest => ({
-  owner: { apiVersion: 'hypershift.openshift.io/v1beta1', kind: 'HostedControlPlane', name: 'demo', namespace: 'clusters-demo', uid: 'uid-hcp' },
+  owner: {
+    apiVersion: 'hypershift.openshift.io/v1beta1',
+    kind: 'HostedControlPlane',
+    name: 'demo',
+    namespace: 'clusters-demo',
+    uid: 'uid-hcp',
+  },
   generation: 3,
   logLevel: 'info',
   deleting: false,
@@ -76,13 +82,24 @@ const envOf = (c: Obj): Record<string, unknown> =>
 
 describe('planOperand: HyperShift (management-cluster mode)', () => {
   const HCP_NS = 'clusters-demo';
-  const hcp = { apiVersion: 'hypershift.openshift.io/v1beta1', kind: 'HostedControlPlane', name: 'demo', namespace: HCP_NS, uid: 'uid-hcp' };
+  const hcp = {
+    apiVersion: 'hypershift.openshift.io/v1beta1',
+    kind: 'HostedControlPlane',
+    name: 'demo',
+    namespace: HCP_NS,
+    uid: 'uid-hcp',
+  };
   const hsInput = (over: Partial<OperandInput> = {}): OperandInput =>
     input({
       namespace: HCP_NS,
       layout: hcpOperandLayout(HCP_NS, over.settings ?? settings()),
       request: request({ owner: hcp }),
-      facts: facts({ infrastructureName: 'demo-4kq9z', apiServerInternalURL: 'https://api.demo.example.com:443', controlPlaneTopology: 'External', region: 'eu-west-1' }),
+      facts: facts({
+        infrastructureName: 'demo-4kq9z',
+        apiServerInternalURL: 'https://api.demo.example.com:443',
+        controlPlaneTopology: 'External',
+        region: 'eu-west-1',
+      }),
       cloud: { ...cloud, env: [{ name: 'AWS_REGION', value: 'eu-west-1' }, ...cloud.env.slice(1)] },
       providerRbac: [
         providerRbac[0]!,
@@ -123,7 +140,11 @@ describe('planOperand: HyperShift (management-cluster mode)', () => {
     { name: 'CLUSTER_NAME is the infra ID', key: 'CLUSTER_NAME', value: 'demo-4kq9z' },
     { name: 'AWS_REGION is the HCP region (from the cloud config)', key: 'AWS_REGION', value: 'eu-west-1' },
     { name: 'CLUSTER_ENDPOINT is the guest API', key: 'CLUSTER_ENDPOINT', value: 'https://api.demo.example.com:443' },
-    { name: 'SYSTEM_NAMESPACE from the downward API', key: 'SYSTEM_NAMESPACE', value: { fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.namespace' } } },
+    {
+      name: 'SYSTEM_NAMESPACE from the downward API',
+      key: 'SYSTEM_NAMESPACE',
+      value: { fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.namespace' } },
+    },
   ])('env: $name', ({ key, value }) => {
     expect(hsEnv()[key]).toEqual(value);
   });
@@ -134,27 +155,81 @@ describe('planOperand: HyperShift (management-cluster mode)', () => {
   });
 
   it.each([
-    { name: 'guest kubeconfig volume from the default Secret, credentials from HyperShift\'s Secret', over: {}, path: (o: KubeObject[]) => podSpec(o)['volumes'], want: [
-      { name: 'provider-creds', secret: { secretName: 'karpenter-credentials' } },
-      { name: 'guest-kubeconfig', secret: { secretName: 'service-network-admin-kubeconfig', items: [{ key: 'kubeconfig', path: 'kubeconfig' }] } },
-      { name: 'tmp-dir', emptyDir: {} },
-    ] },
-    { name: 'guest kubeconfig Secret from settings', over: { settings: settings({ guestKubeconfigSecret: 'karpenter-guest-kubeconfig' }) }, path: (o: KubeObject[]) => (podSpec(o)['volumes'] as Obj[]).find((v) => v['name'] === 'guest-kubeconfig')!['secret'].secretName, want: 'karpenter-guest-kubeconfig' },
-    { name: 'guest kubeconfig mounted read-only', over: {}, path: (o: KubeObject[]) => controller(o)['volumeMounts'], want: [
-      { name: 'provider-creds', mountPath: '/etc/provider', readOnly: true },
-      { name: 'guest-kubeconfig', mountPath: '/etc/karpenter/guest-kubeconfig', readOnly: true },
-      { name: 'tmp-dir', mountPath: '/tmp' },
-    ] },
+    {
+      name: "guest kubeconfig volume from the default Secret, credentials from HyperShift's Secret",
+      over: {},
+      path: (o: KubeObject[]) => podSpec(o)['volumes'],
+      want: [
+        { name: 'provider-creds', secret: { secretName: 'karpenter-credentials' } },
+        {
+          name: 'guest-kubeconfig',
+          secret: { secretName: 'service-network-admin-kubeconfig', items: [{ key: 'kubeconfig', path: 'kubeconfig' }] },
+        },
+        { name: 'tmp-dir', emptyDir: {} },
+      ],
+    },
+    {
+      name: 'guest kubeconfig Secret from settings',
+      over: { settings: settings({ guestKubeconfigSecret: 'karpenter-guest-kubeconfig' }) },
+      path: (o: KubeObject[]) => (podSpec(o)['volumes'] as Obj[]).find((v) => v['name'] === 'guest-kubeconfig')!['secret'].secretName,
+      want: 'karpenter-guest-kubeconfig',
+    },
+    {
+      name: 'guest kubeconfig mounted read-only',
+      over: {},
+      path: (o: KubeObject[]) => controller(o)['volumeMounts'],
+      want: [
+        { name: 'provider-creds', mountPath: '/etc/provider', readOnly: true },
+        { name: 'guest-kubeconfig', mountPath: '/etc/karpenter/guest-kubeconfig', readOnly: true },
+        { name: 'tmp-dir', mountPath: '/tmp' },
+      ],
+    },
     { name: 'one replica', over: {}, path: (o: KubeObject[]) => deployment(o)['spec'].replicas, want: 1 },
     { name: 'no anti-affinity', over: {}, path: (o: KubeObject[]) => podSpec(o)['affinity']['podAntiAffinity'], want: undefined },
     { name: 'no control-plane nodeSelector', over: {}, path: (o: KubeObject[]) => podSpec(o)['nodeSelector'], want: undefined },
-    { name: 'no OpenShift control-plane tolerations', over: {}, path: (o: KubeObject[]) => (podSpec(o)['tolerations'] as Obj[]).filter((t) => t['key'].startsWith('node-role.kubernetes.io/')), want: [] },
-    { name: 'HyperShift control-plane priority', over: {}, path: (o: KubeObject[]) => podSpec(o)['priorityClassName'], want: 'hypershift-control-plane' },
-    { name: 'runs as the HCP-namespace ServiceAccount', over: {}, path: (o: KubeObject[]) => podSpec(o)['serviceAccountName'], want: 'karpenter' },
+    {
+      name: 'no OpenShift control-plane tolerations',
+      over: {},
+      path: (o: KubeObject[]) => (podSpec(o)['tolerations'] as Obj[]).filter((t) => t['key'].startsWith('node-role.kubernetes.io/')),
+      want: [],
+    },
+    {
+      name: 'HyperShift control-plane priority',
+      over: {},
+      path: (o: KubeObject[]) => podSpec(o)['priorityClassName'],
+      want: 'hypershift-control-plane',
+    },
+    {
+      name: 'runs as the HCP-namespace ServiceAccount',
+      over: {},
+      path: (o: KubeObject[]) => podSpec(o)['serviceAccountName'],
+      want: 'karpenter',
+    },
     { name: 'Deployment in the HCP namespace', over: {}, path: (o: KubeObject[]) => deployment(o)['metadata'].namespace, want: HCP_NS },
-    { name: 'no management-workload annotations, credentials hash kept', over: {}, path: (o: KubeObject[]) => deployment(o)['spec'].template.metadata.annotations, want: { [OperandNames.credentialsHashAnnotation]: 'hash-1', 'cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes': 'tmp-dir' } },
-    { name: 'no Lease Role or binding', over: {}, path: (o: KubeObject[]) => o.filter((x) => x.metadata.name === OperandNames.role && x.kind.startsWith('Role')).length, want: 0 },
-    { name: 'init container does not need the guest kubeconfig', over: { settings: settings({ operatorImage: 'op:1' }) }, path: (o: KubeObject[]) => podSpec(o)['initContainers'][0].volumeMounts, want: [{ name: 'provider-creds', mountPath: '/etc/provider', readOnly: true }, { name: 'tmp-dir', mountPath: '/tmp' }] },
+    {
+      name: 'no management-workload annotations, credentials hash kept',
+      over: {},
+      path: (o: KubeObject[]) => deployment(o)['spec'].template.metadata.annotations,
+      want: {
+        [OperandNames.credentialsHashAnnotation]: 'hash-1',
+        'cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes': 'tmp-dir',
+      },
+    },
+    {
+      name: 'no Lease Role or binding',
+      over: {},
+      path: (o: KubeObject[]) => o.filter((x) => x.metadata.name === OperandNames.role && x.kind.startsWith('Role')).length,
+      want: 0,
+    },
+    {
+      name: 'init container does not need the guest kubeconfig',
+      over: { settings: settings({ operatorImage: 'op:1' }) },
+      path: (o: KubeObject[]) => podSpec(o)['initContainers'][0].volumeMounts,
+      want: [
+        { name: 'provider-creds', mountPath: '/etc/provider', readOnly: true },
+        { name: 'tmp-dir', mountPath: '/tmp' },
+      ],
+    },
   ])('$name', ({ over, path, want }) => {
     expect(path(renderOperand(hsInput(over)))).toEqual(want);
   });
@@ -194,20 +269,22 @@ describe('planOperand: HyperShift (management-cluster mode)', () => {
     const scopes = operandScopes(i.layout);
     for (const p of planOperand(i).filter((x) => x.object.kind !== 'Deployment')) {
       const covered = scopes.some(
-        (s) => s.type.kind === p.object.kind && s.type.apiVersion === p.object.apiVersion && s.cluster === p.cluster && (s.namespace === undefined || s.namespace === p.object.metadata.namespace),
+        (s) =>
+          s.type.kind === p.object.kind &&
+          s.type.apiVersion === p.object.apiVersion &&
+          s.cluster === p.cluster &&
+          (s.namespace === undefined || s.namespace === p.object.metadata.namespace),
       );
       expect(covered, `${p.cluster}: ${id(p)}`).toBe(true);
     }
   });
 
-  it('owns the tolerations it renders, and no node selector (the HCP\'s own applies)', () => {
+  it("owns the tolerations it renders, and no node selector (the HCP's own applies)", () => {
     const paths = placed().find((p) => p.ownedWhole)!.ownedWhole!;
     expect(paths).toContain('spec.template.spec.containers');
     expect(paths.filter((p) => p.endsWith('nodeSelector') || p.endsWith('tolerations'))).toEqual(['spec.template.spec.tolerations']);
   });
-
 });
-
 
 describe('hcpOperandLayout: the token minter (TOKEN_MINTER_IMAGE)', () => {
   const HCP_NS = 'clusters-demo';
@@ -216,10 +293,13 @@ describe('hcpOperandLayout: the token minter (TOKEN_MINTER_IMAGE)', () => {
     const s = settings(over);
     return renderOperand(input({ namespace: HCP_NS, settings: s, layout: hcpOperandLayout(HCP_NS, s) }));
   };
-  const minterOf = (objs: KubeObject[]): Obj | undefined => (podSpec(objs)['initContainers'] as Obj[] | undefined)?.find((c) => c['name'] === 'token-minter');
+  const minterOf = (objs: KubeObject[]): Obj | undefined =>
+    (podSpec(objs)['initContainers'] as Obj[] | undefined)?.find((c) => c['name'] === 'token-minter');
   /** The file a container sees at `path`, by the volume mounted at the longest prefix: `volume:sub/path`. */
   const fileAt = (objs: KubeObject[], c: Obj, path: string): string | undefined => {
-    const m = ((c['volumeMounts'] as Obj[]) ?? []).filter((v) => path.startsWith(`${v['mountPath']}/`)).sort((a, b) => b['mountPath'].length - a['mountPath'].length)[0];
+    const m = ((c['volumeMounts'] as Obj[]) ?? [])
+      .filter((v) => path.startsWith(`${v['mountPath']}/`))
+      .sort((a, b) => b['mountPath'].length - a['mountPath'].length)[0];
     if (!m) return undefined;
     const volume = (podSpec(objs)['volumes'] as Obj[]).find((v) => v['name'] === m['name']);
     return volume ? `${m['name']}:${path.slice(m['mountPath'].length + 1)}` : undefined;
@@ -239,7 +319,7 @@ describe('hcpOperandLayout: the token minter (TOKEN_MINTER_IMAGE)', () => {
     ]);
   });
 
-  it('is a sidecar for the pod\'s life whose startup waits for the token, before any other init container', () => {
+  it("is a sidecar for the pod's life whose startup waits for the token, before any other init container", () => {
     const objs = render({ tokenMinterImage: MINTER, operatorImage: 'op:1' });
     const inits = podSpec(objs)['initContainers'] as Obj[];
     expect(inits.map((c) => c['name'])).toEqual(['token-minter', OperandNames.initContainer]);
@@ -250,7 +330,10 @@ describe('hcpOperandLayout: the token minter (TOKEN_MINTER_IMAGE)', () => {
 
   it.each([
     { name: 'Karpenter', pick: (o: KubeObject[]) => controller(o) },
-    { name: 'the credentials check', pick: (o: KubeObject[]) => (podSpec(o)['initContainers'] as Obj[]).find((c) => c['name'] === OperandNames.initContainer)! },
+    {
+      name: 'the credentials check',
+      pick: (o: KubeObject[]) => (podSpec(o)['initContainers'] as Obj[]).find((c) => c['name'] === OperandNames.initContainer)!,
+    },
   ])('$name reads the token from the file the minter writes, in a pod-lived volume', ({ pick }) => {
     const objs = render({ tokenMinterImage: MINTER, operatorImage: 'op:1' });
     const m = minterOf(objs)!;
@@ -258,7 +341,10 @@ describe('hcpOperandLayout: the token minter (TOKEN_MINTER_IMAGE)', () => {
     const written = fileAt(objs, m, tokenFile);
     expect(written).toBe('serviceaccount-token:token');
     expect(fileAt(objs, pick(objs), tokenFile)).toBe(written);
-    expect((podSpec(objs)['volumes'] as Obj[]).find((v) => v['name'] === 'serviceaccount-token')).toEqual({ name: 'serviceaccount-token', emptyDir: {} });
+    expect((podSpec(objs)['volumes'] as Obj[]).find((v) => v['name'] === 'serviceaccount-token')).toEqual({
+      name: 'serviceaccount-token',
+      emptyDir: {},
+    });
   });
 
   it('reaches the guest through the guest kubeconfig Secret the pod mounts', () => {
@@ -271,7 +357,7 @@ describe('hcpOperandLayout: the token minter (TOKEN_MINTER_IMAGE)', () => {
     expect(volume['secret'].items).toEqual([{ key, path: key }]);
   });
 
-  it('the token path is the one HyperShift\'s credentials profile names (web_identity_token_file)', () => {
+  it("the token path is the one HyperShift's credentials profile names (web_identity_token_file)", () => {
     expect(arg(minterOf(render({ tokenMinterImage: MINTER }))!, 'token-file')).toBe('/var/run/secrets/openshift/serviceaccount/token');
   });
 
@@ -281,7 +367,7 @@ describe('hcpOperandLayout: the token minter (TOKEN_MINTER_IMAGE)', () => {
     expect((podSpec(objs)['volumes'] as Obj[]).map((v) => v['name'])).not.toContain('serviceaccount-token');
   });
 
-  it('waits for and mounts HyperShift\'s credentials Secret karpenter-credentials', () => {
+  it("waits for and mounts HyperShift's credentials Secret karpenter-credentials", () => {
     expect(hcpOperandLayout(HCP_NS, settings()).credentialsSecret).toBe('karpenter-credentials');
     const vols = (podSpec(render())['volumes'] as Obj[]).filter((v) => v['secret']).map((v) => v['secret'].secretName);
     expect(vols).toContain('karpenter-credentials');
@@ -296,7 +382,10 @@ describe('hcpOperandLayout: a conforming hosted-control-plane pod (HyperShift e2
     const s = settings({ tokenMinterImage: 'quay.io/example/cpo:4.22', operatorImage: 'op:1', ...over });
     return renderOperand(input({ namespace: HCP_NS, settings: s, layout: hcpOperandLayout(HCP_NS, s) }));
   };
-  const allContainers = (objs: KubeObject[]): Obj[] => [...(podSpec(objs)['initContainers'] as Obj[]), ...(podSpec(objs)['containers'] as Obj[])];
+  const allContainers = (objs: KubeObject[]): Obj[] => [
+    ...(podSpec(objs)['initContainers'] as Obj[]),
+    ...(podSpec(objs)['containers'] as Obj[]),
+  ];
   const template = (objs: KubeObject[]): Obj => deployment(objs)['spec'].template;
 
   it('EnsureReadOnlyRootFilesystem: every container has a read-only root and /tmp mounted', () => {
@@ -304,7 +393,10 @@ describe('hcpOperandLayout: a conforming hosted-control-plane pod (HyperShift e2
     expect(cs.map((c) => c['name'])).toEqual(['token-minter', 'check-credentials', 'controller']);
     for (const c of cs) {
       expect(c['securityContext'].readOnlyRootFilesystem, c['name']).toBe(true);
-      expect((c['volumeMounts'] as Obj[]).some((m) => m['mountPath'] === '/tmp'), c['name']).toBe(true);
+      expect(
+        (c['volumeMounts'] as Obj[]).some((m) => m['mountPath'] === '/tmp'),
+        c['name'],
+      ).toBe(true);
     }
   });
 
@@ -318,44 +410,55 @@ describe('hcpOperandLayout: a conforming hosted-control-plane pod (HyperShift e2
     expect(local.join(',')).toBe(want);
   });
 
-  it('tolerates the control-plane and this cluster\'s dedicated-node taints', () => {
+  it("tolerates the control-plane and this cluster's dedicated-node taints", () => {
     expect(podSpec(render())['tolerations']).toEqual([
       { key: 'hypershift.openshift.io/control-plane', operator: 'Equal', value: 'true', effect: 'NoSchedule' },
       { key: 'hypershift.openshift.io/cluster', operator: 'Equal', value: HCP_NS, effect: 'NoSchedule' },
     ]);
   });
 
-  it('prefers control-plane nodes, this cluster\'s twice as much, and the nodes of its HCP\'s other pods', () => {
+  it("prefers control-plane nodes, this cluster's twice as much, and the nodes of its HCP's other pods", () => {
     const objs = render();
     const affinity = podSpec(objs)['affinity'];
-    const weights = (affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution as Obj[]).map((t) => `${t['preference'].matchExpressions[0].key}=${t['preference'].matchExpressions[0].values[0]}:${t['weight']}`);
+    const weights = (affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution as Obj[]).map(
+      (t) => `${t['preference'].matchExpressions[0].key}=${t['preference'].matchExpressions[0].values[0]}:${t['weight']}`,
+    );
     expect(weights).toEqual(['hypershift.openshift.io/control-plane=true:50', `hypershift.openshift.io/cluster=${HCP_NS}:100`]);
     const colocate = affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm;
     expect(colocate.topologyKey).toBe('kubernetes.io/hostname');
     // The pod carries the label it prefers to sit with, so the HCP's pods gather.
-    for (const [k, v] of Object.entries(colocate.labelSelector.matchLabels as Record<string, string>)) expect(template(objs).metadata.labels[k]).toBe(v);
+    for (const [k, v] of Object.entries(colocate.labelSelector.matchLabels as Record<string, string>))
+      expect(template(objs).metadata.labels[k]).toBe(v);
   });
 
   it('is labelled as HyperShift audits it: app=karpenter, control-plane-component karpenter', () => {
-    expect(template(render()).metadata.labels).toMatchObject({ app: 'karpenter', 'hypershift.openshift.io/control-plane-component': 'karpenter', 'hypershift.openshift.io/hosted-control-plane': HCP_NS });
+    expect(template(render()).metadata.labels).toMatchObject({
+      app: 'karpenter',
+      'hypershift.openshift.io/control-plane-component': 'karpenter',
+      'hypershift.openshift.io/hosted-control-plane': HCP_NS,
+    });
     expect(deployment(render())['spec'].selector).toEqual({ matchLabels: { app: 'karpenter' } });
   });
 
   it.each([
     { name: 'Karpenter as HyperShift sizes it', pick: (o: KubeObject[]) => controller(o), want: { cpu: '10m', memory: '60Mi' } },
-    { name: 'the token minter', pick: (o: KubeObject[]) => (podSpec(o)['initContainers'] as Obj[])[0]!, want: { cpu: '10m', memory: '30Mi' } },
+    {
+      name: 'the token minter',
+      pick: (o: KubeObject[]) => (podSpec(o)['initContainers'] as Obj[])[0]!,
+      want: { cpu: '10m', memory: '30Mi' },
+    },
   ])('requests: $name, no limits', ({ pick, want }) => {
     expect(pick(render())['resources']).toEqual({ requests: want });
   });
 
-  it('runs at HyperShift\'s control-plane priority, one replica', () => {
+  it("runs at HyperShift's control-plane priority, one replica", () => {
     const objs = render();
     expect(podSpec(objs)['priorityClassName']).toBe('hypershift-control-plane');
     expect(deployment(objs)['spec'].replicas).toBe(1);
   });
 });
 
-describe('the HCP\'s overrides of its control-plane pods, honoured for the operand', () => {
+describe("the HCP's overrides of its control-plane pods, honoured for the operand", () => {
   const HCP_NS = 'clusters-demo';
   const hcpObject = (spec: Record<string, unknown>, annotations: Record<string, string> = {}): KubeObject => ({
     apiVersion: 'hypershift.openshift.io/v1beta1',
@@ -365,21 +468,45 @@ describe('the HCP\'s overrides of its control-plane pods, honoured for the opera
   });
   const render = (o: KubeObject) => {
     const s = settings({ tokenMinterImage: 'quay.io/example/cpo:4.22' });
-    return renderOperand(input({ namespace: HCP_NS, settings: s, layout: hcpOperandLayout(HCP_NS, s), request: request({ podOverrides: decodeHostedControlPlane(o).podOverrides }) }));
+    return renderOperand(
+      input({
+        namespace: HCP_NS,
+        settings: s,
+        layout: hcpOperandLayout(HCP_NS, s),
+        request: request({ podOverrides: decodeHostedControlPlane(o).podOverrides }),
+      }),
+    );
   };
   const infraToleration = { key: 'node-role.kubernetes.io/infra', operator: 'Exists', effect: 'NoSchedule' };
 
   it.each([
-    { name: 'spec.nodeSelector places the pod', spec: { nodeSelector: { 'node-role.kubernetes.io/infra': '' } }, path: (o: KubeObject[]) => podSpec(o)['nodeSelector'], want: { 'node-role.kubernetes.io/infra': '' } },
-    { name: 'spec.tolerations are added after HyperShift\'s own', spec: { tolerations: [infraToleration] }, path: (o: KubeObject[]) => (podSpec(o)['tolerations'] as Obj[]).map((t) => t['key']), want: ['hypershift.openshift.io/control-plane', 'hypershift.openshift.io/cluster', 'node-role.kubernetes.io/infra'] },
-    { name: 'spec.labels label the pod, the selector label kept', spec: { labels: { team: 'a', app: 'other' } }, path: (o: KubeObject[]) => deployment(o)['spec'].template.metadata.labels, want: expect.objectContaining({ team: 'a', app: 'karpenter' }) },
+    {
+      name: 'spec.nodeSelector places the pod',
+      spec: { nodeSelector: { 'node-role.kubernetes.io/infra': '' } },
+      path: (o: KubeObject[]) => podSpec(o)['nodeSelector'],
+      want: { 'node-role.kubernetes.io/infra': '' },
+    },
+    {
+      name: "spec.tolerations are added after HyperShift's own",
+      spec: { tolerations: [infraToleration] },
+      path: (o: KubeObject[]) => (podSpec(o)['tolerations'] as Obj[]).map((t) => t['key']),
+      want: ['hypershift.openshift.io/control-plane', 'hypershift.openshift.io/cluster', 'node-role.kubernetes.io/infra'],
+    },
+    {
+      name: 'spec.labels label the pod, the selector label kept',
+      spec: { labels: { team: 'a', app: 'other' } },
+      path: (o: KubeObject[]) => deployment(o)['spec'].template.metadata.labels,
+      want: expect.objectContaining({ team: 'a', app: 'karpenter' }),
+    },
     { name: 'no overrides: no node selector', spec: {}, path: (o: KubeObject[]) => podSpec(o)['nodeSelector'], want: undefined },
   ])('$name', ({ spec, path, want }) => {
     expect(path(render(hcpObject(spec)))).toEqual(want);
   });
 
   it('the control-plane priority-class annotation replaces hypershift-control-plane', () => {
-    expect(podSpec(render(hcpObject({}, { 'hypershift.openshift.io/control-plane-priority-class': 'my-critical' })))['priorityClassName']).toBe('my-critical');
+    expect(
+      podSpec(render(hcpObject({}, { 'hypershift.openshift.io/control-plane-priority-class': 'my-critical' })))['priorityClassName'],
+    ).toBe('my-critical');
   });
 
   it.each([
@@ -387,20 +514,35 @@ describe('the HCP\'s overrides of its control-plane pods, honoured for the opera
     { name: 'the token minter', container: 'token-minter', want: { cpu: '10m', memory: '64Mi' } },
   ])('resource-request-override annotations of Deployment karpenter size $name', ({ container, want }) => {
     const objs = render(
-      hcpObject({}, {
-        'resource-request-override.hypershift.openshift.io/karpenter.controller': 'cpu=250m',
-        'resource-request-override.hypershift.openshift.io/karpenter.token-minter': 'memory=64Mi',
-        'resource-request-override.hypershift.openshift.io/kube-apiserver.kube-apiserver': 'cpu=2',
-      }),
+      hcpObject(
+        {},
+        {
+          'resource-request-override.hypershift.openshift.io/karpenter.controller': 'cpu=250m',
+          'resource-request-override.hypershift.openshift.io/karpenter.token-minter': 'memory=64Mi',
+          'resource-request-override.hypershift.openshift.io/kube-apiserver.kube-apiserver': 'cpu=2',
+        },
+      ),
     );
-    const c = [...(podSpec(objs)['initContainers'] as Obj[]), ...(podSpec(objs)['containers'] as Obj[])].find((x) => x['name'] === container)!;
+    const c = [...(podSpec(objs)['initContainers'] as Obj[]), ...(podSpec(objs)['containers'] as Obj[])].find(
+      (x) => x['name'] === container,
+    )!;
     expect(c['resources']).toEqual({ requests: want });
   });
 
   it.each([
-    { name: 'a malformed request override', spec: {}, annotations: { 'resource-request-override.hypershift.openshift.io/karpenter.controller': 'cpu:1' }, field: 'metadata.annotations[resource-request-override.hypershift.openshift.io/karpenter.controller]' },
+    {
+      name: 'a malformed request override',
+      spec: {},
+      annotations: { 'resource-request-override.hypershift.openshift.io/karpenter.controller': 'cpu:1' },
+      field: 'metadata.annotations[resource-request-override.hypershift.openshift.io/karpenter.controller]',
+    },
     { name: 'a toleration that is not an object', spec: { tolerations: ['x'] }, annotations: {}, field: 'spec.tolerations[0]' },
-    { name: 'a node selector value that is not a string', spec: { nodeSelector: { a: 1 } }, annotations: {}, field: 'spec.nodeSelector[a]' },
+    {
+      name: 'a node selector value that is not a string',
+      spec: { nodeSelector: { a: 1 } },
+      annotations: {},
+      field: 'spec.nodeSelector[a]',
+    },
   ])('names the field of $name', ({ spec, annotations, field }) => {
     let err: unknown;
     try {

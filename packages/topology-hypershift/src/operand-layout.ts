@@ -64,19 +64,31 @@ export const HcpPodConventions = {
  * control-plane and this cluster's dedicated-node taints, prefer such nodes (this cluster's twice as much),
  * and prefer the nodes of this HCP's other pods. Pure.
  */
-export function hcpScheduling(namespace: string): { tolerations: Array<Record<string, string>>; affinity: Record<string, unknown>; labels: Record<string, string> } {
+export function hcpScheduling(namespace: string): {
+  tolerations: Array<Record<string, string>>;
+  affinity: Record<string, unknown>;
+  labels: Record<string, string>;
+} {
   const { controlPlaneNodeKey, clusterNodeKey, colocationLabel, controlPlaneComponentLabel } = HcpPodConventions;
-  const prefer = (weight: number, key: string, value: string) => ({ weight, preference: { matchExpressions: [{ key, operator: 'In', values: [value] }] } });
+  const prefer = (weight: number, key: string, value: string) => ({
+    weight,
+    preference: { matchExpressions: [{ key, operator: 'In', values: [value] }] },
+  });
   return {
     tolerations: [
       { key: controlPlaneNodeKey, operator: 'Equal', value: 'true', effect: 'NoSchedule' },
       { key: clusterNodeKey, operator: 'Equal', value: namespace, effect: 'NoSchedule' },
     ],
     affinity: {
-      nodeAffinity: { preferredDuringSchedulingIgnoredDuringExecution: [prefer(50, controlPlaneNodeKey, 'true'), prefer(100, clusterNodeKey, namespace)] },
+      nodeAffinity: {
+        preferredDuringSchedulingIgnoredDuringExecution: [prefer(50, controlPlaneNodeKey, 'true'), prefer(100, clusterNodeKey, namespace)],
+      },
       podAffinity: {
         preferredDuringSchedulingIgnoredDuringExecution: [
-          { weight: 100, podAffinityTerm: { labelSelector: { matchLabels: { [colocationLabel]: namespace } }, topologyKey: 'kubernetes.io/hostname' } },
+          {
+            weight: 100,
+            podAffinityTerm: { labelSelector: { matchLabels: { [colocationLabel]: namespace } }, topologyKey: 'kubernetes.io/hostname' },
+          },
         ],
       },
     },
@@ -125,7 +137,11 @@ export function tokenMinterSidecar(image: string): Record<string, unknown> {
     resources: { requests: { cpu: '10m', memory: '30Mi' } },
     securityContext: restrictedContainerSecurityContext(),
     terminationMessagePolicy: 'FallbackToLogsOnError',
-    volumeMounts: [{ name: guestKubeconfigVolume, mountPath: guestKubeconfigDir, readOnly: true }, tokenVolume(false).mount, tmpVolume().mount],
+    volumeMounts: [
+      { name: guestKubeconfigVolume, mountPath: guestKubeconfigDir, readOnly: true },
+      tokenVolume(false).mount,
+      tmpVolume().mount,
+    ],
   };
 }
 
@@ -140,7 +156,10 @@ export function tokenMinterSidecar(image: string): Record<string, unknown> {
  * web-identity token into a volume Karpenter mounts where that profile looks. Nothing of the management
  * cluster's own tokens is mounted. Pure.
  */
-export function hcpOperandLayout(namespace: string, settings: Pick<OperatorSettings, 'guestKubeconfigSecret' | 'tokenMinterImage'>): OperandLayout {
+export function hcpOperandLayout(
+  namespace: string,
+  settings: Pick<OperatorSettings, 'guestKubeconfigSecret' | 'tokenMinterImage'>,
+): OperandLayout {
   const minter = settings.tokenMinterImage;
   const scheduling = hcpScheduling(namespace);
   const emptyDirs = [...(minter ? [tokenVolume(true)] : []), tmpVolume()].map((v) => v.volume['name'] as string);

@@ -20,7 +20,7 @@ export interface AuditWindowSummary {
 }
 
 const resourceOf = (e: AuditEvent): string => {
-  const r = e.objectRef?.resource ?? (e.requestURI.split('?')[0] ?? e.requestURI);
+  const r = e.objectRef?.resource ?? e.requestURI.split('?')[0] ?? e.requestURI;
   return e.objectRef?.subresource ? `${r}/${e.objectRef.subresource}` : r;
 };
 
@@ -39,7 +39,15 @@ export function summarizeAuditWindow(events: readonly AuditEvent[], since: Date,
     // Prefer ResponseComplete (it carries the final status code).
     if (!prev || e.stage === 'ResponseComplete') seen.set(e.auditID, e);
   }
-  const out: AuditWindowSummary = { total: 0, byVerb: {}, byVerbResource: {}, writesExceptLeasesEvents: [], lists: [], watches: [], errors: [] };
+  const out: AuditWindowSummary = {
+    total: 0,
+    byVerb: {},
+    byVerbResource: {},
+    writesExceptLeasesEvents: [],
+    lists: [],
+    watches: [],
+    errors: [],
+  };
   const ordered = [...seen.values()].sort((a, b) => Date.parse(a.requestReceivedTimestamp) - Date.parse(b.requestReceivedTimestamp));
   for (const e of ordered) {
     out.total++;

@@ -45,13 +45,17 @@ describe('pool', () => {
     let inFlight = 0;
     let peak = 0;
     const seen: number[] = [];
-    await pool(Array.from({ length: 20 }, (_, i) => i), 3, async (i) => {
-      inFlight++;
-      peak = Math.max(peak, inFlight);
-      await new Promise((r) => setTimeout(r, 1));
-      seen.push(i);
-      inFlight--;
-    });
+    await pool(
+      Array.from({ length: 20 }, (_, i) => i),
+      3,
+      async (i) => {
+        inFlight++;
+        peak = Math.max(peak, inFlight);
+        await new Promise((r) => setTimeout(r, 1));
+        seen.push(i);
+        inFlight--;
+      },
+    );
     expect(peak).toBe(3);
     expect(seen.sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, i) => i));
   });

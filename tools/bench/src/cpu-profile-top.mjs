@@ -15,4 +15,5 @@ for (const [id, us] of self) {
 }
 const total = [...agg.values()].reduce((a, b) => a + b, 0);
 console.log(`total sampled ${(total / 1e6).toFixed(2)} s`);
-for (const [k, us] of [...agg].sort((a, b) => b[1] - a[1]).slice(0, Number(n))) console.log(`${(us / 1000).toFixed(0).padStart(7)} ms  ${((us / total) * 100).toFixed(1).padStart(5)}%  ${k}`);
+for (const [k, us] of [...agg].sort((a, b) => b[1] - a[1]).slice(0, Number(n)))
+  console.log(`${(us / 1000).toFixed(0).padStart(7)} ms  ${((us / total) * 100).toFixed(1).padStart(5)}%  ${k}`);

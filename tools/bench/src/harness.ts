@@ -32,7 +32,12 @@ export const OPERATOR_SA = 'karpenter-operator';
 export const OPERATOR_USER = `system:serviceaccount:${OPERATOR_NS}:${OPERATOR_SA}`;
 export const KARPENTER = { apiVersion: 'autoscaling.openshift.io/v1alpha1', kind: 'Karpenter' } as const;
 export const EC2NODECLASS = { apiVersion: 'karpenter.k8s.aws/v1', kind: 'EC2NodeClass' } as const;
-export const RUNTIME_CRDS = ['nodepools.karpenter.sh', 'nodeclaims.karpenter.sh', 'nodeoverlays.karpenter.sh', 'ec2nodeclasses.karpenter.k8s.aws'];
+export const RUNTIME_CRDS = [
+  'nodepools.karpenter.sh',
+  'nodeclaims.karpenter.sh',
+  'nodeoverlays.karpenter.sh',
+  'ec2nodeclasses.karpenter.k8s.aws',
+];
 const CREDENTIALS_SECRET = 'karpenter-cloud-credentials';
 
 export interface BenchContext {
@@ -66,7 +71,11 @@ const machine = () => ({
  * as one JSON object on stdout, and stops every process it started. A failure or timeout prints
  * `{ benchmark, ok: false, error }` and exits 1.
  */
-export async function runBench(name: string, opts: BenchOptions, body: (ctx: BenchContext) => Promise<Record<string, unknown>>): Promise<void> {
+export async function runBench(
+  name: string,
+  opts: BenchOptions,
+  body: (ctx: BenchContext) => Promise<Record<string, unknown>>,
+): Promise<void> {
   const started = Date.now();
   const log = (line: string) => console.error(`${name}: ${line}`);
   const root = findRepoRoot();
@@ -91,7 +100,9 @@ export async function runBench(name: string, opts: BenchOptions, body: (ctx: Ben
     failing = true;
     log(error);
     await cleanup();
-    process.stdout.write(JSON.stringify({ benchmark: name, ok: false, error, durationS: Math.round((Date.now() - started) / 1000) }, null, 2) + '\n');
+    process.stdout.write(
+      JSON.stringify({ benchmark: name, ok: false, error, durationS: Math.round((Date.now() - started) / 1000) }, null, 2) + '\n',
+    );
     process.exit(code);
   };
   // `on`, not `once`: Ctrl-C reaches this process twice (the terminal and tools/bench/run.mjs).
@@ -108,7 +119,16 @@ export async function runBench(name: string, opts: BenchOptions, body: (ctx: Ben
     const { cluster, world } = await startOpenShiftAwsCluster({ log: (l) => log(l), ...(baseDir ? { baseDir, keepBaseDir: true } : {}) });
     cleanups.push(() => cluster.stop());
     log(`cluster up in ${(cluster.timings.total ?? 0).toFixed(1)} s, seeded in ${(cluster.timings.seed ?? 0).toFixed(1)} s`);
-    const ctx: BenchContext = { name, root, cluster, world, admin: () => cluster.kubeConfig(), logDir, log, onCleanup: (fn) => void cleanups.push(fn) };
+    const ctx: BenchContext = {
+      name,
+      root,
+      cluster,
+      world,
+      admin: () => cluster.kubeConfig(),
+      logDir,
+      log,
+      onCleanup: (fn) => void cleanups.push(fn),
+    };
     const figures = await body(ctx);
     clearTimeout(timer);
     await cleanup();
@@ -116,7 +136,11 @@ export async function runBench(name: string, opts: BenchOptions, body: (ctx: Ben
       benchmark: name,
       ok: true,
       ...figures,
-      machine: { ...machineAtStart, loadavg1mAtEnd: machine().loadavg1m, note: 'shared machine (other builds and tests run at the same time): figures are noisy' },
+      machine: {
+        ...machineAtStart,
+        loadavg1mAtEnd: machine().loadavg1m,
+        note: 'shared machine (other builds and tests run at the same time): figures are noisy',
+      },
       durationS: Math.round((Date.now() - started) / 1000),
     };
     process.stdout.write(JSON.stringify(out, null, 2) + '\n');
@@ -132,7 +156,10 @@ export function ensureOperatorBuilt(root: string, log: (l: string) => void): voi
   const dist = join(root, 'apps/operator/dist');
   if (existsSync(join(dist, 'main.js')) && existsSync(join(dist, 'crds'))) return;
   log('building the operator bundle (apps/operator/dist is missing)');
-  const r = spawnSync(join(root, 'node_modules/.bin/node'), [join(root, 'apps/operator/scripts/build.mjs')], { cwd: root, encoding: 'utf8' });
+  const r = spawnSync(join(root, 'node_modules/.bin/node'), [join(root, 'apps/operator/scripts/build.mjs')], {
+    cwd: root,
+    encoding: 'utf8',
+  });
   if (r.status !== 0) throw new Error(`building the operator failed: ${r.stderr || r.stdout}`);
 }
 
@@ -170,9 +197,13 @@ async function operatorEnv(ctx: BenchContext) {
     mkdirSync(dir, { recursive: true });
     const sup = new ProcessSupervisor(dir);
     ctx.onCleanup(() => sup.stopAll(15_000));
-    const kubeconfig = await ctx.cluster.writeKubeConfigFor(OPERATOR_NS, OPERATOR_SA, join(dir, 'kubeconfig'), { expirationSeconds: 4 * 3600 });
+    const kubeconfig = await ctx.cluster.writeKubeConfigFor(OPERATOR_NS, OPERATOR_SA, join(dir, 'kubeconfig'), {
+      expirationSeconds: 4 * 3600,
+    });
     const creds = join(dir, 'credentials');
-    writeFileSync(creds, '[default]\naws_access_key_id = AKIDEXAMPLEOPERATOR\naws_secret_access_key = c2VjcmV0LW9wZXJhdG9yLWtleQ\n', { mode: 0o600 });
+    writeFileSync(creds, '[default]\naws_access_key_id = AKIDEXAMPLEOPERATOR\naws_secret_access_key = c2VjcmV0LW9wZXJhdG9yLWtleQ\n', {
+      mode: 0o600,
+    });
     supervisors.set(ctx, (s = { sup, kubeconfig, creds }));
   }
   return s;
@@ -187,7 +218,10 @@ export async function startOperator(ctx: BenchContext, opts: OperatorOptions): P
   const metricsPort = await freePort();
   const healthPort = await freePort();
   // KO_BENCH_CPU_PROF=1: each operator process writes a V8 CPU profile into the run's log directory on exit.
-  const prof = process.env.KO_BENCH_CPU_PROF === '1' ? ['--cpu-prof', `--cpu-prof-dir=${join(ctx.logDir, 'profiles')}`, `--cpu-prof-name=${opts.name}.cpuprofile`] : [];
+  const prof =
+    process.env.KO_BENCH_CPU_PROF === '1'
+      ? ['--cpu-prof', `--cpu-prof-dir=${join(ctx.logDir, 'profiles')}`, `--cpu-prof-name=${opts.name}.cpuprofile`]
+      : [];
   const args = [
     ...prof,
     join(ctx.root, 'apps/operator/dist/main.js'),
@@ -219,7 +253,8 @@ export async function startOperator(ctx: BenchContext, opts: OperatorOptions): P
   };
   const spawnedAt = Date.now();
   const proc = sup.spawn(opts.name, join(ctx.root, 'node_modules/.bin/node'), args, { cwd: ctx.root, env });
-  const exitedAbort = () => (proc.isRunning() ? undefined : `operator ${opts.name} exited (log ${proc.logFile}):\n${tailLog(proc.logFile, 30)}`);
+  const exitedAbort = () =>
+    proc.isRunning() ? undefined : `operator ${opts.name} exited (log ${proc.logFile}):\n${tailLog(proc.logFile, 30)}`;
   return {
     proc,
     spawnedAt,
@@ -228,7 +263,8 @@ export async function startOperator(ctx: BenchContext, opts: OperatorOptions): P
     waitReady: async (timeoutMs = 120_000) =>
       waitFor(
         `operator ${opts.name} /readyz`,
-        async () => ((await fetch(`http://${LOOPBACK}:${healthPort}/readyz`).catch(() => undefined))?.status === 200 ? Date.now() : undefined),
+        async () =>
+          (await fetch(`http://${LOOPBACK}:${healthPort}/readyz`).catch(() => undefined))?.status === 200 ? Date.now() : undefined,
         { timeoutMs, intervalMs: 20, abort: exitedAbort },
       ),
     metrics: async () => {
@@ -260,7 +296,9 @@ export async function applyKarpenterAndCredentials(ctx: BenchContext): Promise<v
     apiVersion: 'v1',
     kind: 'Secret',
     metadata: { name: CREDENTIALS_SECRET, namespace: OPERATOR_NS },
-    stringData: { credentials: '[default]\naws_access_key_id = AKIDEXAMPLEOPERAND\naws_secret_access_key = c2VjcmV0LW9wZXJhbmQta2V5LXZhbHVl\n' },
+    stringData: {
+      credentials: '[default]\naws_access_key_id = AKIDEXAMPLEOPERAND\naws_secret_access_key = c2VjcmV0LW9wZXJhbmQta2V5LXZhbHVl\n',
+    },
   });
 }
 
@@ -296,14 +334,24 @@ export async function waitConverged(ctx: BenchContext, timeoutMs = 180_000): Pro
 // Observing the cluster.
 
 /** A watch as admin (client-node, no resourceVersion: existing objects arrive as ADDED first). */
-export async function watchPath(kc: KubeConfig, path: string, onEvent: (type: string, obj: KubeObj) => void, query: Record<string, string> = {}): Promise<{ stop(): void }> {
+export async function watchPath(
+  kc: KubeConfig,
+  path: string,
+  onEvent: (type: string, obj: KubeObj) => void,
+  query: Record<string, string> = {},
+): Promise<{ stop(): void }> {
   let stopped = false;
   let ctl: AbortController | undefined;
   const start = async () => {
-    ctl = await new Watch(kc).watch(path, { allowWatchBookmarks: false, ...query }, (type, obj: KubeObj) => onEvent(type, obj), () => {
-      // Watches end (timeouts, resets): restart unless stopped. Events may repeat; callers are idempotent.
-      if (!stopped) setTimeout(() => void start().catch(() => undefined), 100);
-    });
+    ctl = await new Watch(kc).watch(
+      path,
+      { allowWatchBookmarks: false, ...query },
+      (type, obj: KubeObj) => onEvent(type, obj),
+      () => {
+        // Watches end (timeouts, resets): restart unless stopped. Events may repeat; callers are idempotent.
+        if (!stopped) setTimeout(() => void start().catch(() => undefined), 100);
+      },
+    );
   };
   await start();
   return {
@@ -315,7 +363,13 @@ export async function watchPath(kc: KubeConfig, path: string, onEvent: (type: st
 }
 
 /** `kubeRequest`, retried on 429 and 5xx (a freshly installed CRD answers 429 while its storage initializes). */
-export async function kubeRequestRetrying<T = unknown>(kc: KubeConfig, method: string, path: string, opts: KubeRequestOptions = {}, attempts = 20): Promise<KubeResponse<T>> {
+export async function kubeRequestRetrying<T = unknown>(
+  kc: KubeConfig,
+  method: string,
+  path: string,
+  opts: KubeRequestOptions = {},
+  attempts = 20,
+): Promise<KubeResponse<T>> {
   for (let i = 1; ; i++) {
     const r = await kubeRequest<T>(kc, method, path, opts);
     if ((r.status !== 429 && r.status < 500) || i >= attempts) return r;

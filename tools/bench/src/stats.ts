@@ -15,11 +15,27 @@ export function median(values: readonly number[]): number {
 }
 
 /** p50/p90/p99/min/max/mean of a sample, in the sample's unit, rounded to 0.1. */
-export function summarize(values: readonly number[]): { n: number; min: number; p50: number; p90: number; p99: number; max: number; mean: number } {
+export function summarize(values: readonly number[]): {
+  n: number;
+  min: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
+  mean: number;
+} {
   const s = [...values].sort((a, b) => a - b);
   const r = (v: number) => Math.round(v * 10) / 10;
   const mean = s.length ? s.reduce((a, b) => a + b, 0) / s.length : NaN;
-  return { n: s.length, min: r(s[0] ?? NaN), p50: r(quantile(s, 0.5)), p90: r(quantile(s, 0.9)), p99: r(quantile(s, 0.99)), max: r(s[s.length - 1] ?? NaN), mean: r(mean) };
+  return {
+    n: s.length,
+    min: r(s[0] ?? NaN),
+    p50: r(quantile(s, 0.5)),
+    p90: r(quantile(s, 0.9)),
+    p99: r(quantile(s, 0.99)),
+    max: r(s[s.length - 1] ?? NaN),
+    mean: r(mean),
+  };
 }
 
 /** `value / base` to two decimals; null when the base is 0 or missing (a ratio would be meaningless). */

@@ -2,7 +2,11 @@ import { describe, expect, it } from 'vitest';
 import type { KubeRequest, KubeTransport } from '../kube/index.js';
 import { hostedControlPlaneName } from './hosted-control-plane.js';
 
-const hcp = (name: string, namespace = 'clusters-demo') => ({ apiVersion: 'hypershift.openshift.io/v1beta1', kind: 'HostedControlPlane', metadata: { name, namespace } });
+const hcp = (name: string, namespace = 'clusters-demo') => ({
+  apiVersion: 'hypershift.openshift.io/v1beta1',
+  kind: 'HostedControlPlane',
+  metadata: { name, namespace },
+});
 
 function transport(items: unknown[]): KubeTransport & { requests: KubeRequest[] } {
   const requests: KubeRequest[] = [];
@@ -28,13 +32,23 @@ describe('hostedControlPlaneName', () => {
   it('otherwise the only HostedControlPlane of the namespace, from one live list', async () => {
     const t = transport([hcp('demo')]);
     expect(await hostedControlPlaneName(t, 'clusters-demo', undefined)).toBe('demo');
-    expect(t.requests).toEqual([{ verb: 'list', kind: 'HostedControlPlane', method: 'GET', path: '/apis/hypershift.openshift.io/v1beta1/namespaces/clusters-demo/hostedcontrolplanes' }]);
+    expect(t.requests).toEqual([
+      {
+        verb: 'list',
+        kind: 'HostedControlPlane',
+        method: 'GET',
+        path: '/apis/hypershift.openshift.io/v1beta1/namespaces/clusters-demo/hostedcontrolplanes',
+      },
+    ]);
   });
 
   it.each([
     { name: 'none', items: [], message: /none found/ },
     { name: 'two', items: [hcp('a'), hcp('b')], message: /2 found \(a, b\); expected one, or HCP_NAME/ },
   ])('$name in the namespace is a start-up error naming metadata.name', async ({ items, message }) => {
-    await expect(hostedControlPlaneName(transport(items), 'clusters-demo', undefined)).rejects.toMatchObject({ field: 'metadata.name', message: expect.stringMatching(message) });
+    await expect(hostedControlPlaneName(transport(items), 'clusters-demo', undefined)).rejects.toMatchObject({
+      field: 'metadata.name',
+      message: expect.stringMatching(message),
+    });
   });
 });

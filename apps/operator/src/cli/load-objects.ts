@@ -38,7 +38,13 @@ export function loadObjects(dir: string): KubeObject[] {
     docs.forEach((doc, i) => {
       for (const obj of unpack(doc)) {
         const o = obj as Partial<KubeObject>;
-        if (typeof o !== 'object' || o === null || typeof o.apiVersion !== 'string' || typeof o.kind !== 'string' || typeof o.metadata?.name !== 'string') {
+        if (
+          typeof o !== 'object' ||
+          o === null ||
+          typeof o.apiVersion !== 'string' ||
+          typeof o.kind !== 'string' ||
+          typeof o.metadata?.name !== 'string'
+        ) {
           throw new InputError(`${rel}: document ${i + 1}: needs apiVersion, kind and metadata.name`);
         }
         out.push(o as KubeObject);
@@ -50,7 +56,8 @@ export function loadObjects(dir: string): KubeObject[] {
 
 function unpack(doc: unknown): unknown[] {
   const d = doc as { kind?: string; items?: unknown[] };
-  if (typeof d === 'object' && d !== null && typeof d.kind === 'string' && d.kind.endsWith('List') && Array.isArray(d.items)) return d.items;
+  if (typeof d === 'object' && d !== null && typeof d.kind === 'string' && d.kind.endsWith('List') && Array.isArray(d.items))
+    return d.items;
   return [doc];
 }
 

@@ -21,9 +21,20 @@ function dirWith(objects: KubeObject[], asList = false): string {
   return d;
 }
 
-const settings = { namespace: 'openshift-karpenter', releaseVersion: '4.22.0', operandImage: 'quay.io/k:1', crdDir: KARPENTER_AWS_CRDS_DIR };
+const settings = {
+  namespace: 'openshift-karpenter',
+  releaseVersion: '4.22.0',
+  operandImage: 'quay.io/k:1',
+  crdDir: KARPENTER_AWS_CRDS_DIR,
+};
 const render = (from: string, kind?: string) =>
-  renderFrom({ from, output: 'yaml', settings, providerFor: (p) => providerFor(p, { crdDir: settings.crdDir }), ...(kind ? { kind } : {}) });
+  renderFrom({
+    from,
+    output: 'yaml',
+    settings,
+    providerFor: (p) => providerFor(p, { crdDir: settings.crdDir }),
+    ...(kind ? { kind } : {}),
+  });
 const seed = () => openShiftAwsObjects('-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n') as KubeObject[];
 
 describe('render', () => {
@@ -54,22 +65,65 @@ describe('render', () => {
     expect(JSON.parse(formatObjects(objects, 'json')).kind).toBe('EC2NodeClass');
   });
 
-  it('renders the operand with the CR\'s settings', () => {
-    const karpenter = { apiVersion: 'autoscaling.openshift.io/v1alpha1', kind: 'Karpenter', metadata: { name: 'default' }, spec: { replicas: 3, settings: { batchMaxDuration: '30s', featureGates: { NodeRepair: true } } } };
+  it("renders the operand with the CR's settings", () => {
+    const karpenter = {
+      apiVersion: 'autoscaling.openshift.io/v1alpha1',
+      kind: 'Karpenter',
+      metadata: { name: 'default' },
+      spec: { replicas: 3, settings: { batchMaxDuration: '30s', featureGates: { NodeRepair: true } } },
+    };
     const { objects } = render(dirWith([...seed(), karpenter]));
-    const dep = objects.find((o) => o.kind === 'Deployment')! as { spec: { replicas: number; template: { spec: { containers: Array<{ env: Array<{ name: string; value?: string }> }> } } } } & KubeObject;
+    const dep = objects.find((o) => o.kind === 'Deployment')! as {
+      spec: { replicas: number; template: { spec: { containers: Array<{ env: Array<{ name: string; value?: string }> }> } } };
+    } & KubeObject;
     expect(dep.spec.replicas).toBe(3);
-    expect(dep.spec.template.spec.containers[0]!.env).toEqual(expect.arrayContaining([{ name: 'BATCH_MAX_DURATION', value: '30s' }, { name: 'FEATURE_GATES', value: 'NodeRepair=true' }]));
+    expect(dep.spec.template.spec.containers[0]!.env).toEqual(
+      expect.arrayContaining([
+        { name: 'BATCH_MAX_DURATION', value: '30s' },
+        { name: 'FEATURE_GATES', value: 'NodeRepair=true' },
+      ]),
+    );
     expect(objects.some((o) => o.kind === 'PodDisruptionBudget')).toBe(true);
   });
 
   it.each([
-    { name: 'an unknown field of the Karpenter CR', mutate: (o: KubeObject[]) => [...o, { apiVersion: 'autoscaling.openshift.io/v1alpha1', kind: 'Karpenter', metadata: { name: 'default' }, spec: { settings: { batchMaxDuraton: '30s' } } }], message: /Karpenter default is invalid: spec\.settings\.batchMaxDuraton: unknown field/ },
-    { name: 'an invalid setting of the Karpenter CR', mutate: (o: KubeObject[]) => [...o, { apiVersion: 'autoscaling.openshift.io/v1alpha1', kind: 'Karpenter', metadata: { name: 'default' }, spec: { settings: { vmMemoryOverheadPercent: 7.5 } } }], message: /spec\.settings\.vmMemoryOverheadPercent: .*fraction/ },
-    { name: 'no Infrastructure', mutate: (o: KubeObject[]) => o.filter((x) => x.kind !== 'Infrastructure'), message: /Infrastructure cluster/ },
+    {
+      name: 'an unknown field of the Karpenter CR',
+      mutate: (o: KubeObject[]) => [
+        ...o,
+        {
+          apiVersion: 'autoscaling.openshift.io/v1alpha1',
+          kind: 'Karpenter',
+          metadata: { name: 'default' },
+          spec: { settings: { batchMaxDuraton: '30s' } },
+        },
+      ],
+      message: /Karpenter default is invalid: spec\.settings\.batchMaxDuraton: unknown field/,
+    },
+    {
+      name: 'an invalid setting of the Karpenter CR',
+      mutate: (o: KubeObject[]) => [
+        ...o,
+        {
+          apiVersion: 'autoscaling.openshift.io/v1alpha1',
+          kind: 'Karpenter',
+          metadata: { name: 'default' },
+          spec: { settings: { vmMemoryOverheadPercent: 7.5 } },
+        },
+      ],
+      message: /spec\.settings\.vmMemoryOverheadPercent: .*fraction/,
+    },
+    {
+      name: 'no Infrastructure',
+      mutate: (o: KubeObject[]) => o.filter((x) => x.kind !== 'Infrastructure'),
+      message: /Infrastructure cluster/,
+    },
     {
       name: 'malformed providerSpec names the MachineSet and field',
-      mutate: (o: KubeObject[]) => [...o.filter((x) => x.kind !== 'MachineSet'), aWorkerMachineSet('us-east-1a', undefined, { providerSpec: { ami: 'not-an-object' } }) as KubeObject],
+      mutate: (o: KubeObject[]) => [
+        ...o.filter((x) => x.kind !== 'MachineSet'),
+        aWorkerMachineSet('us-east-1a', undefined, { providerSpec: { ami: 'not-an-object' } }) as KubeObject,
+      ],
       message: /MachineSet openshift-machine-api\/.*providerSpec\.value\.ami/,
     },
     { name: 'no user-data Secret', mutate: (o: KubeObject[]) => o.filter((x) => x.kind !== 'Secret'), message: /worker-user-data/ },
@@ -97,7 +151,11 @@ describe('render through a pipe', () => {
       expect(b.status, b.stderr).toBe(0);
     }
     // stdout is a pipe here (spawnSync reads it), as in `render ... | python3 -c 'json.load(sys.stdin)'`.
-    const r = spawnSync(node, [main, 'render', '--from', dirWith(seed()), '--output', 'json'], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, timeout: 60_000 });
+    const r = spawnSync(node, [main, 'render', '--from', dirWith(seed()), '--output', 'json'], {
+      encoding: 'utf8',
+      maxBuffer: 64 * 1024 * 1024,
+      timeout: 60_000,
+    });
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout.length).toBeGreaterThan(64 * 1024);
     const parsed = JSON.parse(r.stdout) as { items?: unknown[] } | unknown[];

@@ -58,7 +58,8 @@ export function renderFrom(opts: RenderOptions): RenderResult {
     let request: KarpenterRequest;
     if (cr) {
       // Offline there is no API server to refuse a bad CR: check it against the CRD this build installs.
-      const schema = (karpenterCrd().spec as { versions: Array<{ schema: { openAPIV3Schema: object } }> }).versions[0]!.schema.openAPIV3Schema;
+      const schema = (karpenterCrd().spec as { versions: Array<{ schema: { openAPIV3Schema: object } }> }).versions[0]!.schema
+        .openAPIV3Schema;
       const problems = validateAgainstSchema(cr, schema);
       if (problems.length) throw new InputError(`Karpenter ${cr.metadata.name} is invalid: ${problems.join('; ')}`);
       request = decodeKarpenter({ ...cr, metadata: { ...cr.metadata, uid: cr.metadata.uid ?? '00000000-0000-0000-0000-000000000000' } });
@@ -73,18 +74,30 @@ export function renderFrom(opts: RenderOptions): RenderResult {
       secrets: input.filter((o) => is(o, Types.Secret) && machineApi(o)),
       maxPods: 250,
       ...(() => {
-        const b = input.find((o) => is(o, Types.ConfigMap) && o.metadata.namespace === Names.mcoNamespace && o.metadata.name === Names.bootImagesConfigMap);
+        const b = input.find(
+          (o) => is(o, Types.ConfigMap) && o.metadata.namespace === Names.mcoNamespace && o.metadata.name === Names.bootImagesConfigMap,
+        );
         return b ? { bootImages: b } : {};
       })(),
     };
     const nodeClass = cloud.renderDefaultNodeClass(discovery);
-    notes.push('EC2NodeClass default: userData merges /config/worker until MCO has rendered pool karpenter-default, then /config/karpenter-default');
+    notes.push(
+      'EC2NodeClass default: userData merges /config/worker until MCO has rendered pool karpenter-default, then /config/karpenter-default',
+    );
 
     const cfg = cloud.operandCloudConfig(facts, opts.settings);
     const objects: KubeObject[] = [
       ...desiredCrds(cloud),
       ...cloud.credentialsRequests(ns),
-      ...renderOperand({ namespace: ns, facts, settings: opts.settings, request, cloud: cfg, providerRbac: cloud.operandRbac(ns), layout: standaloneOperandLayout(ns) }),
+      ...renderOperand({
+        namespace: ns,
+        facts,
+        settings: opts.settings,
+        request,
+        cloud: cfg,
+        providerRbac: cloud.operandRbac(ns),
+        layout: standaloneOperandLayout(ns),
+      }),
       nodeClass.object,
       renderPool(Names.defaultNodeClass, cloud.nodeClassLabel),
       renderRegistrationTaint(),
@@ -99,6 +112,7 @@ export function renderFrom(opts: RenderOptions): RenderResult {
 }
 
 export function formatObjects(objects: KubeObject[], output: 'yaml' | 'json'): string {
-  if (output === 'json') return JSON.stringify(objects.length === 1 ? objects[0] : { apiVersion: 'v1', kind: 'List', items: objects }, null, 2) + '\n';
+  if (output === 'json')
+    return JSON.stringify(objects.length === 1 ? objects[0] : { apiVersion: 'v1', kind: 'List', items: objects }, null, 2) + '\n';
   return objects.map((o) => stringify(o, { lineWidth: 0 })).join('---\n');
 }

@@ -23,7 +23,19 @@ import { hostedControlPlaneName } from './hosted-control-plane.js';
 import { startSecureMetricsServer } from '../http/secure-metrics.js';
 import { clusterEgressProblems, readIfPresent } from '../egress.js';
 import { startHttpServer } from '../http/server.js';
-import { createKubeCluster, createKubeTransport, KubeEventRecorder, LeaderElector, leaderIdentity, loadKubeConfig, openshiftElectionTiming, toCoreError, WatchedKubeConfig, type KubeCluster, type KubeTransport } from '../kube/index.js';
+import {
+  createKubeCluster,
+  createKubeTransport,
+  KubeEventRecorder,
+  LeaderElector,
+  leaderIdentity,
+  loadKubeConfig,
+  openshiftElectionTiming,
+  toCoreError,
+  WatchedKubeConfig,
+  type KubeCluster,
+  type KubeTransport,
+} from '../kube/index.js';
 import { AllMetricDefinitions, routeByCluster, type CacheFactory } from '../runtime/index.js';
 import { createLogger } from '../observability/logger.js';
 import { PromMetrics } from '../observability/metrics.js';
@@ -120,11 +132,24 @@ class ClusterRoutedEvents implements EventRecorder {
 const replicaUserAgent = (config: OperatorConfig): string => `karpenter-operator/${config.releaseVersion} (${config.podName})`;
 
 /** The guest cluster of management-cluster mode; its kubeconfig file is re-read when the Secret rotates. */
-async function guestCluster(config: OperatorConfig, deps: { metrics: PromMetrics; logger: Logger }): Promise<{ cluster: KubeCluster; kubeconfig: WatchedKubeConfig }> {
+async function guestCluster(
+  config: OperatorConfig,
+  deps: { metrics: PromMetrics; logger: Logger },
+): Promise<{ cluster: KubeCluster; kubeconfig: WatchedKubeConfig }> {
   const kubeconfig = new WatchedKubeConfig(config.guestKubeconfig!, { logger: deps.logger });
   await kubeconfig.start();
-  kubeconfig.onChange(() => deps.logger.info('guest kubeconfig changed; new requests and watches use it', { path: config.guestKubeconfig }));
-  return { cluster: createKubeCluster(() => kubeconfig.current(), { metrics: deps.metrics, logger: deps.logger, clock: systemClock, userAgent: replicaUserAgent(config) }), kubeconfig };
+  kubeconfig.onChange(() =>
+    deps.logger.info('guest kubeconfig changed; new requests and watches use it', { path: config.guestKubeconfig }),
+  );
+  return {
+    cluster: createKubeCluster(() => kubeconfig.current(), {
+      metrics: deps.metrics,
+      logger: deps.logger,
+      clock: systemClock,
+      userAgent: replicaUserAgent(config),
+    }),
+    kubeconfig,
+  };
 }
 
 export async function runOperator(config: OperatorConfig, env: Record<string, string | undefined>): Promise<number> {
@@ -139,7 +164,13 @@ export async function runOperator(config: OperatorConfig, env: Record<string, st
         return changed;
       }
     : undefined;
-  const cluster = createKubeCluster(kc, { metrics, logger, clock, userAgent: replicaUserAgent(config), ...(onUnauthorized ? { onUnauthorized } : {}) });
+  const cluster = createKubeCluster(kc, {
+    metrics,
+    logger,
+    clock,
+    userAgent: replicaUserAgent(config),
+    ...(onUnauthorized ? { onUnauthorized } : {}),
+  });
   const identity = leaderIdentity(config.podName);
   logger.info('starting karpenter-operator', { version: config.releaseVersion, namespace: config.namespace, kubeconfig: source, identity });
 
@@ -166,7 +197,11 @@ export async function runOperator(config: OperatorConfig, env: Record<string, st
           certDir: config.metricsCertDir,
           hostnames: metricsServiceHostnames(config.namespace),
           // Not the cluster's transport: leader election fences that one's writes, and the reviews are creates.
-          transport: createKubeTransport(kc, { metrics, userAgent: replicaUserAgent(config), ...(onUnauthorized ? { onUnauthorized } : {}) }),
+          transport: createKubeTransport(kc, {
+            metrics,
+            userAgent: replicaUserAgent(config),
+            ...(onUnauthorized ? { onUnauthorized } : {}),
+          }),
           clock,
           logger,
           metrics,
@@ -197,9 +232,15 @@ export async function runOperator(config: OperatorConfig, env: Record<string, st
   const guest = config.managementCluster ? await guestCluster(config, { metrics, logger }) : undefined;
   const controlEvents = new KubeEventRecorder({ transport: cluster.transport, reportingInstance: identity, logger, metrics, clock });
   const events = guest
-    ? new ClusterRoutedEvents(controlEvents, new KubeEventRecorder({ transport: guest.cluster.transport, reportingInstance: identity, logger, metrics, clock }), config.namespace)
+    ? new ClusterRoutedEvents(
+        controlEvents,
+        new KubeEventRecorder({ transport: guest.cluster.transport, reportingInstance: identity, logger, metrics, clock }),
+        config.namespace,
+      )
     : controlEvents;
-  const caches: CacheFactory = guest ? routeByCluster({ control: cluster.informers, workload: guest.cluster.informers }) : cluster.informers;
+  const caches: CacheFactory = guest
+    ? routeByCluster({ control: cluster.informers, workload: guest.cluster.informers })
+    : cluster.informers;
   const hcpName = guest ? await hostedControlPlaneName(cluster.transport, config.namespace, config.hcpName) : undefined;
   if (guest) logger.info('management-cluster mode', { namespace: config.namespace, guestKubeconfig: config.guestKubeconfig, hcp: hcpName });
   const container = buildContainer({
@@ -216,13 +257,18 @@ export async function runOperator(config: OperatorConfig, env: Record<string, st
   // A malformed proxy or CA bundle: Degraded naming it, and the operator keeps running (calls go direct).
   const egress = clusterEgressProblems(env, readIfPresent);
   if (egress.length) logger.error('the cluster-wide proxy or trusted CA bundle is unusable', { problems: egress });
-  board.setCondition(CLUSTER_EGRESS_ENTRY, egress.length ? { type: 'ClusterEgressValid', status: 'False', reason: 'InvalidClusterEgress', message: egress.join('; ') } : undefined);
+  board.setCondition(
+    CLUSTER_EGRESS_ENTRY,
+    egress.length ? { type: 'ClusterEgressValid', status: 'False', reason: 'InvalidClusterEgress', message: egress.join('; ') } : undefined,
+  );
   let finish: (code: number) => void = () => {};
   const finished = new Promise<number>((resolve) => (finish = resolve));
   const stop = (code: number, why: string): Promise<number> => {
     stopping ??= (async () => {
       logger.info('stopping', { reason: why });
-      await live.runtime?.stop({ timeoutMs: 20_000 }).catch((e: unknown) => logger.error('stopping the runtime', { error: describeError(e) }));
+      await live.runtime
+        ?.stop({ timeoutMs: 20_000 })
+        .catch((e: unknown) => logger.error('stopping the runtime', { error: describeError(e) }));
       await events.close().catch(() => {});
       guest?.kubeconfig.stop();
       if (code !== ExitCodes.lostLease) await elector?.stop().catch(() => {});
@@ -237,9 +283,21 @@ export async function runOperator(config: OperatorConfig, env: Record<string, st
     // The platform of a hosted cluster is configuration (PLATFORM), not the management cluster's Infrastructure.
     ...(config.managementCluster
       ? []
-      : [platformWatch(platform, (next) => void stop(ExitCodes.platformChanged, `platform changed from ${platform} to ${next}: restarting to load its provider`))]),
+      : [
+          platformWatch(
+            platform,
+            (next) => void stop(ExitCodes.platformChanged, `platform changed from ${platform} to ${next}: restarting to load its provider`),
+          ),
+        ]),
   ];
-  const runtime = new ControllerRuntime({ reconcilers, caches, metrics, logger, clock, concurrency: { 'certificatesigningrequest.node-identity': 8 } });
+  const runtime = new ControllerRuntime({
+    reconcilers,
+    caches,
+    metrics,
+    logger,
+    clock,
+    concurrency: { 'certificatesigningrequest.node-identity': 8 },
+  });
   live.runtime = runtime;
   board.onChange(() => runtime.enqueue('clusteroperator.status', STATUS_KEY));
 
@@ -250,7 +308,11 @@ export async function runOperator(config: OperatorConfig, env: Record<string, st
   logger.info('caches synced');
   if (config.leaderElect) {
     const timing = config.leaderElectionTiming ?? openshiftElectionTiming(controlPlaneTopology);
-    logger.info('leader election', { ...timing, controlPlaneTopology, source: config.leaderElectionTiming ? 'flags' : 'control-plane topology' });
+    logger.info('leader election', {
+      ...timing,
+      controlPlaneTopology,
+      source: config.leaderElectionTiming ? 'flags' : 'control-plane topology',
+    });
     elector = new LeaderElector({
       transport: cluster.transport,
       namespace: config.namespace,

@@ -36,19 +36,25 @@ export function validateAgainstSchema(value: unknown, schema: Schema, path = '')
     (kind === 'boolean' && typeof value === 'boolean') ||
     (kind === 'int-or-string' && (Number.isInteger(value) || typeof value === 'string'));
   if (!typeOk) return [`${at(path)}: must be of type ${kind}, got ${JSON.stringify(value)}`];
-  if (schema.enum && !schema.enum.includes(value)) out.push(`${at(path)}: must be one of ${schema.enum.map((v) => JSON.stringify(v)).join(', ')}, got ${JSON.stringify(value)}`);
+  if (schema.enum && !schema.enum.includes(value))
+    out.push(`${at(path)}: must be one of ${schema.enum.map((v) => JSON.stringify(v)).join(', ')}, got ${JSON.stringify(value)}`);
   if (typeof value === 'string') {
-    if (schema.maxLength !== undefined && value.length > schema.maxLength) out.push(`${at(path)}: may not be longer than ${schema.maxLength}`);
-    if (schema.pattern !== undefined && !new RegExp(schema.pattern).test(value)) out.push(`${at(path)}: should match '${schema.pattern}', got ${JSON.stringify(value)}`);
+    if (schema.maxLength !== undefined && value.length > schema.maxLength)
+      out.push(`${at(path)}: may not be longer than ${schema.maxLength}`);
+    if (schema.pattern !== undefined && !new RegExp(schema.pattern).test(value))
+      out.push(`${at(path)}: should match '${schema.pattern}', got ${JSON.stringify(value)}`);
   }
-  if (typeof value === 'number' && schema.minimum !== undefined && value < schema.minimum) out.push(`${at(path)}: should be greater than or equal to ${schema.minimum}`);
+  if (typeof value === 'number' && schema.minimum !== undefined && value < schema.minimum)
+    out.push(`${at(path)}: should be greater than or equal to ${schema.minimum}`);
   if (Array.isArray(value)) {
-    if (schema.maxItems !== undefined && value.length > schema.maxItems) out.push(`${at(path)}: must have at most ${schema.maxItems} items`);
+    if (schema.maxItems !== undefined && value.length > schema.maxItems)
+      out.push(`${at(path)}: must have at most ${schema.maxItems} items`);
     if (schema.items) value.forEach((v, i) => out.push(...validateAgainstSchema(v, schema.items!, `${path}[${i}]`)));
   }
   if (kind === 'object' && path !== 'metadata') {
     const obj = value as Record<string, unknown>;
-    if (schema.maxProperties !== undefined && Object.keys(obj).length > schema.maxProperties) out.push(`${at(path)}: must have at most ${schema.maxProperties} items`);
+    if (schema.maxProperties !== undefined && Object.keys(obj).length > schema.maxProperties)
+      out.push(`${at(path)}: must have at most ${schema.maxProperties} items`);
     const open = schema.properties === undefined && schema.additionalProperties === undefined;
     for (const [k, v] of Object.entries(obj)) {
       const child = path ? `${path}.${k}` : k;

@@ -4,7 +4,11 @@ import type { KubeRequest, KubeTransport } from '../kube/index.js';
 import { DelegatingMetricsAuth, MetricsAuthCache } from './metrics-auth.js';
 
 /** An API server answering TokenReviews from `tokens` and SubjectAccessReviews from `allowed`. */
-function apiServer(world: { tokens: Record<string, { username: string; groups?: string[]; uid?: string }>; allowed: Set<string>; fail?: string }) {
+function apiServer(world: {
+  tokens: Record<string, { username: string; groups?: string[]; uid?: string }>;
+  allowed: Set<string>;
+  fail?: string;
+}) {
   const requests: KubeRequest[] = [];
   const transport: KubeTransport = {
     request: async <T>(req: KubeRequest): Promise<T> => {
@@ -30,7 +34,10 @@ const nobody = 'system:serviceaccount:default:nobody';
 function setup(fail?: string) {
   const now = { t: 1_000_000 };
   const world = {
-    tokens: { 'tok-prom': { username: prometheus, uid: 'u-1', groups: ['system:serviceaccounts', 'system:authenticated'] }, 'tok-nobody': { username: nobody } },
+    tokens: {
+      'tok-prom': { username: prometheus, uid: 'u-1', groups: ['system:serviceaccounts', 'system:authenticated'] },
+      'tok-nobody': { username: nobody },
+    },
     allowed: new Set([`${prometheus} get /metrics`]),
     ...(fail ? { fail } : {}),
   };

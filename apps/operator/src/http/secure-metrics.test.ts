@@ -28,12 +28,22 @@ class Gauges implements Metrics {
 
 function get(port: number, token?: string): Promise<{ status: number; body: string; cert: PeerCertificate }> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path: '/metrics', agent: false, rejectUnauthorized: false, headers: token ? { authorization: `Bearer ${token}` } : {} }, (res) => {
-      let body = '';
-      const cert = (res.socket as TLSSocket).getPeerCertificate();
-      res.on('data', (d: Buffer) => (body += d.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body, cert }));
-    });
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        path: '/metrics',
+        agent: false,
+        rejectUnauthorized: false,
+        headers: token ? { authorization: `Bearer ${token}` } : {},
+      },
+      (res) => {
+        let body = '';
+        const cert = (res.socket as TLSSocket).getPeerCertificate();
+        res.on('data', (d: Buffer) => (body += d.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body, cert }));
+      },
+    );
     req.on('error', reject);
     req.end();
   });
@@ -46,7 +56,17 @@ afterEach(async () => {
 
 async function start(certDir: string, metrics: Metrics): Promise<number> {
   const server = await startSecureMetricsServer(
-    { host: '127.0.0.1', port: 0, certDir, hostnames: ['metrics.test.svc'], reloadIntervalMs: 100, transport: allowAll, clock: { now: () => Date.now() }, logger: silentLogger, metrics },
+    {
+      host: '127.0.0.1',
+      port: 0,
+      certDir,
+      hostnames: ['metrics.test.svc'],
+      reloadIntervalMs: 100,
+      transport: allowAll,
+      clock: { now: () => Date.now() },
+      logger: silentLogger,
+      metrics,
+    },
     { healthy: () => true, ready: () => ({ ok: true, detail: 'ok' }), metrics: async () => 'up 1\n' },
   );
   servers.push(server);

@@ -63,7 +63,10 @@ export async function startSecureMetricsServer(opts: SecureMetricsOptions, handl
           report(false);
           logger.info('metrics: serving the certificate from the cert directory', { certDir });
         } catch (e) {
-          logger.error('metrics: the serving certificate in the cert directory is not usable; keeping the current one', { certDir, error: describeError(e) });
+          logger.error('metrics: the serving certificate in the cert directory is not usable; keeping the current one', {
+            certDir,
+            error: describeError(e),
+          });
         }
       });
     }, opts.reloadIntervalMs ?? 60_000);

@@ -21,7 +21,12 @@ export interface HttpServerOptions {
 }
 
 /** Serves `/healthz`, `/readyz` and (when given) `/metrics` on one address. */
-export async function startHttpServer(host: string, port: number, handlers: ProbeHandlers, options: HttpServerOptions = {}): Promise<Server> {
+export async function startHttpServer(
+  host: string,
+  port: number,
+  handlers: ProbeHandlers,
+  options: HttpServerOptions = {},
+): Promise<Server> {
   const route = (req: IncomingMessage, res: ServerResponse) => {
     const path = (req.url ?? '/').split('?')[0];
     if (path === '/healthz') {
@@ -43,7 +48,8 @@ export async function startHttpServer(host: string, port: number, handlers: Prob
   const handle = guard
     ? (req: IncomingMessage, res: ServerResponse) => {
         guard(req).then(
-          (refusal) => (refusal ? res.writeHead(refusal.status, { 'content-type': 'text/plain' }).end(refusal.message + '\n') : route(req, res)),
+          (refusal) =>
+            refusal ? res.writeHead(refusal.status, { 'content-type': 'text/plain' }).end(refusal.message + '\n') : route(req, res),
           (e: unknown) => res.writeHead(500, { 'content-type': 'text/plain' }).end(`${String(e)}\n`),
         );
       }
@@ -51,7 +57,9 @@ export async function startHttpServer(host: string, port: number, handlers: Prob
   const server: Server = options.tls ? createHttpsServer({ ...options.tls, minVersion: 'TLSv1.2' }, handle) : createServer(handle);
   await new Promise<void>((resolve, reject) => {
     server.once('error', (e: NodeJS.ErrnoException) =>
-      reject(new Error(e.code === 'EADDRINUSE' ? `address ${host}:${port} is already in use` : `listening on ${host}:${port}: ${e.message}`)),
+      reject(
+        new Error(e.code === 'EADDRINUSE' ? `address ${host}:${port} is already in use` : `listening on ${host}:${port}: ${e.message}`),
+      ),
     );
     server.listen(port, host, () => resolve());
   });

@@ -20,7 +20,11 @@ describe('servingCertificate', () => {
   it.each([
     { name: 'the directory is empty (service-ca has not written the Secret)', files: {}, reason: /tls\.crt does not exist/ },
     { name: 'the key is missing', files: { 'tls.crt': 'CERT' }, reason: /tls\.key does not exist|holds no PEM certificate/ },
-    { name: 'tls.crt is not PEM', files: { 'tls.crt': 'garbage', 'tls.key': '-----BEGIN PRIVATE KEY-----' }, reason: /tls\.crt holds no PEM certificate/ },
+    {
+      name: 'tls.crt is not PEM',
+      files: { 'tls.crt': 'garbage', 'tls.key': '-----BEGIN PRIVATE KEY-----' },
+      reason: /tls\.crt holds no PEM certificate/,
+    },
   ])('falls back to a self-signed certificate when $name, naming the file', async ({ files, reason }) => {
     const dir = mkdtempSync(join(tmpdir(), 'cert-'));
     for (const [f, text] of Object.entries(files)) writeFileSync(join(dir, f), text);

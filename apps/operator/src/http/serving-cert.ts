@@ -59,7 +59,10 @@ export async function selfSignedCertificate(hostnames: readonly string[]): Promi
       new x509.BasicConstraintsExtension(false, undefined, true),
       new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
       new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth], false),
-      new x509.SubjectAlternativeNameExtension(hostnames.map((value) => ({ type: 'dns' as const, value })), false),
+      new x509.SubjectAlternativeNameExtension(
+        hostnames.map((value) => ({ type: 'dns' as const, value })),
+        false,
+      ),
     ],
   });
   const pkcs8 = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey)).toString('base64');

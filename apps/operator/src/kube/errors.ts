@@ -1,11 +1,4 @@
-import {
-  ConflictError,
-  CoreError,
-  ForbiddenError,
-  NotFoundError,
-  RejectedError,
-  TransientError,
-} from '@karpenter-operator/core';
+import { ConflictError, CoreError, ForbiddenError, NotFoundError, RejectedError, TransientError } from '@karpenter-operator/core';
 
 /** Network error codes (Node and undici) that mean "try again later". */
 const transientCodes = new Set([

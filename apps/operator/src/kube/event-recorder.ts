@@ -91,7 +91,16 @@ export class KubeEventRecorder implements EventRecorder {
       if (this.closed) return;
       const now = this.clock.now();
       const note = truncate(message, 1024);
-      const key = [regarding.apiVersion, regarding.kind, regarding.namespace ?? '', regarding.name, regarding.uid ?? '', type, reason, note].join('\u0000');
+      const key = [
+        regarding.apiVersion,
+        regarding.kind,
+        regarding.namespace ?? '',
+        regarding.name,
+        regarding.uid ?? '',
+        type,
+        reason,
+        note,
+      ].join('\u0000');
       const existing = this.tracked.get(key);
       if (existing && now - existing.lastObserved < this.seriesWindowMs) {
         existing.count++;
@@ -127,7 +136,13 @@ export class KubeEventRecorder implements EventRecorder {
           ...(regarding.uid ? { uid: regarding.uid } : {}),
         },
       };
-      const created = this.write('create', 'POST', `/apis/events.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/events`, body, undefined);
+      const created = this.write(
+        'create',
+        'POST',
+        `/apis/events.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/events`,
+        body,
+        undefined,
+      );
       this.tracked.set(key, { name, namespace, firstObserved: now, lastObserved: now, count: 1, written: 1, created, flush: undefined });
       this.track(created);
     } catch (e) {
@@ -166,7 +181,13 @@ export class KubeEventRecorder implements EventRecorder {
     return ok;
   }
 
-  private async write(verb: string, method: 'POST' | 'PATCH', path: string, body: unknown, contentType: string | undefined): Promise<boolean> {
+  private async write(
+    verb: string,
+    method: 'POST' | 'PATCH',
+    path: string,
+    body: unknown,
+    contentType: string | undefined,
+  ): Promise<boolean> {
     try {
       await this.transport.request({ verb, kind: 'Event', method, path, body, ...(contentType ? { contentType } : {}) });
       return true;

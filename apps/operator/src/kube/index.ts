@@ -1,5 +1,13 @@
 export { ClientNodeTransport, createKubeTransport, isWriteFencedError, withRequestMetrics, WriteFencedError } from './transport.js';
-export type { ClientNodeTransportOptions, KubeRequest, KubeTransport, KubeWatchRequest, QueryParams, WatchHandle, WriteGate } from './transport.js';
+export type {
+  ClientNodeTransportOptions,
+  KubeRequest,
+  KubeTransport,
+  KubeWatchRequest,
+  QueryParams,
+  WatchHandle,
+  WriteGate,
+} from './transport.js';
 export { httpStatusOf, isConnectionFailure, serverMessage, toCoreError } from './errors.js';
 export { groupVersionPath, knownResources, ResourceResolver, resourcePath, type PathOptions, type ResourceInfo } from './resources.js';
 export {
@@ -11,7 +19,13 @@ export {
   type InformerFactoryOptions,
   type InformerOptions,
 } from './informer.js';
-export { KubeClusterStore, NotWatchedError, type CacheLookup, type KubeClusterStoreOptions, type StoreCache } from './kube-cluster-store.js';
+export {
+  KubeClusterStore,
+  NotWatchedError,
+  type CacheLookup,
+  type KubeClusterStoreOptions,
+  type StoreCache,
+} from './kube-cluster-store.js';
 export {
   decide,
   defaultElectionTiming,

@@ -92,7 +92,10 @@ describe('Informer', () => {
   });
 
   it('passes label and field selectors to list and watch', async () => {
-    const { transport, informer } = setup({}, { type: Types.Deployment, namespace: 'ns', labels: { b: '2', a: '1' }, fieldSelector: 'metadata.name=x' });
+    const { transport, informer } = setup(
+      {},
+      { type: Types.Deployment, namespace: 'ns', labels: { b: '2', a: '1' }, fieldSelector: 'metadata.name=x' },
+    );
     transport.on({ verb: 'list' }, listOf('1', []));
     informer.start();
     await informer.waitForSync();
@@ -243,8 +246,16 @@ describe('Informer', () => {
   });
 
   it.each([
-    { name: 'its group is not served', discovery: () => { throw apiError(404, 'the server could not find the requested resource'); } },
-    { name: 'its group is served without it', discovery: { kind: 'APIResourceList', resources: [{ name: 'others', kind: 'Other', namespaced: false }] } },
+    {
+      name: 'its group is not served',
+      discovery: () => {
+        throw apiError(404, 'the server could not find the requested resource');
+      },
+    },
+    {
+      name: 'its group is served without it',
+      discovery: { kind: 'APIResourceList', resources: [{ name: 'others', kind: 'Other', namespaced: false }] },
+    },
   ])('a kind outside the known table whose CRD is not installed is synced and empty: $name', async ({ discovery }) => {
     const { transport, informer } = setup({}, { type: { apiVersion: 'karpenter.azure.com/v1beta1', kind: 'AKSNodeClass' } });
     transport.once({ verb: 'discovery' }, discovery);
@@ -280,7 +291,10 @@ describe('Informer', () => {
     expect(informer.get('a', 'ns')).toEqual(deploy('a', '25', { labels: { app: 'k' } }));
     informer.upsertLocal(deploy('a', '26')); // label removed: out of scope
     expect(informer.get('a', 'ns')).toBeUndefined();
-    informer.upsertLocal({ ...deploy('b', '27', { labels: { app: 'k' } }), metadata: { name: 'b', namespace: 'other', labels: { app: 'k' } } });
+    informer.upsertLocal({
+      ...deploy('b', '27', { labels: { app: 'k' } }),
+      metadata: { name: 'b', namespace: 'other', labels: { app: 'k' } },
+    });
     expect(informer.list()).toHaveLength(0);
     expect(seen).toEqual(['a@20']);
   });
@@ -314,8 +328,17 @@ describe('InformerFactory', () => {
       const crdsPath = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
       const poolsPath = '/apis/karpenter.sh/v1/nodepools';
       transport.on({ verb: 'list', path: crdsPath }, { metadata: { resourceVersion: '10' }, items: [] });
-      transport.on({ verb: 'list', path: poolsPath }, { metadata: { resourceVersion: '12' }, items: [{ metadata: { name: 'default', resourceVersion: '12' } }] });
-      const f = new InformerFactory({ transport, resources: new ResourceResolver(transport), random: () => 0, staleAfterMs: 600_000, watchTimeoutSeconds: () => 300 });
+      transport.on(
+        { verb: 'list', path: poolsPath },
+        { metadata: { resourceVersion: '12' }, items: [{ metadata: { name: 'default', resourceVersion: '12' } }] },
+      );
+      const f = new InformerFactory({
+        transport,
+        resources: new ResourceResolver(transport),
+        random: () => 0,
+        staleAfterMs: 600_000,
+        watchTimeoutSeconds: () => 300,
+      });
       f.informerFor(ManagedCrdsWatch).start(); // the operator's CRD use-case watches them
       const pools = f.informerFor({ type: Types.NodePool });
       pools.start();
@@ -351,15 +374,30 @@ describe('InformerFactory', () => {
       transport.on({ verb: 'list', path: '/apis/apiextensions.k8s.io/v1/customresourcedefinitions' }, () => {
         throw apiError(403, 'customresourcedefinitions is forbidden');
       });
-      transport.on({ verb: 'list', path: '/apis/karpenter.sh/v1/nodepools' }, { metadata: { resourceVersion: '12' }, items: [{ metadata: { name: 'default', resourceVersion: '12' } }] });
-      const lone = new InformerFactory({ transport, resources: new ResourceResolver(transport), random: () => 0, staleAfterMs: 600_000, watchTimeoutSeconds: () => 300 });
+      transport.on(
+        { verb: 'list', path: '/apis/karpenter.sh/v1/nodepools' },
+        { metadata: { resourceVersion: '12' }, items: [{ metadata: { name: 'default', resourceVersion: '12' } }] },
+      );
+      const lone = new InformerFactory({
+        transport,
+        resources: new ResourceResolver(transport),
+        random: () => 0,
+        staleAfterMs: 600_000,
+        watchTimeoutSeconds: () => 300,
+      });
       const a = lone.informerFor({ type: Types.NodePool });
       a.start();
       await a.waitForSync();
       expect(a.list().map((o) => o.metadata.name)).toEqual(['default']);
       await lone.stop();
 
-      const f = new InformerFactory({ transport, resources: new ResourceResolver(transport), random: () => 0, staleAfterMs: 600_000, watchTimeoutSeconds: () => 300 });
+      const f = new InformerFactory({
+        transport,
+        resources: new ResourceResolver(transport),
+        random: () => 0,
+        staleAfterMs: 600_000,
+        watchTimeoutSeconds: () => 300,
+      });
       f.informerFor(ManagedCrdsWatch).start();
       const b = f.informerFor({ type: Types.NodePool });
       b.start();
@@ -375,11 +413,22 @@ describe('InformerFactory', () => {
 
   it('a kind whose CRD is already Established is never reported synced before its first list', async () => {
     const transport = new FakeTransport();
-    transport.on({ verb: 'list', path: '/apis/apiextensions.k8s.io/v1/customresourcedefinitions' }, {
-      metadata: { resourceVersion: '10' },
-      items: [{ metadata: { name: 'nodeclaims.karpenter.sh', resourceVersion: '9' }, status: { conditions: [{ type: 'Established', status: 'True' }] } }],
-    });
-    transport.on({ verb: 'list', path: '/apis/karpenter.sh/v1/nodeclaims' }, { metadata: { resourceVersion: '12' }, items: [{ metadata: { name: 'default-abc', resourceVersion: '12' } }] });
+    transport.on(
+      { verb: 'list', path: '/apis/apiextensions.k8s.io/v1/customresourcedefinitions' },
+      {
+        metadata: { resourceVersion: '10' },
+        items: [
+          {
+            metadata: { name: 'nodeclaims.karpenter.sh', resourceVersion: '9' },
+            status: { conditions: [{ type: 'Established', status: 'True' }] },
+          },
+        ],
+      },
+    );
+    transport.on(
+      { verb: 'list', path: '/apis/karpenter.sh/v1/nodeclaims' },
+      { metadata: { resourceVersion: '12' }, items: [{ metadata: { name: 'default-abc', resourceVersion: '12' } }] },
+    );
     const f = new InformerFactory({ transport, resources: new ResourceResolver(transport), staleAfterMs: 600_000 });
     f.informerFor(ManagedCrdsWatch).start();
     const claims = f.informerFor({ type: Types.NodeClaim });
@@ -389,12 +438,18 @@ describe('InformerFactory', () => {
     await f.stop();
   });
 
-  it('after an outage, the first watch that gets through cuts the other informers\' backoff short', async () => {
+  it("after an outage, the first watch that gets through cuts the other informers' backoff short", async () => {
     vi.useFakeTimers();
     try {
       const transport = new FakeTransport();
       transport.on({ verb: 'list' }, listOf('10', []));
-      const f = new InformerFactory({ transport, resources: new ResourceResolver(transport), random: () => 0, staleAfterMs: 600_000, watchTimeoutSeconds: () => 300 });
+      const f = new InformerFactory({
+        transport,
+        resources: new ResourceResolver(transport),
+        random: () => 0,
+        staleAfterMs: 600_000,
+        watchTimeoutSeconds: () => 300,
+      });
       const refused = Object.assign(new TypeError('fetch failed'), { cause: { code: 'ECONNREFUSED' } });
       const a = f.informerFor({ type: Types.Deployment, namespace: 'ns' });
       transport.watchFailures.push(refused, refused, refused, refused);
@@ -410,7 +465,10 @@ describe('InformerFactory', () => {
       expect(b.restarts).toBe(1);
       expect(transport.watches).toHaveLength(0);
       await vi.advanceTimersByTimeAsync(1_000); // b gets through at 8 s ...
-      expect(transport.watches.map((w) => w.path)).toEqual(['/apis/apps/v1/namespaces/other/deployments', '/apis/apps/v1/namespaces/ns/deployments']);
+      expect(transport.watches.map((w) => w.path)).toEqual([
+        '/apis/apps/v1/namespaces/other/deployments',
+        '/apis/apps/v1/namespaces/ns/deployments',
+      ]);
       expect(a.restarts).toBe(4); // ... and a follows at once instead of at 15 s
       await f.stop();
     } finally {

@@ -99,7 +99,10 @@ export function inScope(watch: Watch, obj: KubeObject): boolean | undefined {
   if (watch.namespace !== undefined && obj.metadata.namespace !== watch.namespace) return false;
   for (const [k, v] of Object.entries(watch.labels ?? {})) if (obj.metadata.labels?.[k] !== v) return false;
   if (!watch.fieldSelector) return true;
-  for (const term of watch.fieldSelector.split(',').map((t) => t.trim()).filter(Boolean)) {
+  for (const term of watch.fieldSelector
+    .split(',')
+    .map((t) => t.trim())
+    .filter(Boolean)) {
     const m = /^([^!=]+?)\s*(==|=|!=)\s*(.*)$/.exec(term);
     if (!m) return undefined;
     const [, field, op, value] = m as unknown as [string, string, string, string];
@@ -592,9 +595,7 @@ export class InformerFactory implements CacheFactory {
 
   /** Informers of a kind, in creation order. */
   informersOf(type: TypeRef): Informer[] {
-    return [...this.informers.values()].filter(
-      (i) => i.watch.type.apiVersion === type.apiVersion && i.watch.type.kind === type.kind,
-    );
+    return [...this.informers.values()].filter((i) => i.watch.type.apiVersion === type.apiVersion && i.watch.type.kind === type.kind);
   }
 
   all(): Informer[] {

@@ -52,7 +52,11 @@ async function world(objects: KubeObject[], watches: Watch[] = defaultWatches) {
   const resources = new ResourceResolver(transport);
   transport.on({ verb: 'list' }, (req: KubeRequest) => ({
     metadata: { resourceVersion: '100' },
-    items: objects.filter((o) => req.path.endsWith(`/${o.kind.toLowerCase()}s`) || (o.kind === 'CertificateSigningRequest' && req.path.endsWith('/certificatesigningrequests'))),
+    items: objects.filter(
+      (o) =>
+        req.path.endsWith(`/${o.kind.toLowerCase()}s`) ||
+        (o.kind === 'CertificateSigningRequest' && req.path.endsWith('/certificatesigningrequests')),
+    ),
   }));
   const caches = new InformerFactory({ transport, resources, staleAfterMs: 3_600_000 });
   for (const w of watches) caches.informerFor(w).start();
@@ -140,9 +144,26 @@ describe('KubeClusterStore.apply', () => {
   });
 
   it('merge-patches the owned values whole when a foreign entry is there, then sends nothing', async () => {
-    const foreign = { spec: { replicas: 1, template: { spec: { containers: [{ name: 'c', image: 'img:1' }, { name: 'sidecar', image: 'evil' }] } } } };
+    const foreign = {
+      spec: {
+        replicas: 1,
+        template: {
+          spec: {
+            containers: [
+              { name: 'c', image: 'img:1' },
+              { name: 'sidecar', image: 'evil' },
+            ],
+          },
+        },
+      },
+    };
     const { store, transport, stop } = await world([deployment('karpenter', foreign, { labels: { user: 'added' } })]);
-    const desired = { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'karpenter', namespace: ns }, spec: { template: { spec: { containers: [{ name: 'c', image: 'img:1' }] } } } };
+    const desired = {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'karpenter', namespace: ns },
+      spec: { template: { spec: { containers: [{ name: 'c', image: 'img:1' }] } } },
+    };
     const ownedWhole = ['spec.template.spec.containers'];
     transport.on({ method: 'PATCH' }, deployment('karpenter', {}, { resourceVersion: '11', labels: { user: 'added' } }));
     const r = await store.apply(desired, { ownedWhole });
@@ -172,7 +193,8 @@ describe('KubeClusterStore.apply', () => {
     expect((await store.apply(desired)).changed).toBe(false);
     expect(transport.requests).toHaveLength(1);
     // Someone else changes the object: one more attempt, then quiet again.
-    for (const c of caches.informersOf(Types.Deployment)) c.upsertLocal(deployment('karpenter', {}, { resourceVersion: '12', labels: { edited: 'yes' } }));
+    for (const c of caches.informersOf(Types.Deployment))
+      c.upsertLocal(deployment('karpenter', {}, { resourceVersion: '12', labels: { edited: 'yes' } }));
     transport.on({ method: 'PATCH' }, deployment('karpenter', {}, { resourceVersion: '13' }));
     expect((await store.apply(desired)).changed).toBe(true);
     expect((await store.apply(desired)).changed).toBe(false);
@@ -228,7 +250,11 @@ describe('KubeClusterStore.createIfAbsent', () => {
     transport.on({ method: 'POST' }, nodePool('default'));
     const r = await store.createIfAbsent(nodePool('default'));
     expect(r.changed).toBe(true);
-    expect(transport.requests[0]).toMatchObject({ method: 'POST', path: '/apis/karpenter.sh/v1/nodepools', query: { fieldManager: 'karpenter-operator' } });
+    expect(transport.requests[0]).toMatchObject({
+      method: 'POST',
+      path: '/apis/karpenter.sh/v1/nodepools',
+      query: { fieldManager: 'karpenter-operator' },
+    });
     expect(await store.get({ ...Types.NodePool, name: 'default' })).toBeDefined();
     await stop();
   });
@@ -251,9 +277,14 @@ describe('KubeClusterStore.patchStatus and patch', () => {
   it('skips a status already in place, merge-patches /status otherwise', async () => {
     const np = { ...nodePool('a'), status: { conditions: [{ type: 'Ready', status: 'True' }] } };
     const { store, transport, stop } = await world([np]);
-    expect((await store.patchStatus({ ...Types.NodePool, name: 'a' }, { conditions: [{ type: 'Ready', status: 'True' }] })).changed).toBe(false);
+    expect((await store.patchStatus({ ...Types.NodePool, name: 'a' }, { conditions: [{ type: 'Ready', status: 'True' }] })).changed).toBe(
+      false,
+    );
     expect(transport.requests).toEqual([]);
-    transport.on({ method: 'PATCH' }, { ...np, metadata: { ...np.metadata, resourceVersion: '11' }, status: { conditions: [{ type: 'Ready', status: 'False' }] } });
+    transport.on(
+      { method: 'PATCH' },
+      { ...np, metadata: { ...np.metadata, resourceVersion: '11' }, status: { conditions: [{ type: 'Ready', status: 'False' }] } },
+    );
     const r = await store.patchStatus({ ...Types.NodePool, name: 'a' }, { conditions: [{ type: 'Ready', status: 'False' }] });
     expect(r.changed).toBe(true);
     expect(transport.requests[0]).toMatchObject({
@@ -262,17 +293,29 @@ describe('KubeClusterStore.patchStatus and patch', () => {
       contentType: 'application/merge-patch+json',
       body: { status: { conditions: [{ type: 'Ready', status: 'False' }] } },
     });
-    expect((await store.patchStatus({ ...Types.NodePool, name: 'a' }, { conditions: [{ type: 'Ready', status: 'False' }] })).changed).toBe(false);
+    expect((await store.patchStatus({ ...Types.NodePool, name: 'a' }, { conditions: [{ type: 'Ready', status: 'False' }] })).changed).toBe(
+      false,
+    );
     expect(transport.requests).toHaveLength(1);
     await stop();
   });
 
-  it('sends a given resourceVersion as the merge patch\'s precondition', async () => {
+  it("sends a given resourceVersion as the merge patch's precondition", async () => {
     const np = { ...nodePool('a'), status: { conditions: [] } };
     const { store, transport, stop } = await world([np]);
-    transport.on({ method: 'PATCH' }, { ...np, metadata: { ...np.metadata, resourceVersion: '12' }, status: { conditions: [{ type: 'Ready', status: 'True' }] } });
-    await store.patchStatus({ ...Types.NodePool, name: 'a' }, { conditions: [{ type: 'Ready', status: 'True' }] }, { resourceVersion: '7' });
-    expect(transport.requests[0]?.body).toEqual({ metadata: { resourceVersion: '7' }, status: { conditions: [{ type: 'Ready', status: 'True' }] } });
+    transport.on(
+      { method: 'PATCH' },
+      { ...np, metadata: { ...np.metadata, resourceVersion: '12' }, status: { conditions: [{ type: 'Ready', status: 'True' }] } },
+    );
+    await store.patchStatus(
+      { ...Types.NodePool, name: 'a' },
+      { conditions: [{ type: 'Ready', status: 'True' }] },
+      { resourceVersion: '7' },
+    );
+    expect(transport.requests[0]?.body).toEqual({
+      metadata: { resourceVersion: '7' },
+      status: { conditions: [{ type: 'Ready', status: 'True' }] },
+    });
     await stop();
   });
 
@@ -284,7 +327,10 @@ describe('KubeClusterStore.patchStatus and patch', () => {
   });
 
   it('merge-patches metadata, and drops the object from the cache when its last finalizer goes during deletion', async () => {
-    const deleting = { ...nodePool('a'), metadata: { ...nodePool('a').metadata, finalizers: ['x/y'], deletionTimestamp: '2026-01-01T00:00:00Z' } };
+    const deleting = {
+      ...nodePool('a'),
+      metadata: { ...nodePool('a').metadata, finalizers: ['x/y'], deletionTimestamp: '2026-01-01T00:00:00Z' },
+    };
     const { store, transport, stop } = await world([deleting]);
     transport.on({ method: 'PATCH' }, { ...deleting, metadata: { ...deleting.metadata, finalizers: [], resourceVersion: '11' } });
     const r = await store.patch({ ...Types.NodePool, name: 'a' }, { metadata: { finalizers: null } });
@@ -298,7 +344,12 @@ describe('KubeClusterStore.patchStatus and patch', () => {
 describe('KubeClusterStore.delete', () => {
   it.each([
     { name: 'absent', objects: [] as KubeObject[] },
-    { name: 'already deleting', objects: [{ ...nodePool('a'), metadata: { ...nodePool('a').metadata, deletionTimestamp: '2026-01-01T00:00:00Z', finalizers: ['f'] } }] },
+    {
+      name: 'already deleting',
+      objects: [
+        { ...nodePool('a'), metadata: { ...nodePool('a').metadata, deletionTimestamp: '2026-01-01T00:00:00Z', finalizers: ['f'] } },
+      ],
+    },
   ])('sends nothing when the cache shows it $name', async ({ objects }) => {
     const { store, transport, stop } = await world(objects);
     expect(await store.delete({ ...Types.NodePool, name: 'a' })).toBe(false);
@@ -332,7 +383,13 @@ describe('KubeClusterStore.delete', () => {
 
   it('keeps an object with finalizers in the cache as deleting', async () => {
     const { store, transport, stop } = await world([nodePool('a')]);
-    transport.on({ method: 'DELETE' }, { ...nodePool('a'), metadata: { ...nodePool('a').metadata, resourceVersion: '12', deletionTimestamp: '2026-01-01T00:00:00Z', finalizers: ['f'] } });
+    transport.on(
+      { method: 'DELETE' },
+      {
+        ...nodePool('a'),
+        metadata: { ...nodePool('a').metadata, resourceVersion: '12', deletionTimestamp: '2026-01-01T00:00:00Z', finalizers: ['f'] },
+      },
+    );
     expect(await store.delete({ ...Types.NodePool, name: 'a' })).toBe(true);
     expect((await store.get({ ...Types.NodePool, name: 'a' }))?.metadata.deletionTimestamp).toBeDefined();
     expect(await store.delete({ ...Types.NodePool, name: 'a' })).toBe(false);
@@ -352,7 +409,10 @@ describe('KubeClusterStore.approveCertificateSigningRequest', () => {
     const { store, transport, stop } = await world([csr('csr-1')]);
     const path = '/apis/certificates.k8s.io/v1/certificatesigningrequests/csr-1';
     transport.on({ method: 'GET', path }, csr('csr-1'));
-    transport.on({ method: 'PUT' }, (req: KubeRequest) => ({ ...(req.body as KubeObject), metadata: { ...(req.body as KubeObject).metadata, resourceVersion: '11' } }));
+    transport.on({ method: 'PUT' }, (req: KubeRequest) => ({
+      ...(req.body as KubeObject),
+      metadata: { ...(req.body as KubeObject).metadata, resourceVersion: '11' },
+    }));
     const r = await store.approveCertificateSigningRequest('csr-1', 'KarpenterNodeClaim', 'node of NodeClaim default-abc');
     expect(r.changed).toBe(true);
     expect(transport.requests.map((q) => `${q.method} ${q.path}`)).toEqual([`GET ${path}`, `PUT ${path}/approval`]);
@@ -376,7 +436,10 @@ describe('KubeClusterStore.approveCertificateSigningRequest', () => {
 
   it('does not PUT when the live CSR is already approved, and throws NotFoundError when it is gone', async () => {
     const { store, transport, stop } = await world([csr('csr-1'), csr('csr-2')]);
-    transport.on({ method: 'GET', path: '/apis/certificates.k8s.io/v1/certificatesigningrequests/csr-1' }, csr('csr-1', [{ type: 'Approved', status: 'True' }]));
+    transport.on(
+      { method: 'GET', path: '/apis/certificates.k8s.io/v1/certificatesigningrequests/csr-1' },
+      csr('csr-1', [{ type: 'Approved', status: 'True' }]),
+    );
     transport.on({ method: 'GET', path: '/apis/certificates.k8s.io/v1/certificatesigningrequests/csr-2' }, () => {
       throw apiError(404, 'certificatesigningrequests.certificates.k8s.io "csr-2" not found');
     });

@@ -114,9 +114,7 @@ export class KubeClusterStore implements ClusterStore {
         byKey.set(`${o.metadata.namespace ?? ''}/${o.metadata.name}`, o);
       }
     }
-    return [...byKey.entries()]
-      .sort(([a], [b]) => a.localeCompare(b))
-      .map(([, o]) => clone(o) as T);
+    return [...byKey.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([, o]) => clone(o) as T);
   }
 
   async apply<T extends KubeObject = KubeObject>(desired: T, options: ApplyOptions = {}): Promise<WriteResult<T>> {
@@ -314,8 +312,7 @@ export class KubeClusterStore implements ClusterStore {
 
   private cachesFor(type: TypeRef, namespace: string | undefined, action: string): StoreCache[] {
     const all = this.caches.informersOf(type);
-    const covering =
-      namespace === undefined ? all : all.filter((c) => c.watch.namespace === undefined || c.watch.namespace === namespace);
+    const covering = namespace === undefined ? all : all.filter((c) => c.watch.namespace === undefined || c.watch.namespace === namespace);
     if (covering.length === 0) {
       const where = namespace ? ` in namespace ${namespace}` : '';
       throw new NotWatchedError(`${action}: ${type.kind} (${type.apiVersion})${where} is not watched; add a Watch for it to a reconciler`);

@@ -37,8 +37,18 @@ describe('loadKubeConfig', () => {
 
   it.each([
     { name: '--kubeconfig wins over KUBECONFIG', kubeconfig: a, env: { KUBECONFIG: b }, server: 'https://a.example:6443' },
-    { name: 'KUBECONFIG', kubeconfig: undefined, env: { KUBECONFIG: b, KUBERNETES_SERVICE_HOST: '10.0.0.1' }, server: 'https://b.example:6443' },
-    { name: 'KUBECONFIG list: the first current-context wins', kubeconfig: undefined, env: { KUBECONFIG: `${a}${delimiter}${b}` }, server: 'https://a.example:6443' },
+    {
+      name: 'KUBECONFIG',
+      kubeconfig: undefined,
+      env: { KUBECONFIG: b, KUBERNETES_SERVICE_HOST: '10.0.0.1' },
+      server: 'https://b.example:6443',
+    },
+    {
+      name: 'KUBECONFIG list: the first current-context wins',
+      kubeconfig: undefined,
+      env: { KUBECONFIG: `${a}${delimiter}${b}` },
+      server: 'https://a.example:6443',
+    },
   ])('$name', ({ kubeconfig: k, env, server }) => {
     expect(loadKubeConfig({ kubeconfig: k, env }).config.getCurrentCluster()?.server).toBe(server);
   });
@@ -59,7 +69,10 @@ describe('in-cluster ServiceAccount token', () => {
     mkdirSync(saDir, { recursive: true });
     writeFileSync(join(saDir, 'token'), 'token-1');
     writeFileSync(join(saDir, 'ca.crt'), '');
-    const loaded = loadKubeConfig({ env: { KUBERNETES_SERVICE_HOST: '10.0.0.1', KUBERNETES_SERVICE_PORT: '443' }, inClusterPathPrefix: prefix });
+    const loaded = loadKubeConfig({
+      env: { KUBERNETES_SERVICE_HOST: '10.0.0.1', KUBERNETES_SERVICE_PORT: '443' },
+      inClusterPathPrefix: prefix,
+    });
     expect(loaded.source).toBe('in-cluster');
     const bearer = async () => {
       const opts: { headers?: Record<string, string> } = {};
@@ -78,7 +91,11 @@ describe('in-cluster ServiceAccount token', () => {
   it('re-reads the file once its last read is a minute old', async () => {
     let now = 0;
     let content = 'a';
-    const auth = new TokenFileAuth('/token', () => now, () => content);
+    const auth = new TokenFileAuth(
+      '/token',
+      () => now,
+      () => content,
+    );
     const header = async () => {
       const opts: { headers?: Record<string, unknown> } = {};
       await auth.applyAuthentication({ name: 'u' }, opts);
@@ -90,9 +107,13 @@ describe('in-cluster ServiceAccount token', () => {
     expect(await header()).toBe('Bearer a');
     now = 60_001;
     expect(await header()).toBe('Bearer b');
-    const failing = new TokenFileAuth('/token', () => now, () => {
-      throw new Error('EACCES');
-    });
+    const failing = new TokenFileAuth(
+      '/token',
+      () => now,
+      () => {
+        throw new Error('EACCES');
+      },
+    );
     expect(failing.refresh()).toBe(false);
   });
 });

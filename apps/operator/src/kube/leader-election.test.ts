@@ -1,6 +1,15 @@
 import { RecordingMetrics } from '@karpenter-operator/core/testing';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { decide, electionTimingProblem, LeaderElector, leaderIdentity, microTime, openshiftElectionTiming, type LeaseObject, type LeaseSpec } from './leader-election.js';
+import {
+  decide,
+  electionTimingProblem,
+  LeaderElector,
+  leaderIdentity,
+  microTime,
+  openshiftElectionTiming,
+  type LeaseObject,
+  type LeaseSpec,
+} from './leader-election.js';
 import { FakeTransport, apiError } from './testing/fake-transport.js';
 import type { KubeRequest, WriteGate } from './transport.js';
 
@@ -23,14 +32,56 @@ describe('decide', () => {
   const opts = { leaseDurationMs: 15_000 };
   it.each([
     { name: 'no lease: create', lease: undefined, now: T0, observedAt: undefined, want: 'create' },
-    { name: 'held by me: renew', lease: lease({ holderIdentity: me, renewTime: microTime(T0 - 60_000), leaseDurationSeconds: 15 }), now: T0, observedAt: undefined, want: 'renew' },
-    { name: 'released (empty holder): acquire', lease: lease({ holderIdentity: '', leaseDurationSeconds: 1 }), now: T0, observedAt: T0, want: 'acquire' },
+    {
+      name: 'held by me: renew',
+      lease: lease({ holderIdentity: me, renewTime: microTime(T0 - 60_000), leaseDurationSeconds: 15 }),
+      now: T0,
+      observedAt: undefined,
+      want: 'renew',
+    },
+    {
+      name: 'released (empty holder): acquire',
+      lease: lease({ holderIdentity: '', leaseDurationSeconds: 1 }),
+      now: T0,
+      observedAt: T0,
+      want: 'acquire',
+    },
     { name: 'no spec: acquire', lease: lease({}), now: T0, observedAt: T0, want: 'acquire' },
-    { name: 'other holder, valid: wait', lease: lease({ holderIdentity: 'b', renewTime: microTime(T0 - 5_000), leaseDurationSeconds: 15 }), now: T0, observedAt: undefined, want: 'wait' },
-    { name: 'other holder, expired by renewTime: acquire', lease: lease({ holderIdentity: 'b', renewTime: microTime(T0 - 15_000), leaseDurationSeconds: 15 }), now: T0, observedAt: undefined, want: 'acquire' },
-    { name: 'other holder, old renewTime but first observed just now: wait (clock-skew safe)', lease: lease({ holderIdentity: 'b', renewTime: microTime(T0 - 3_600_000), leaseDurationSeconds: 15 }), now: T0, observedAt: T0 - 1_000, want: 'wait' },
-    { name: 'other holder, unchanged since observed 15 s ago: acquire', lease: lease({ holderIdentity: 'b', renewTime: microTime(T0 + 3_600_000), leaseDurationSeconds: 15 }), now: T0, observedAt: T0 - 15_000, want: 'acquire' },
-    { name: "honours the holder's lease duration", lease: lease({ holderIdentity: 'b', renewTime: microTime(T0 - 20_000), leaseDurationSeconds: 30 }), now: T0, observedAt: undefined, want: 'wait' },
+    {
+      name: 'other holder, valid: wait',
+      lease: lease({ holderIdentity: 'b', renewTime: microTime(T0 - 5_000), leaseDurationSeconds: 15 }),
+      now: T0,
+      observedAt: undefined,
+      want: 'wait',
+    },
+    {
+      name: 'other holder, expired by renewTime: acquire',
+      lease: lease({ holderIdentity: 'b', renewTime: microTime(T0 - 15_000), leaseDurationSeconds: 15 }),
+      now: T0,
+      observedAt: undefined,
+      want: 'acquire',
+    },
+    {
+      name: 'other holder, old renewTime but first observed just now: wait (clock-skew safe)',
+      lease: lease({ holderIdentity: 'b', renewTime: microTime(T0 - 3_600_000), leaseDurationSeconds: 15 }),
+      now: T0,
+      observedAt: T0 - 1_000,
+      want: 'wait',
+    },
+    {
+      name: 'other holder, unchanged since observed 15 s ago: acquire',
+      lease: lease({ holderIdentity: 'b', renewTime: microTime(T0 + 3_600_000), leaseDurationSeconds: 15 }),
+      now: T0,
+      observedAt: T0 - 15_000,
+      want: 'acquire',
+    },
+    {
+      name: "honours the holder's lease duration",
+      lease: lease({ holderIdentity: 'b', renewTime: microTime(T0 - 20_000), leaseDurationSeconds: 30 }),
+      now: T0,
+      observedAt: undefined,
+      want: 'wait',
+    },
   ])('$name', ({ lease: l, now, observedAt, want }) => {
     expect(decide(l, now, me, observedAt === undefined ? opts : { ...opts, observedAt }).action).toBe(want);
   });
@@ -46,7 +97,10 @@ describe('decide', () => {
     const taken = decide(lease({ holderIdentity: '', leaseTransitions: 3, acquireTime: microTime(T0 - 99_000) }), T0, me, opts);
     expect(taken).toMatchObject({ action: 'acquire', spec: { holderIdentity: me, leaseTransitions: 4, acquireTime: microTime(T0) } });
     const renewed = decide(lease({ holderIdentity: me, leaseTransitions: 4, acquireTime: microTime(T0 - 10_000) }), T0, me, opts);
-    expect(renewed).toMatchObject({ action: 'renew', spec: { leaseTransitions: 4, acquireTime: microTime(T0 - 10_000), renewTime: microTime(T0) } });
+    expect(renewed).toMatchObject({
+      action: 'renew',
+      spec: { leaseTransitions: 4, acquireTime: microTime(T0 - 10_000), renewTime: microTime(T0) },
+    });
   });
 
   it('reports when a valid lease expires', () => {
@@ -57,20 +111,39 @@ describe('decide', () => {
 
 describe('openshiftElectionTiming', () => {
   it.each([
-    { name: 'HighlyAvailable: 137 s / 107 s / 26 s', topology: 'HighlyAvailable', want: { leaseDurationMs: 137_000, renewDeadlineMs: 107_000, retryPeriodMs: 26_000 } },
-    { name: 'SingleReplica: 270 s / 240 s / 60 s', topology: 'SingleReplica', want: { leaseDurationMs: 270_000, renewDeadlineMs: 240_000, retryPeriodMs: 60_000 } },
-    { name: 'External (hosted control plane): the HA timings', topology: 'External', want: { leaseDurationMs: 137_000, renewDeadlineMs: 107_000, retryPeriodMs: 26_000 } },
-    { name: 'unknown (Infrastructure without the field): the HA timings', topology: undefined, want: { leaseDurationMs: 137_000, renewDeadlineMs: 107_000, retryPeriodMs: 26_000 } },
+    {
+      name: 'HighlyAvailable: 137 s / 107 s / 26 s',
+      topology: 'HighlyAvailable',
+      want: { leaseDurationMs: 137_000, renewDeadlineMs: 107_000, retryPeriodMs: 26_000 },
+    },
+    {
+      name: 'SingleReplica: 270 s / 240 s / 60 s',
+      topology: 'SingleReplica',
+      want: { leaseDurationMs: 270_000, renewDeadlineMs: 240_000, retryPeriodMs: 60_000 },
+    },
+    {
+      name: 'External (hosted control plane): the HA timings',
+      topology: 'External',
+      want: { leaseDurationMs: 137_000, renewDeadlineMs: 107_000, retryPeriodMs: 26_000 },
+    },
+    {
+      name: 'unknown (Infrastructure without the field): the HA timings',
+      topology: undefined,
+      want: { leaseDurationMs: 137_000, renewDeadlineMs: 107_000, retryPeriodMs: 26_000 },
+    },
   ])('$name', ({ topology, want }) => {
     expect(openshiftElectionTiming(topology)).toEqual(want);
   });
 
-  it.each(['HighlyAvailable', 'SingleReplica'])('%s: consistent, and the renew deadline rides out a 60 s API-server gap with a retry to spare', (topology) => {
-    const t = openshiftElectionTiming(topology);
-    expect(electionTimingProblem(t)).toBeUndefined();
-    // A renewal due just before the gap fails; the first retry after it must still fall within the deadline.
-    expect(t.renewDeadlineMs).toBeGreaterThanOrEqual(60_000 + t.retryPeriodMs);
-  });
+  it.each(['HighlyAvailable', 'SingleReplica'])(
+    '%s: consistent, and the renew deadline rides out a 60 s API-server gap with a retry to spare',
+    (topology) => {
+      const t = openshiftElectionTiming(topology);
+      expect(electionTimingProblem(t)).toBeUndefined();
+      // A renewal due just before the gap fails; the first retry after it must still fall within the deadline.
+      expect(t.renewDeadlineMs).toBeGreaterThanOrEqual(60_000 + t.retryPeriodMs);
+    },
+  );
 });
 
 describe('leaderIdentity', () => {
@@ -254,7 +327,14 @@ describe('LeaderElector', () => {
     server.down = true;
     await vi.advanceTimersByTimeAsync(60_000);
     expect(a.isLeader()).toBe(true);
-    expect(box.gate!({ verb: 'update', kind: 'Deployment', method: 'PUT', path: '/apis/apps/v1/namespaces/openshift-karpenter/deployments/karpenter' })).toBeUndefined();
+    expect(
+      box.gate!({
+        verb: 'update',
+        kind: 'Deployment',
+        method: 'PUT',
+        path: '/apis/apps/v1/namespaces/openshift-karpenter/deployments/karpenter',
+      }),
+    ).toBeUndefined();
     server.down = false;
     await vi.advanceTimersByTimeAsync(30_000);
     expect(events).toEqual(['a started']);
@@ -324,7 +404,13 @@ describe('LeaderElector', () => {
       expect(a.isLeader()).toBe(false);
       expect(box.gate!(write)).toBe('this replica does not lead');
       expect(box.gate!(put(`${leases}/karpenter-operator.openshift.io`))).toBeUndefined();
-      const create = (name: string): KubeRequest => ({ verb: 'create', kind: 'Lease', method: 'POST', path: leases, body: { metadata: { name } } });
+      const create = (name: string): KubeRequest => ({
+        verb: 'create',
+        kind: 'Lease',
+        method: 'POST',
+        path: leases,
+        body: { metadata: { name } },
+      });
       expect(box.gate!(create('karpenter-operator.openshift.io'))).toBeUndefined();
       expect(box.gate!(create('another-lease'))).toBe('this replica does not lead');
       expect(box.gate!(put(`${leases}/someone-elses`))).toBe('this replica does not lead');
@@ -348,7 +434,9 @@ describe('LeaderElector', () => {
       // renew timer (a requeue, an Event write) runs while the elector still thinks it leads.
       vi.setSystemTime(Date.now() + 20_000);
       expect(a.isLeader()).toBe(true);
-      expect(box.gate!(write)).toMatch(/^the leader lease was last renewed 2\d{4} ms ago \(renew deadline 10000 ms\); another replica may lead$/);
+      expect(box.gate!(write)).toMatch(
+        /^the leader lease was last renewed 2\d{4} ms ago \(renew deadline 10000 ms\); another replica may lead$/,
+      );
       expect(box.gate!(put(`${leases}/karpenter-operator.openshift.io`))).toBeUndefined();
       await vi.advanceTimersByTimeAsync(2_000);
       expect(events).toEqual(['a started', 'a stopped']);
@@ -380,7 +468,15 @@ describe('LeaderElector', () => {
 
   it('refuses inconsistent timing', () => {
     expect(
-      () => new LeaderElector({ transport: new FakeTransport(), namespace: 'x', identity: 'a', timing: { renewDeadlineMs: 20_000 }, onStartedLeading() {}, onStoppedLeading() {} }),
+      () =>
+        new LeaderElector({
+          transport: new FakeTransport(),
+          namespace: 'x',
+          identity: 'a',
+          timing: { renewDeadlineMs: 20_000 },
+          onStartedLeading() {},
+          onStoppedLeading() {},
+        }),
     ).toThrow(/leaseDuration/);
   });
 });

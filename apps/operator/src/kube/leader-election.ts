@@ -107,7 +107,13 @@ export function decide(
   if (holder === identity) {
     return {
       action: 'renew',
-      spec: { ...spec, holderIdentity: identity, leaseDurationSeconds, renewTime: microTime(now), acquireTime: spec.acquireTime ?? microTime(now) },
+      spec: {
+        ...spec,
+        holderIdentity: identity,
+        leaseDurationSeconds,
+        renewTime: microTime(now),
+        acquireTime: spec.acquireTime ?? microTime(now),
+      },
     };
   }
   const transitions = (spec.leaseTransitions ?? 0) + 1;
@@ -230,7 +236,8 @@ export class LeaderElector {
    */
   writeRefusal(req: Pick<KubeRequest, 'path' | 'body'>): string | undefined {
     // Its own Lease only: by name, or a create in the collection whose body names it.
-    const creatingOurs = req.path === this.path && (req.body as { metadata?: { name?: unknown } } | undefined)?.metadata?.name === this.name;
+    const creatingOurs =
+      req.path === this.path && (req.body as { metadata?: { name?: unknown } } | undefined)?.metadata?.name === this.name;
     if (creatingOurs || req.path === `${this.path}/${this.name}`) return undefined;
     let why: string | undefined;
     if (!this.leading) why = 'this replica does not lead';
@@ -358,7 +365,8 @@ export class LeaderElector {
         decision.action === 'create'
           ? await this.request<LeaseObject>('create', 'POST', this.path, body)
           : await this.request<LeaseObject>('update', 'PUT', `${this.path}/${this.name}`, body);
-      if (decision.action !== 'renew') this.logger.info('acquired the leader lease', { previous: lease?.spec?.holderIdentity || undefined });
+      if (decision.action !== 'renew')
+        this.logger.info('acquired the leader lease', { previous: lease?.spec?.holderIdentity || undefined });
       this.renewedAt = now;
       this.lastLeader = this.identity;
       return true;

@@ -41,7 +41,10 @@ export const knownResources: ReadonlyMap<string, ResourceInfo> = new Map<string,
   [typeId(Types.NodePool), { plural: 'nodepools', namespaced: false, installedCrd: true }],
   [typeId(Types.NodeClaim), { plural: 'nodeclaims', namespaced: false, installedCrd: true }],
   [typeId(Types.NodeOverlay), { plural: 'nodeoverlays', namespaced: false, installedCrd: true }],
-  [typeId({ apiVersion: 'karpenter.k8s.aws/v1', kind: 'EC2NodeClass' }), { plural: 'ec2nodeclasses', namespaced: false, installedCrd: true }],
+  [
+    typeId({ apiVersion: 'karpenter.k8s.aws/v1', kind: 'EC2NodeClass' }),
+    { plural: 'ec2nodeclasses', namespaced: false, installedCrd: true },
+  ],
   [typeId(Types.CredentialsRequest), { plural: 'credentialsrequests', namespaced: true }],
   [typeId({ apiVersion: 'events.k8s.io/v1', kind: 'Event' }), { plural: 'events', namespaced: true }],
   [typeId({ apiVersion: 'v1', kind: 'Event' }), { plural: 'events', namespaced: true }],
@@ -51,10 +54,19 @@ export const knownResources: ReadonlyMap<string, ResourceInfo> = new Map<string,
   [typeId({ apiVersion: 'machine.openshift.io/v1beta1', kind: 'Machine' }), { plural: 'machines', namespaced: true }],
   [typeId({ apiVersion: 'machineconfiguration.openshift.io/v1', kind: 'MachineConfig' }), { plural: 'machineconfigs', namespaced: false }],
   [typeId({ apiVersion: 'config.openshift.io/v1', kind: 'FeatureGate' }), { plural: 'featuregates', namespaced: false }],
-  [typeId({ apiVersion: 'hypershift.openshift.io/v1beta1', kind: 'HostedControlPlane' }), { plural: 'hostedcontrolplanes', namespaced: true }],
+  [
+    typeId({ apiVersion: 'hypershift.openshift.io/v1beta1', kind: 'HostedControlPlane' }),
+    { plural: 'hostedcontrolplanes', namespaced: true },
+  ],
   [typeId({ apiVersion: 'hypershift.openshift.io/v1beta1', kind: 'HostedCluster' }), { plural: 'hostedclusters', namespaced: true }],
-  [typeId({ apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicy' }), { plural: 'validatingadmissionpolicies', namespaced: false }],
-  [typeId({ apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicyBinding' }), { plural: 'validatingadmissionpolicybindings', namespaced: false }],
+  [
+    typeId({ apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicy' }),
+    { plural: 'validatingadmissionpolicies', namespaced: false },
+  ],
+  [
+    typeId({ apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicyBinding' }),
+    { plural: 'validatingadmissionpolicybindings', namespaced: false },
+  ],
 ]);
 
 /** `<plural>.<group>`: the name of the CRD serving a kind of a named group. */
@@ -121,7 +133,8 @@ export class ResourceResolver {
       this.discovered.set(typeId({ apiVersion: type.apiVersion, kind: r.kind }), { plural: r.name, namespaced: r.namespaced });
     }
     const found = this.discovered.get(id);
-    if (!found) throw new NotFoundError(`discovering ${type.kind} in ${type.apiVersion}: the API server does not serve it (is its CRD installed?)`);
+    if (!found)
+      throw new NotFoundError(`discovering ${type.kind} in ${type.apiVersion}: the API server does not serve it (is its CRD installed?)`);
     return found;
   }
 }

@@ -77,7 +77,9 @@ describe('ClientNodeTransport (real HTTP)', () => {
     handler = (_req, res) => json(res, 422, { kind: 'Status', message: 'spec.replicas: Invalid value', code: 422 });
     const metrics = new RecordingMetrics();
     const t = createKubeTransport(kc, { metrics });
-    const err = await t.request({ verb: 'create', kind: 'NodePool', method: 'POST', path: '/apis/karpenter.sh/v1/nodepools', body: {} }).catch((e: unknown) => e);
+    const err = await t
+      .request({ verb: 'create', kind: 'NodePool', method: 'POST', path: '/apis/karpenter.sh/v1/nodepools', body: {} })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ApiException);
     expect((err as ApiException<{ message: string }>).code).toBe(422);
     expect((err as ApiException<{ message: string }>).body.message).toBe('spec.replicas: Invalid value');
@@ -95,13 +97,15 @@ describe('ClientNodeTransport (real HTTP)', () => {
     const events: string[] = [];
     const t = new ClientNodeTransport(kc);
     const done = new Promise<unknown>((resolve) => {
-      void t.watch({
-        kind: 'Node',
-        path: '/api/v1/nodes',
-        query: { resourceVersion: '1', allowWatchBookmarks: true },
-        onEvent: (type, obj) => events.push(`${type}:${(obj as { metadata: { resourceVersion: string } }).metadata.resourceVersion}`),
-        onDone: resolve,
-      }).catch(resolve);
+      void t
+        .watch({
+          kind: 'Node',
+          path: '/api/v1/nodes',
+          query: { resourceVersion: '1', allowWatchBookmarks: true },
+          onEvent: (type, obj) => events.push(`${type}:${(obj as { metadata: { resourceVersion: string } }).metadata.resourceVersion}`),
+          onDone: resolve,
+        })
+        .catch(resolve);
     });
     expect(await done).toBeNull();
     expect(events).toEqual(['ADDED:2', 'BOOKMARK:3']);
@@ -154,7 +158,13 @@ describe('ClientNodeTransport (real HTTP)', () => {
       return open ? undefined : 'this replica does not lead';
     });
     seen.length = 0;
-    const patch = { verb: 'apply', kind: 'Deployment', method: 'PATCH', path: '/apis/apps/v1/namespaces/ns/deployments/x', body: {} } as const;
+    const patch = {
+      verb: 'apply',
+      kind: 'Deployment',
+      method: 'PATCH',
+      path: '/apis/apps/v1/namespaces/ns/deployments/x',
+      body: {},
+    } as const;
     const err = await t.request(patch).catch((e: unknown) => e);
     expect(isWriteFencedError(err)).toBe(true);
     expect((err as Error).message).toBe('not sent: PATCH /apis/apps/v1/namespaces/ns/deployments/x: this replica does not lead');
@@ -186,7 +196,9 @@ describe('ClientNodeTransport (real HTTP)', () => {
     };
     let accepted = '';
     const onlyAccepted = (req: IncomingMessage, res: ServerResponse) =>
-      req.headers.authorization === `Bearer ${accepted}` ? json(res, 200, { metadata: { name: 'x' } }) : json(res, 401, { kind: 'Status', message: 'Unauthorized', code: 401 });
+      req.headers.authorization === `Bearer ${accepted}`
+        ? json(res, 200, { metadata: { name: 'x' } })
+        : json(res, 401, { kind: 'Status', message: 'Unauthorized', code: 401 });
     const get = { verb: 'get', kind: 'Node', method: 'GET', path: '/api/v1/nodes/x' } as const;
 
     it('re-reads the token file on 401 and sends the request once more with the new token', async () => {
@@ -234,7 +246,7 @@ describe('ClientNodeTransport (real HTTP)', () => {
         new Promise<unknown>((resolve) => {
           void t.watch({ kind: 'Node', path: '/api/v1/nodes', query: {}, onEvent: () => {}, onDone: resolve }).catch(resolve);
         });
-      expect((await watchOnce() as { statusCode?: number }).statusCode).toBe(401);
+      expect(((await watchOnce()) as { statusCode?: number }).statusCode).toBe(401);
       expect(await watchOnce()).toBeNull();
     });
   });

@@ -21,4 +21,3 @@ export const payloadImages = {
   operator: { tag: 'karpenter-operator', pullSpec: 'quay.io/openshift/origin-karpenter-operator:latest' },
   awsOperand: { tag: 'aws-karpenter-provider-aws', pullSpec: 'quay.io/openshift/origin-aws-karpenter-provider-aws:latest' },
 } as const;
-

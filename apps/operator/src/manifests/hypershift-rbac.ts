@@ -21,15 +21,70 @@ interface ManagementRule extends DocumentedRule {
 }
 
 const MANAGEMENT_RULES: ManagementRule[] = [
-  { by: ['operator', 'adapter'], why: 'Configuration (spec.autoNode), facts, the AutoNode condition and the finalizers.', apiGroups: [hcpGroup], resources: ['hostedcontrolplanes'], verbs: [...ro, 'patch'] },
-  { by: ['operator', 'adapter'], why: 'The AutoNode condition and status.autoNode.', apiGroups: [hcpGroup], resources: ['hostedcontrolplanes/status'], verbs: ['patch'] },
-  { by: ['operator'], why: 'The operand Deployment is owned by the HCP (blockOwnerDeletion).', apiGroups: [hcpGroup], resources: ['hostedcontrolplanes/finalizers'], verbs: ['update'] },
-  { by: ['operator'], leaderElection: true, why: 'Leader election of the operator (only with --leader-elect; HyperShift runs one replica without it).', apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: [...ro, 'create', 'update', 'patch'] },
-  { by: ['operator'], why: 'The operand Deployment and the ServiceAccount it runs as.', apiGroups: ['apps'], resources: ['deployments'], verbs: [...ro, 'create', 'patch', 'delete'] },
-  { by: ['operator'], why: 'The operand ServiceAccount.', apiGroups: [''], resources: ['serviceaccounts'], verbs: [...ro, 'create', 'patch', 'delete'] },
-  { by: ['operator'], why: 'Namespaced operand RBAC, when the provider renders any for the operand namespace.', apiGroups: ['rbac.authorization.k8s.io'], resources: ['roles', 'rolebindings'], verbs: [...ro, 'create', 'patch', 'delete'] },
-  { by: ['operator', 'adapter'], why: 'HyperShift\'s credentials Secret karpenter-credentials (gating, rotation) and the ignition Secrets (labelled) of the HCP namespace; neither writes a Secret.', apiGroups: [''], resources: ['secrets'], verbs: ro },
-  { by: ['operator', 'adapter'], why: 'Events on the HCP and the operand Deployment.', apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
+  {
+    by: ['operator', 'adapter'],
+    why: 'Configuration (spec.autoNode), facts, the AutoNode condition and the finalizers.',
+    apiGroups: [hcpGroup],
+    resources: ['hostedcontrolplanes'],
+    verbs: [...ro, 'patch'],
+  },
+  {
+    by: ['operator', 'adapter'],
+    why: 'The AutoNode condition and status.autoNode.',
+    apiGroups: [hcpGroup],
+    resources: ['hostedcontrolplanes/status'],
+    verbs: ['patch'],
+  },
+  {
+    by: ['operator'],
+    why: 'The operand Deployment is owned by the HCP (blockOwnerDeletion).',
+    apiGroups: [hcpGroup],
+    resources: ['hostedcontrolplanes/finalizers'],
+    verbs: ['update'],
+  },
+  {
+    by: ['operator'],
+    leaderElection: true,
+    why: 'Leader election of the operator (only with --leader-elect; HyperShift runs one replica without it).',
+    apiGroups: ['coordination.k8s.io'],
+    resources: ['leases'],
+    verbs: [...ro, 'create', 'update', 'patch'],
+  },
+  {
+    by: ['operator'],
+    why: 'The operand Deployment and the ServiceAccount it runs as.',
+    apiGroups: ['apps'],
+    resources: ['deployments'],
+    verbs: [...ro, 'create', 'patch', 'delete'],
+  },
+  {
+    by: ['operator'],
+    why: 'The operand ServiceAccount.',
+    apiGroups: [''],
+    resources: ['serviceaccounts'],
+    verbs: [...ro, 'create', 'patch', 'delete'],
+  },
+  {
+    by: ['operator'],
+    why: 'Namespaced operand RBAC, when the provider renders any for the operand namespace.',
+    apiGroups: ['rbac.authorization.k8s.io'],
+    resources: ['roles', 'rolebindings'],
+    verbs: [...ro, 'create', 'patch', 'delete'],
+  },
+  {
+    by: ['operator', 'adapter'],
+    why: "HyperShift's credentials Secret karpenter-credentials (gating, rotation) and the ignition Secrets (labelled) of the HCP namespace; neither writes a Secret.",
+    apiGroups: [''],
+    resources: ['secrets'],
+    verbs: ro,
+  },
+  {
+    by: ['operator', 'adapter'],
+    why: 'Events on the HCP and the operand Deployment.',
+    apiGroups: ['events.k8s.io'],
+    resources: ['events'],
+    verbs: ['create', 'patch'],
+  },
 ];
 
 const documented = ({ by: _by, leaderElection: _le, ...rule }: ManagementRule): DocumentedRule => structuredClone(rule);
@@ -45,16 +100,33 @@ export function operatorManagementRules(options: { leaderElect: boolean }): Docu
 }
 
 /** Cluster rules of the standalone operator that mean nothing in a hosted guest (no Karpenter CR, ClusterOperator, Infrastructure, MCO). */
-const STANDALONE_ONLY = new Set(['karpenters', 'karpenters/status', 'karpenters/finalizers', 'clusteroperators', 'clusteroperators/status', 'infrastructures', 'clusterversions', 'machineconfigpools']);
+const STANDALONE_ONLY = new Set([
+  'karpenters',
+  'karpenters/status',
+  'karpenters/finalizers',
+  'clusteroperators',
+  'clusteroperators/status',
+  'infrastructures',
+  'clusterversions',
+  'machineconfigpools',
+]);
 
 /** ClusterRole `karpenter-operator` in the guest: the standalone cluster rules that apply there, and what it grants the operand. */
 export function guestClusterRules(): PolicyRule[] {
-  const own = operatorClusterRules.filter((r) => !(r.resources ?? []).some((res) => STANDALONE_ONLY.has(res))).map(({ why: _why, ...rule }) => structuredClone(rule));
+  const own = operatorClusterRules
+    .filter((r) => !(r.resources ?? []).some((res) => STANDALONE_ONLY.has(res)))
+    .map(({ why: _why, ...rule }) => structuredClone(rule));
   const policy: PolicyRule[] = [
     // The adapter's guard of EC2NodeClass default; created by server-side apply, only that name changed or deleted.
-    { apiGroups: ['admissionregistration.k8s.io'], resources: ['validatingadmissionpolicies', 'validatingadmissionpolicybindings'], verbs: [...ro, 'create'] },
     {
-      apiGroups: ['admissionregistration.k8s.io'], resources: ['validatingadmissionpolicies', 'validatingadmissionpolicybindings'], verbs: ['patch', 'delete'],
+      apiGroups: ['admissionregistration.k8s.io'],
+      resources: ['validatingadmissionpolicies', 'validatingadmissionpolicybindings'],
+      verbs: [...ro, 'create'],
+    },
+    {
+      apiGroups: ['admissionregistration.k8s.io'],
+      resources: ['validatingadmissionpolicies', 'validatingadmissionpolicybindings'],
+      verbs: ['patch', 'delete'],
       resourceNames: [NODECLASS_POLICY_NAME],
     },
   ];
@@ -78,7 +150,12 @@ export function hostedManagementRbac(namespace: string, serviceAccount: string =
   return [
     { ...Types.ServiceAccount, metadata: { name: serviceAccount, namespace } },
     { ...Types.Role, metadata: { name: OperatorRbacNames.role, namespace }, rules: stripWhy(managementRules()) },
-    { ...Types.RoleBinding, metadata: { name: OperatorRbacNames.role, namespace }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: OperatorRbacNames.role }, subjects: [subject] },
+    {
+      ...Types.RoleBinding,
+      metadata: { name: OperatorRbacNames.role, namespace },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: OperatorRbacNames.role },
+      subjects: [subject],
+    },
   ];
 }
 
@@ -89,8 +166,18 @@ export function hostedGuestRbac(): KubeObject[] {
   return [
     { ...Types.ServiceAccount, metadata: { name: subject.name, namespace: subject.namespace } },
     { ...Types.ClusterRole, metadata: { name: OperatorRbacNames.clusterRole }, rules: guestClusterRules() },
-    { ...Types.ClusterRoleBinding, metadata: { name: OperatorRbacNames.clusterRole }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: OperatorRbacNames.clusterRole }, subjects: [subject] },
+    {
+      ...Types.ClusterRoleBinding,
+      metadata: { name: OperatorRbacNames.clusterRole },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: OperatorRbacNames.clusterRole },
+      subjects: [subject],
+    },
     { ...Types.Role, metadata: { name: OperatorRbacNames.role, namespace: ns }, rules: guestKubeSystemRules() },
-    { ...Types.RoleBinding, metadata: { name: OperatorRbacNames.role, namespace: ns }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: OperatorRbacNames.role }, subjects: [subject] },
+    {
+      ...Types.RoleBinding,
+      metadata: { name: OperatorRbacNames.role, namespace: ns },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: OperatorRbacNames.role },
+      subjects: [subject],
+    },
   ];
 }

@@ -39,9 +39,21 @@ const find = (kind: string, name: string, namespace?: string): Obj => {
 /** The operand as the operator renders it standalone on AWS. */
 const operandInput: OperandInput = {
   namespace: Names.operatorNamespace,
-  facts: { platform: 'AWS', region: 'us-east-1', infrastructureName: 'c-1', apiServerInternalURL: 'https://api-int:6443', resourceTags: [] },
+  facts: {
+    platform: 'AWS',
+    region: 'us-east-1',
+    infrastructureName: 'c-1',
+    apiServerInternalURL: 'https://api-int:6443',
+    resourceTags: [],
+  },
   settings: { namespace: Names.operatorNamespace, releaseVersion: '1', operandImage: 'img', crdDir: '/crds' },
-  request: { owner: { apiVersion: 'autoscaling.openshift.io/v1alpha1', kind: 'Karpenter', name: 'default', uid: 'u' }, generation: 1, logLevel: 'info', deleting: false, finalizers: [] },
+  request: {
+    owner: { apiVersion: 'autoscaling.openshift.io/v1alpha1', kind: 'Karpenter', name: 'default', uid: 'u' },
+    generation: 1,
+    logLevel: 'info',
+    deleting: false,
+    finalizers: [],
+  },
   cloud: { env: [], volumes: [], volumeMounts: [], credentialsSecret: Names.credentialsSecret },
   providerRbac: awsOperandRbac(Names.operatorNamespace),
   layout: standaloneOperandLayout(Names.operatorNamespace),
@@ -66,7 +78,13 @@ describe('install/', () => {
 
   it('orders files as the CVO must apply them', () => {
     // The CVO applies one component's manifests in file-name order.
-    const kinds = committed.map((name) => `${name.replace(/^0000_50_karpenter-operator_/, '')}: ${parsed.find((f) => f.name === name)!.objects.map((o) => o.kind).join(',')}`);
+    const kinds = committed.map(
+      (name) =>
+        `${name.replace(/^0000_50_karpenter-operator_/, '')}: ${parsed
+          .find((f) => f.name === name)!
+          .objects.map((o) => o.kind)
+          .join(',')}`,
+    );
     expect(kinds).toEqual([
       '00_crd-karpenter.yaml: CustomResourceDefinition',
       '00_credentialsrequest-aws-node-identity.yaml: CredentialsRequest',
@@ -103,13 +121,17 @@ describe('install/ order: the CVO waits on the ClusterOperator before applying l
     const pod = deployment.spec.template.spec;
     const sa = find('ServiceAccount', pod.serviceAccountName, Names.operatorNamespace);
     const bindings = all.filter(
-      (o) => (o.kind === 'RoleBinding' || o.kind === 'ClusterRoleBinding') && ((o as Obj).subjects ?? []).some((s: Obj) => s.kind === 'ServiceAccount' && s.name === sa.metadata.name),
+      (o) =>
+        (o.kind === 'RoleBinding' || o.kind === 'ClusterRoleBinding') &&
+        ((o as Obj).subjects ?? []).some((s: Obj) => s.kind === 'ServiceAccount' && s.name === sa.metadata.name),
     );
     const roles = bindings.map((b) => {
       const ref = (b as Obj).roleRef;
       return find(ref.kind, ref.name, ref.kind === 'Role' ? b.metadata.namespace : undefined);
     });
-    const configMaps = (pod.volumes as Obj[]).filter((v) => v.configMap).map((v) => find('ConfigMap', v.configMap.name, Names.operatorNamespace));
+    const configMaps = (pod.volumes as Obj[])
+      .filter((v) => v.configMap)
+      .map((v) => find('ConfigMap', v.configMap.name, Names.operatorNamespace));
     const policies = all.filter((o) => o.kind === 'NetworkPolicy');
     return [
       find('Namespace', Names.operatorNamespace),
@@ -127,7 +149,12 @@ describe('install/ order: the CVO waits on the ClusterOperator before applying l
   it('everything the operator needs to become healthy comes before the ClusterOperator manifest', () => {
     const needed = neededForHealth();
     // Derivation sanity: the bound roles, the CA bundle and the policies are in the list.
-    expect(needed.map(key)).toEqual(expect.arrayContaining([`ConfigMap ${Names.operatorNamespace}/${Names.trustedCaBundle}`, `NetworkPolicy ${Names.operatorNamespace}/default-deny`]));
+    expect(needed.map(key)).toEqual(
+      expect.arrayContaining([
+        `ConfigMap ${Names.operatorNamespace}/${Names.trustedCaBundle}`,
+        `NetworkPolicy ${Names.operatorNamespace}/default-deny`,
+      ]),
+    );
     const late = needed.filter((o) => position(o) >= clusterOperatorAt).map((o) => `${key(o)} in ${committed[position(o)]}`);
     expect(late).toEqual([]);
   });
@@ -168,7 +195,12 @@ describe('install/ RBAC', () => {
   const operandRoles = renderOperand(input).filter((o) => o.kind === 'Role' || o.kind === 'ClusterRole');
 
   it('lets the operator create every operand role (core and provider) without escalation', () => {
-    expect(operandRoles.map((r) => `${r.kind} ${r.metadata.name}`)).toEqual(['ClusterRole karpenter-core', 'Role karpenter', 'Role karpenter-dns', 'ClusterRole karpenter']);
+    expect(operandRoles.map((r) => `${r.kind} ${r.metadata.name}`)).toEqual([
+      'ClusterRole karpenter-core',
+      'Role karpenter',
+      'Role karpenter-dns',
+      'ClusterRole karpenter',
+    ]);
     expect(checkEscalation(all, operator, operandRoles)).toEqual([]);
   });
 
@@ -180,31 +212,155 @@ describe('install/ RBAC', () => {
   const rule = (apiGroups: string[], resources: string[], verbs: string[], resourceNames?: string[]): PolicyRule =>
     resourceNames ? { apiGroups, resources, verbs, resourceNames } : { apiGroups, resources, verbs };
   it.each([
-    { name: 'apply runtime CRDs', ns: undefined, want: rule(['apiextensions.k8s.io'], ['customresourcedefinitions'], ['create', 'get', 'list', 'watch', 'patch'], ['nodepools.karpenter.sh', 'ec2nodeclasses.karpenter.k8s.aws']), ok: true },
-    { name: 'not patch foreign CRDs', ns: undefined, want: rule(['apiextensions.k8s.io'], ['customresourcedefinitions'], ['patch'], ['machines.machine.openshift.io']), ok: false },
-    { name: 'Karpenter CR, status and finalizers', ns: undefined, want: rule(['autoscaling.openshift.io'], ['karpenters', 'karpenters/status'], ['patch'], ['default']), ok: true },
-    { name: 'owner references to the CR', ns: undefined, want: rule(['autoscaling.openshift.io'], ['karpenters/finalizers'], ['update'], ['default']), ok: true },
-    { name: 'ClusterOperator create and status', ns: undefined, want: rule(['config.openshift.io'], ['clusteroperators'], ['create', 'get', 'list', 'watch']), ok: true },
-    { name: 'ClusterOperator status patch', ns: undefined, want: rule(['config.openshift.io'], ['clusteroperators/status'], ['patch'], ['karpenter']), ok: true },
-    { name: 'not another ClusterOperator status', ns: undefined, want: rule(['config.openshift.io'], ['clusteroperators/status'], ['patch'], ['kube-apiserver']), ok: false },
-    { name: 'Infrastructure cluster', ns: undefined, want: rule(['config.openshift.io'], ['infrastructures'], ['get', 'list', 'watch'], ['cluster']), ok: true },
-    { name: 'MachineSets in openshift-machine-api', ns: 'openshift-machine-api', want: rule(['machine.openshift.io'], ['machinesets'], ['list', 'watch']), ok: true },
-    { name: 'user-data Secrets in openshift-machine-api', ns: 'openshift-machine-api', want: rule([''], ['secrets'], ['list', 'watch']), ok: true },
+    {
+      name: 'apply runtime CRDs',
+      ns: undefined,
+      want: rule(
+        ['apiextensions.k8s.io'],
+        ['customresourcedefinitions'],
+        ['create', 'get', 'list', 'watch', 'patch'],
+        ['nodepools.karpenter.sh', 'ec2nodeclasses.karpenter.k8s.aws'],
+      ),
+      ok: true,
+    },
+    {
+      name: 'not patch foreign CRDs',
+      ns: undefined,
+      want: rule(['apiextensions.k8s.io'], ['customresourcedefinitions'], ['patch'], ['machines.machine.openshift.io']),
+      ok: false,
+    },
+    {
+      name: 'Karpenter CR, status and finalizers',
+      ns: undefined,
+      want: rule(['autoscaling.openshift.io'], ['karpenters', 'karpenters/status'], ['patch'], ['default']),
+      ok: true,
+    },
+    {
+      name: 'owner references to the CR',
+      ns: undefined,
+      want: rule(['autoscaling.openshift.io'], ['karpenters/finalizers'], ['update'], ['default']),
+      ok: true,
+    },
+    {
+      name: 'ClusterOperator create and status',
+      ns: undefined,
+      want: rule(['config.openshift.io'], ['clusteroperators'], ['create', 'get', 'list', 'watch']),
+      ok: true,
+    },
+    {
+      name: 'ClusterOperator status patch',
+      ns: undefined,
+      want: rule(['config.openshift.io'], ['clusteroperators/status'], ['patch'], ['karpenter']),
+      ok: true,
+    },
+    {
+      name: 'not another ClusterOperator status',
+      ns: undefined,
+      want: rule(['config.openshift.io'], ['clusteroperators/status'], ['patch'], ['kube-apiserver']),
+      ok: false,
+    },
+    {
+      name: 'Infrastructure cluster',
+      ns: undefined,
+      want: rule(['config.openshift.io'], ['infrastructures'], ['get', 'list', 'watch'], ['cluster']),
+      ok: true,
+    },
+    {
+      name: 'MachineSets in openshift-machine-api',
+      ns: 'openshift-machine-api',
+      want: rule(['machine.openshift.io'], ['machinesets'], ['list', 'watch']),
+      ok: true,
+    },
+    {
+      name: 'user-data Secrets in openshift-machine-api',
+      ns: 'openshift-machine-api',
+      want: rule([''], ['secrets'], ['list', 'watch']),
+      ok: true,
+    },
     { name: 'no Secrets elsewhere', ns: 'openshift-config', want: rule([''], ['secrets'], ['list']), ok: false },
-    { name: 'boot images ConfigMap', ns: 'openshift-machine-config-operator', want: rule([''], ['configmaps'], ['get', 'list', 'watch'], ['coreos-bootimages']), ok: true },
-    { name: 'MachineConfigPools and KubeletConfigs', ns: undefined, want: rule(['machineconfiguration.openshift.io'], ['machineconfigpools', 'kubeletconfigs'], ['create', 'get', 'list', 'watch', 'patch', 'delete']), ok: true },
-    { name: 'EC2NodeClasses', ns: undefined, want: rule(['karpenter.k8s.aws'], ['ec2nodeclasses'], ['create', 'get', 'list', 'watch', 'patch', 'delete']), ok: true },
-    { name: 'NodePools and NodeClaims teardown', ns: undefined, want: rule(['karpenter.sh'], ['nodepools', 'nodeclaims'], ['list', 'watch', 'patch', 'delete']), ok: true },
-    { name: 'CSR approval', ns: undefined, want: rule(['certificates.k8s.io'], ['certificatesigningrequests/approval'], ['update']), ok: true },
-    { name: 'kubelet signers', ns: undefined, want: rule(['certificates.k8s.io'], ['signers'], ['approve'], ['kubernetes.io/kube-apiserver-client-kubelet', 'kubernetes.io/kubelet-serving']), ok: true },
-    { name: 'no other signer', ns: undefined, want: rule(['certificates.k8s.io'], ['signers'], ['approve'], ['kubernetes.io/kube-apiserver-client']), ok: false },
+    {
+      name: 'boot images ConfigMap',
+      ns: 'openshift-machine-config-operator',
+      want: rule([''], ['configmaps'], ['get', 'list', 'watch'], ['coreos-bootimages']),
+      ok: true,
+    },
+    {
+      name: 'MachineConfigPools and KubeletConfigs',
+      ns: undefined,
+      want: rule(
+        ['machineconfiguration.openshift.io'],
+        ['machineconfigpools', 'kubeletconfigs'],
+        ['create', 'get', 'list', 'watch', 'patch', 'delete'],
+      ),
+      ok: true,
+    },
+    {
+      name: 'EC2NodeClasses',
+      ns: undefined,
+      want: rule(['karpenter.k8s.aws'], ['ec2nodeclasses'], ['create', 'get', 'list', 'watch', 'patch', 'delete']),
+      ok: true,
+    },
+    {
+      name: 'NodePools and NodeClaims teardown',
+      ns: undefined,
+      want: rule(['karpenter.sh'], ['nodepools', 'nodeclaims'], ['list', 'watch', 'patch', 'delete']),
+      ok: true,
+    },
+    {
+      name: 'CSR approval',
+      ns: undefined,
+      want: rule(['certificates.k8s.io'], ['certificatesigningrequests/approval'], ['update']),
+      ok: true,
+    },
+    {
+      name: 'kubelet signers',
+      ns: undefined,
+      want: rule(
+        ['certificates.k8s.io'],
+        ['signers'],
+        ['approve'],
+        ['kubernetes.io/kube-apiserver-client-kubelet', 'kubernetes.io/kubelet-serving'],
+      ),
+      ok: true,
+    },
+    {
+      name: 'no other signer',
+      ns: undefined,
+      want: rule(['certificates.k8s.io'], ['signers'], ['approve'], ['kubernetes.io/kube-apiserver-client']),
+      ok: false,
+    },
     { name: 'events', ns: undefined, want: rule(['', 'events.k8s.io'], ['events'], ['create', 'patch']), ok: true },
-    { name: 'leader Lease', ns: Names.operatorNamespace, want: rule(['coordination.k8s.io'], ['leases'], ['get', 'create', 'update'], [Names.leaderLease]), ok: true },
-    { name: 'credentials Secret', ns: Names.operatorNamespace, want: rule([''], ['secrets'], ['get', 'list', 'watch'], [Names.credentialsSecret]), ok: true },
+    {
+      name: 'leader Lease',
+      ns: Names.operatorNamespace,
+      want: rule(['coordination.k8s.io'], ['leases'], ['get', 'create', 'update'], [Names.leaderLease]),
+      ok: true,
+    },
+    {
+      name: 'credentials Secret',
+      ns: Names.operatorNamespace,
+      want: rule([''], ['secrets'], ['get', 'list', 'watch'], [Names.credentialsSecret]),
+      ok: true,
+    },
     { name: 'not every Secret of its namespace', ns: Names.operatorNamespace, want: rule([''], ['secrets'], ['list']), ok: false },
-    { name: 'operand Deployment', ns: Names.operatorNamespace, want: rule(['apps'], ['deployments'], ['create', 'get', 'list', 'watch', 'patch', 'delete'], [Names.operandDeployment]), ok: true },
-    { name: 'not its own Deployment', ns: Names.operatorNamespace, want: rule(['apps'], ['deployments'], ['patch'], [Names.operatorDeployment]), ok: false },
-    { name: 'no escalate or bind', ns: undefined, want: rule(['rbac.authorization.k8s.io'], ['clusterroles'], ['escalate', 'bind']), ok: false },
+    {
+      name: 'operand Deployment',
+      ns: Names.operatorNamespace,
+      want: rule(['apps'], ['deployments'], ['create', 'get', 'list', 'watch', 'patch', 'delete'], [Names.operandDeployment]),
+      ok: true,
+    },
+    {
+      name: 'not its own Deployment',
+      ns: Names.operatorNamespace,
+      want: rule(['apps'], ['deployments'], ['patch'], [Names.operatorDeployment]),
+      ok: false,
+    },
+    {
+      name: 'no escalate or bind',
+      ns: undefined,
+      want: rule(['rbac.authorization.k8s.io'], ['clusterroles'], ['escalate', 'bind']),
+      ok: false,
+    },
   ])('operator may $name', ({ ns, want, ok }) => {
     expect(coversRules(effectiveRules(all, operator, ns), [want]).ok).toBe(ok);
   });
@@ -238,30 +394,104 @@ describe('install/ objects', () => {
   });
 
   it.each([
-    { name: 'namespace node selector', get: () => find('Namespace', Names.operatorNamespace)['metadata'].annotations['openshift.io/node-selector'], want: '' },
-    { name: 'namespace management workloads', get: () => find('Namespace', Names.operatorNamespace)['metadata'].annotations['workload.openshift.io/allowed'], want: 'management' },
-    { name: 'namespace monitoring', get: () => find('Namespace', Names.operatorNamespace)['metadata'].labels['openshift.io/cluster-monitoring'], want: 'true' },
-    { name: 'CRD is cluster-scoped', get: () => find('CustomResourceDefinition', 'karpenters.autoscaling.openshift.io')['spec'].scope, want: 'Cluster' },
-    { name: 'CRD refuses names other than default', get: () => find('CustomResourceDefinition', 'karpenters.autoscaling.openshift.io')['spec'].versions[0].schema.openAPIV3Schema['x-kubernetes-validations'][0].rule, want: "self.metadata.name == 'default'" },
-    { name: 'CRD logLevel enum', get: () => find('CustomResourceDefinition', 'karpenters.autoscaling.openshift.io')['spec'].versions[0].schema.openAPIV3Schema.properties.spec.properties.logLevel, want: expect.objectContaining({ enum: ['debug', 'info', 'error'], default: 'info' }) },
-    { name: 'CRD status subresource', get: () => find('CustomResourceDefinition', 'karpenters.autoscaling.openshift.io')['spec'].versions[0].subresources, want: { status: {} } },
-    { name: 'Deployment label', get: () => find('Deployment', Names.operatorDeployment, Names.operatorNamespace)['spec'].template.metadata.labels, want: { 'k8s-app': 'karpenter-operator' } },
-    { name: 'Deployment namespace flag from the downward API', get: () => find('Deployment', Names.operatorDeployment, Names.operatorNamespace)['spec'].template.spec.containers[0].args[0], want: '--namespace=$(POD_NAMESPACE)' },
-    { name: 'Deployment release version', get: () => find('Deployment', Names.operatorDeployment, Names.operatorNamespace)['spec'].template.spec.containers[0].env.find((e: Obj) => e['name'] === 'RELEASE_VERSION').value, want: '0.0.1-snapshot' },
-    { name: 'Deployment operand image', get: () => find('Deployment', Names.operatorDeployment, Names.operatorNamespace)['spec'].template.spec.containers[0].env.find((e: Obj) => e['name'] === 'KARPENTER_IMAGE_AWS').value, want: payloadImages.awsOperand.pullSpec },
-    { name: 'Deployment requests only', get: () => Object.keys(find('Deployment', Names.operatorDeployment, Names.operatorNamespace)['spec'].template.spec.containers[0].resources), want: ['requests'] },
-    { name: 'Deployment SCC', get: () => find('Deployment', Names.operatorDeployment, Names.operatorNamespace)['spec'].template.metadata.annotations['openshift.io/required-scc'], want: 'restricted-v2' },
+    {
+      name: 'namespace node selector',
+      get: () => find('Namespace', Names.operatorNamespace)['metadata'].annotations['openshift.io/node-selector'],
+      want: '',
+    },
+    {
+      name: 'namespace management workloads',
+      get: () => find('Namespace', Names.operatorNamespace)['metadata'].annotations['workload.openshift.io/allowed'],
+      want: 'management',
+    },
+    {
+      name: 'namespace monitoring',
+      get: () => find('Namespace', Names.operatorNamespace)['metadata'].labels['openshift.io/cluster-monitoring'],
+      want: 'true',
+    },
+    {
+      name: 'CRD is cluster-scoped',
+      get: () => find('CustomResourceDefinition', 'karpenters.autoscaling.openshift.io')['spec'].scope,
+      want: 'Cluster',
+    },
+    {
+      name: 'CRD refuses names other than default',
+      get: () =>
+        find('CustomResourceDefinition', 'karpenters.autoscaling.openshift.io')['spec'].versions[0].schema.openAPIV3Schema[
+          'x-kubernetes-validations'
+        ][0].rule,
+      want: "self.metadata.name == 'default'",
+    },
+    {
+      name: 'CRD logLevel enum',
+      get: () =>
+        find('CustomResourceDefinition', 'karpenters.autoscaling.openshift.io')['spec'].versions[0].schema.openAPIV3Schema.properties.spec
+          .properties.logLevel,
+      want: expect.objectContaining({ enum: ['debug', 'info', 'error'], default: 'info' }),
+    },
+    {
+      name: 'CRD status subresource',
+      get: () => find('CustomResourceDefinition', 'karpenters.autoscaling.openshift.io')['spec'].versions[0].subresources,
+      want: { status: {} },
+    },
+    {
+      name: 'Deployment label',
+      get: () => find('Deployment', Names.operatorDeployment, Names.operatorNamespace)['spec'].template.metadata.labels,
+      want: { 'k8s-app': 'karpenter-operator' },
+    },
+    {
+      name: 'Deployment namespace flag from the downward API',
+      get: () => find('Deployment', Names.operatorDeployment, Names.operatorNamespace)['spec'].template.spec.containers[0].args[0],
+      want: '--namespace=$(POD_NAMESPACE)',
+    },
+    {
+      name: 'Deployment release version',
+      get: () =>
+        find('Deployment', Names.operatorDeployment, Names.operatorNamespace)['spec'].template.spec.containers[0].env.find(
+          (e: Obj) => e['name'] === 'RELEASE_VERSION',
+        ).value,
+      want: '0.0.1-snapshot',
+    },
+    {
+      name: 'Deployment operand image',
+      get: () =>
+        find('Deployment', Names.operatorDeployment, Names.operatorNamespace)['spec'].template.spec.containers[0].env.find(
+          (e: Obj) => e['name'] === 'KARPENTER_IMAGE_AWS',
+        ).value,
+      want: payloadImages.awsOperand.pullSpec,
+    },
+    {
+      name: 'Deployment requests only',
+      get: () =>
+        Object.keys(find('Deployment', Names.operatorDeployment, Names.operatorNamespace)['spec'].template.spec.containers[0].resources),
+      want: ['requests'],
+    },
+    {
+      name: 'Deployment SCC',
+      get: () =>
+        find('Deployment', Names.operatorDeployment, Names.operatorNamespace)['spec'].template.metadata.annotations[
+          'openshift.io/required-scc'
+        ],
+      want: 'restricted-v2',
+    },
     { name: 'ClusterOperator name', get: () => find('ClusterOperator', Names.clusterOperator)['metadata'].name, want: 'karpenter' },
-    { name: 'reader role aggregates to cluster-reader, not admin', get: () => find('ClusterRole', 'karpenter-reader')['metadata'].labels, want: { 'rbac.authorization.k8s.io/aggregate-to-cluster-reader': 'true' } },
+    {
+      name: 'reader role aggregates to cluster-reader, not admin',
+      get: () => find('ClusterRole', 'karpenter-reader')['metadata'].labels,
+      want: { 'rbac.authorization.k8s.io/aggregate-to-cluster-reader': 'true' },
+    },
     {
       name: 'reader role is read-only',
-      get: () => [...new Set((find('ClusterRole', 'karpenter-reader')['rules'] as Array<{ verbs: string[] }>).flatMap((r) => r.verbs))].sort(),
+      get: () =>
+        [...new Set((find('ClusterRole', 'karpenter-reader')['rules'] as Array<{ verbs: string[] }>).flatMap((r) => r.verbs))].sort(),
       want: ['get', 'list', 'watch'],
     },
     {
       name: 'the ClusterOperator manifest lists what must-gather collects before the operator runs',
       get: () =>
-        (find('ClusterOperator', Names.clusterOperator)['status'].relatedObjects as Array<{ resource: string; name: string }>).map((r) => `${r.resource}/${r.name}`),
+        (find('ClusterOperator', Names.clusterOperator)['status'].relatedObjects as Array<{ resource: string; name: string }>).map(
+          (r) => `${r.resource}/${r.name}`,
+        ),
       want: [
         'namespaces/openshift-karpenter',
         'deployments/karpenter-operator',
@@ -281,14 +511,21 @@ describe('install/ objects', () => {
         'credentialsrequests/karpenter-node-identity-credentials',
       ],
     },
-    { name: 'image-references names both payload images', get: () => find('ImageStream', 'karpenter-operator')['spec'].tags.map((t: Obj) => t['name']), want: ['karpenter-operator', 'aws-karpenter-provider-aws'] },
+    {
+      name: 'image-references names both payload images',
+      get: () => find('ImageStream', 'karpenter-operator')['spec'].tags.map((t: Obj) => t['name']),
+      want: ['karpenter-operator', 'aws-karpenter-provider-aws'],
+    },
   ])('$name', ({ get, want }) => {
     expect(get()).toEqual(want);
   });
 
   it('names only images that image-references lists', () => {
     const refs = new Set((find('ImageStream', 'karpenter-operator')['spec'].tags as Obj[]).map((t) => t['from'].name));
-    const text = parsed.filter((f) => f.name !== 'image-references').map((f) => readFileSync(join(installDir, f.name), 'utf8')).join('\n');
+    const text = parsed
+      .filter((f) => f.name !== 'image-references')
+      .map((f) => readFileSync(join(installDir, f.name), 'utf8'))
+      .join('\n');
     const named = [...text.matchAll(/quay\.io\/[^\s"']+/g)].map((m) => m[0]);
     expect(named.length).toBeGreaterThan(0);
     for (const image of named) expect(refs.has(image), image).toBe(true);

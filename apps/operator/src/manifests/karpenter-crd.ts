@@ -1,4 +1,13 @@
-import { karpenterFeatureGates, karpenterSpecRules, Names, NON_NEGATIVE_QUANTITY_PATTERN, Types, type KubeObject, type LogLevel, type SchemaRule } from '@karpenter-operator/core';
+import {
+  karpenterFeatureGates,
+  karpenterSpecRules,
+  Names,
+  NON_NEGATIVE_QUANTITY_PATTERN,
+  Types,
+  type KubeObject,
+  type LogLevel,
+  type SchemaRule,
+} from '@karpenter-operator/core';
 
 /** The values `spec.logLevel` accepts; the operand's `--log-level` takes the same words. */
 export const logLevels = ['debug', 'info', 'error'] as const satisfies readonly LogLevel[];
@@ -14,7 +23,12 @@ const conditionSchema = {
   properties: {
     lastTransitionTime: { type: 'string', format: 'date-time', description: 'When the status last changed.' },
     message: { type: 'string', maxLength: 32768, description: 'Human-readable details.' },
-    observedGeneration: { type: 'integer', format: 'int64', minimum: 0, description: 'The metadata.generation this condition was computed from.' },
+    observedGeneration: {
+      type: 'integer',
+      format: 'int64',
+      minimum: 0,
+      description: 'The metadata.generation this condition was computed from.',
+    },
     reason: {
       type: 'string',
       maxLength: 1024,
@@ -59,7 +73,8 @@ const settingsProperties = {
   replicas: {
     type: 'integer',
     format: 'int32',
-    description: 'Karpenter replicas (one leads, the others wait). Unset: 2, or 1 on a SingleReplica control plane. More than 1 adds a PodDisruptionBudget.',
+    description:
+      'Karpenter replicas (one leads, the others wait). Unset: 2, or 1 on a SingleReplica control plane. More than 1 adds a PodDisruptionBudget.',
     'x-kubernetes-validations': cel(karpenterSpecRules.replicas),
   },
   resources: {
@@ -71,22 +86,31 @@ const settingsProperties = {
     type: 'object',
     description: "Karpenter's settings, as its Helm chart's settings values. Unset fields keep Karpenter's defaults.",
     properties: {
-      batchIdleDuration: duration('Pending pods arriving within this of each other are batched together (BATCH_IDLE_DURATION, default 1s).', karpenterSpecRules.batchIdleDuration),
-      batchMaxDuration: duration('The longest a batch of pending pods is held before provisioning (BATCH_MAX_DURATION, default 10s).', karpenterSpecRules.batchMaxDuration),
+      batchIdleDuration: duration(
+        'Pending pods arriving within this of each other are batched together (BATCH_IDLE_DURATION, default 1s).',
+        karpenterSpecRules.batchIdleDuration,
+      ),
+      batchMaxDuration: duration(
+        'The longest a batch of pending pods is held before provisioning (BATCH_MAX_DURATION, default 10s).',
+        karpenterSpecRules.batchMaxDuration,
+      ),
       featureGates: {
         type: 'object',
-        description: 'Karpenter feature gates to turn on or off (FEATURE_GATES); unset gates keep Karpenter\'s defaults. Only the gates this Karpenter knows are accepted.',
+        description:
+          "Karpenter feature gates to turn on or off (FEATURE_GATES); unset gates keep Karpenter's defaults. Only the gates this Karpenter knows are accepted.",
         properties: Object.fromEntries(karpenterFeatureGates.map((g) => [g, { type: 'boolean' }])),
       },
       interruptionQueue: {
         type: 'string',
         maxLength: 80,
-        description: 'Name of the SQS queue carrying EC2 spot interruption, rebalance, state-change and scheduled-change events (INTERRUPTION_QUEUE). Empty: interruption handling off.',
+        description:
+          'Name of the SQS queue carrying EC2 spot interruption, rebalance, state-change and scheduled-change events (INTERRUPTION_QUEUE). Empty: interruption handling off.',
         'x-kubernetes-validations': cel(karpenterSpecRules.interruptionQueue),
       },
       vmMemoryOverheadPercent: {
         type: 'number',
-        description: "Fraction of an instance type's memory taken as VM overhead when not yet measured (VM_MEMORY_OVERHEAD_PERCENT, default 0.075).",
+        description:
+          "Fraction of an instance type's memory taken as VM overhead when not yet measured (VM_MEMORY_OVERHEAD_PERCENT, default 0.075).",
         'x-kubernetes-validations': cel(karpenterSpecRules.vmMemoryOverheadPercent),
       },
       reservedENIs: {
@@ -130,7 +154,10 @@ export function karpenterCrd(): KubeObject {
               type: 'object',
               description: `Karpenter runs Karpenter on this cluster while it exists. The only instance is named "${Names.karpenterCr}".`,
               'x-kubernetes-validations': [
-                { rule: `self.metadata.name == '${Names.karpenterCr}'`, message: `Karpenter is a singleton: metadata.name must be '${Names.karpenterCr}'` },
+                {
+                  rule: `self.metadata.name == '${Names.karpenterCr}'`,
+                  message: `Karpenter is a singleton: metadata.name must be '${Names.karpenterCr}'`,
+                },
               ],
               properties: {
                 apiVersion: { type: 'string' },
@@ -159,7 +186,8 @@ export function karpenterCrd(): KubeObject {
                       type: 'integer',
                       format: 'int64',
                       minimum: 0,
-                      description: 'The metadata.generation the operator last acted on; while Progressing is True the operand is still rolling it out.',
+                      description:
+                        'The metadata.generation the operator last acted on; while Progressing is True the operand is still rolling it out.',
                     },
                     conditions: {
                       type: 'array',

@@ -13,14 +13,27 @@ const find = (kind: string, name: string, namespace?: string): Obj => {
   return o as Obj;
 };
 const ns = Names.operatorNamespace;
-const matches = (selector: Record<string, string>, labels: Record<string, string> | undefined) => Object.entries(selector).every(([k, v]) => labels?.[k] === v);
+const matches = (selector: Record<string, string>, labels: Record<string, string> | undefined) =>
+  Object.entries(selector).every(([k, v]) => labels?.[k] === v);
 
 const operandPod = (() => {
   const input: OperandInput = {
     namespace: ns,
-    facts: { platform: 'AWS', region: 'us-east-1', infrastructureName: 'c-1', apiServerInternalURL: 'https://api-int:6443', resourceTags: [] },
+    facts: {
+      platform: 'AWS',
+      region: 'us-east-1',
+      infrastructureName: 'c-1',
+      apiServerInternalURL: 'https://api-int:6443',
+      resourceTags: [],
+    },
     settings: { namespace: ns, releaseVersion: '1', operandImage: 'img', crdDir: '/crds' },
-    request: { owner: { apiVersion: 'autoscaling.openshift.io/v1alpha1', kind: 'Karpenter', name: 'default', uid: 'u' }, generation: 1, logLevel: 'info', deleting: false, finalizers: [] },
+    request: {
+      owner: { apiVersion: 'autoscaling.openshift.io/v1alpha1', kind: 'Karpenter', name: 'default', uid: 'u' },
+      generation: 1,
+      logLevel: 'info',
+      deleting: false,
+      finalizers: [],
+    },
     cloud: { env: [], volumes: [], volumeMounts: [], credentialsSecret: Names.credentialsSecret },
     providerRbac: awsOperandRbac(ns),
     layout: standaloneOperandLayout(ns),
@@ -69,7 +82,10 @@ describe('monitoring manifests', () => {
         port: service['spec'].ports[0].name,
         scheme: 'https',
         bearerTokenFile: '/var/run/secrets/kubernetes.io/serviceaccount/token',
-        tlsConfig: { caFile: '/etc/prometheus/configmaps/serving-certs-ca-bundle/service-ca.crt', serverName: `${MonitoringNames.operatorService}.${ns}.svc` },
+        tlsConfig: {
+          caFile: '/etc/prometheus/configmaps/serving-certs-ca-bundle/service-ca.crt',
+          serverName: `${MonitoringNames.operatorService}.${ns}.svc`,
+        },
       }),
     ]);
     expect(metricsServiceHostnames(ns)).toContain(sm['spec'].endpoints[0].tlsConfig.serverName);
@@ -78,7 +94,9 @@ describe('monitoring manifests', () => {
   it('points the operand Service and ServiceMonitor at the metrics port of the pods the operator renders', () => {
     const svc = find('Service', MonitoringNames.operandService, ns);
     expect(matches(svc['spec'].selector, operandPod.metadata.labels)).toBe(true);
-    const port = operandPod.spec.containers.flatMap((c: Obj) => c['ports'] ?? []).find((p: Obj) => p['name'] === svc['spec'].ports[0].targetPort);
+    const port = operandPod.spec.containers
+      .flatMap((c: Obj) => c['ports'] ?? [])
+      .find((p: Obj) => p['name'] === svc['spec'].ports[0].targetPort);
     expect(port?.containerPort).toBe(OperandNames.metricsPort);
     const sm = find('ServiceMonitor', OperandNames.role, ns);
     expect(matches(sm['spec'].selector.matchLabels, svc['metadata'].labels)).toBe(true);
@@ -91,10 +109,16 @@ describe('monitoring manifests', () => {
     const named = operandPod.spec.containers.flatMap((c: Obj) => c['ports'] ?? []);
     const portOf = (p: string | number) => (typeof p === 'number' ? p : named.find((n: Obj) => n['name'] === p)?.containerPort);
     expect(np['spec'].ingress.map((r: Obj) => ({ from: r['from'], ports: r['ports'].map((p: Obj) => portOf(p['port'])) }))).toEqual([
-      { from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'openshift-monitoring' } } }], ports: [OperandNames.metricsPort] },
+      {
+        from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'openshift-monitoring' } } }],
+        ports: [OperandNames.metricsPort],
+      },
       { from: undefined, ports: [OperandNames.healthPort] },
     ]);
-    const probePorts = operandPod.spec.containers.flatMap((c: Obj) => [c['livenessProbe'], c['readinessProbe']]).filter(Boolean).map((p: Obj) => p['httpGet'].port);
+    const probePorts = operandPod.spec.containers
+      .flatMap((c: Obj) => [c['livenessProbe'], c['readinessProbe']])
+      .filter(Boolean)
+      .map((p: Obj) => p['httpGet'].port);
     for (const p of probePorts) expect(portOf(p)).toBe(OperandNames.healthPort);
   });
 
@@ -106,7 +130,9 @@ describe('monitoring manifests', () => {
     const crb = find('ClusterRoleBinding', MonitoringNames.metricsAuthRole);
     expect(crb['roleRef'].name).toBe(MonitoringNames.metricsAuthRole);
     expect(crb['subjects']).toEqual([{ kind: 'ServiceAccount', name: Names.operatorServiceAccount, namespace: ns }]);
-    const rules = (find('ClusterRole', MonitoringNames.metricsAuthRole)['rules'] as Obj[]).map((r) => `${r['apiGroups']}/${r['resources']}:${r['verbs']}`);
+    const rules = (find('ClusterRole', MonitoringNames.metricsAuthRole)['rules'] as Obj[]).map(
+      (r) => `${r['apiGroups']}/${r['resources']}:${r['verbs']}`,
+    );
     expect(rules).toEqual(['authentication.k8s.io/tokenreviews:create', 'authorization.k8s.io/subjectaccessreviews:create']);
   });
 

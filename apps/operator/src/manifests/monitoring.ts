@@ -77,8 +77,18 @@ export function metricsAuthRbac(): KubeObject[] {
       ...Types.ClusterRole,
       metadata: { name },
       rules: [
-        { apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'], why: 'authenticate scrapes of the metrics endpoint (the bearer token)' },
-        { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'], why: 'authorise scrapes of the metrics endpoint (get on /metrics)' },
+        {
+          apiGroups: ['authentication.k8s.io'],
+          resources: ['tokenreviews'],
+          verbs: ['create'],
+          why: 'authenticate scrapes of the metrics endpoint (the bearer token)',
+        },
+        {
+          apiGroups: ['authorization.k8s.io'],
+          resources: ['subjectaccessreviews'],
+          verbs: ['create'],
+          why: 'authorise scrapes of the metrics endpoint (get on /metrics)',
+        },
       ],
     },
     {
@@ -102,7 +112,12 @@ export function prometheusRbac(): KubeObject[] {
       ...Types.Role,
       metadata: { name: platformPrometheus.serviceAccount, namespace: ns },
       rules: [
-        { apiGroups: [''], resources: ['services', 'endpoints', 'pods'], verbs: discover, why: 'target discovery of the ServiceMonitors in this namespace' },
+        {
+          apiGroups: [''],
+          resources: ['services', 'endpoints', 'pods'],
+          verbs: discover,
+          why: 'target discovery of the ServiceMonitors in this namespace',
+        },
         { apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs: discover, why: 'target discovery through EndpointSlices' },
       ],
     },
@@ -213,7 +228,7 @@ export function alertRules(): AlertRule[] {
       for: '10m',
       labels: { severity: 'warning' },
       annotations: {
-        summary: 'Approval of Karpenter nodes\' kubelet CSRs is paused.',
+        summary: "Approval of Karpenter nodes' kubelet CSRs is paused.",
         description:
           `Condition ${NodeIdentityConditionType} of ClusterOperator ${Names.clusterOperator} is False: more kubelet CSRs are pending than the approval cap allows, ` +
           'so new Karpenter nodes cannot join. Check the condition message (oc get clusteroperator karpenter -o yaml), the pending CSRs (oc get csr), ' +
@@ -228,7 +243,7 @@ export function alertRules(): AlertRule[] {
       annotations: {
         summary: 'Kubelet CSRs of Karpenter nodes have been pending for 15 minutes.',
         description:
-          '{{ $value }} kubelet CSR(s) of Karpenter instances are still pending: their nodes cannot join or serve. Check the operator\'s events on them ' +
+          "{{ $value }} kubelet CSR(s) of Karpenter instances are still pending: their nodes cannot join or serve. Check the operator's events on them " +
           '(oc get events --field-selector involvedObject.kind=CertificateSigningRequest), that the operator can call EC2 DescribeInstances ' +
           `(Secret ${ns}/${Names.nodeIdentityCredentialsSecret}), and the ${NodeIdentityConditionType} condition of ClusterOperator ${Names.clusterOperator}.`,
       },
@@ -254,7 +269,7 @@ export function alertRules(): AlertRule[] {
         summary: 'EC2NodeClass default has not been Ready for 15 minutes.',
         description:
           'Karpenter launches no instances for NodePools of EC2NodeClass default while it is not Ready. Check its conditions: oc get ec2nodeclass default -o yaml ' +
-          '(status.conditions: subnets, security groups, AMIs, instance profile), and ClusterOperator karpenter\'s message; the operator keeps the class\'s ' +
+          "(status.conditions: subnets, security groups, AMIs, instance profile), and ClusterOperator karpenter's message; the operator keeps the class's " +
           'discovered fields in step with the worker MachineSets.',
       },
     },
@@ -268,7 +283,7 @@ export function alertRules(): AlertRule[] {
         description:
           `Deployment ${ns}/${Names.operandDeployment} has no available replica: pending pods are not scheduled and empty nodes are not removed. Check ` +
           `oc -n ${ns} get pods -l app=karpenter, the logs of its check-credentials init container (cloud credentials, Secret ${Names.credentialsSecret}) and ` +
-          'of its controller container, and ClusterOperator karpenter\'s conditions.',
+          "of its controller container, and ClusterOperator karpenter's conditions.",
       },
     },
     {
@@ -279,7 +294,7 @@ export function alertRules(): AlertRule[] {
         summary: 'Karpenter deleted NodeClaims of NodePool {{ $labels.nodepool }} that failed to launch or register.',
         description:
           'In the last 30 minutes Karpenter deleted {{ $value | humanize }} NodeClaim(s) of NodePool {{ $labels.nodepool }} ({{ $labels.reason }}): instances ' +
-          'that did not launch or whose node never joined. Check the NodePool\'s NodeRegistrationHealthy condition (oc get nodepool -o yaml), the operator\'s ' +
+          "that did not launch or whose node never joined. Check the NodePool's NodeRegistrationHealthy condition (oc get nodepool -o yaml), the operator's " +
           `events on CSRs of those nodes, the EC2 console output of a failed instance (user data, ignition from the machine-config-server), and oc -n ${ns} logs deploy/${Names.operandDeployment}.`,
       },
     },
@@ -312,23 +327,57 @@ export function dashboardJson(): Record<string, unknown> {
     {
       title: 'Karpenter operator',
       panels: [
-        { title: 'Pending kubelet CSRs', exprs: [{ expr: `max(${CsrPendingMetric}{${operatorJob}})`, legend: 'Karpenter' }, { expr: `max(${CsrUnmatchedPendingMetric}{${operatorJob}})`, legend: 'unmatched' }] },
-        { title: 'CSR decisions / 5m', exprs: [{ expr: `sum by (outcome, reason) (increase(karpenter_operator_csr_decisions_total{${operatorJob}}[5m]))`, legend: '{{outcome}} {{reason}}' }] },
-        { title: 'Reconcile errors / 5m', exprs: [{ expr: `sum by (controller) (increase(karpenter_operator_reconcile_errors_total{${operatorJob}}[5m]))`, legend: '{{controller}}' }] },
+        {
+          title: 'Pending kubelet CSRs',
+          exprs: [
+            { expr: `max(${CsrPendingMetric}{${operatorJob}})`, legend: 'Karpenter' },
+            { expr: `max(${CsrUnmatchedPendingMetric}{${operatorJob}})`, legend: 'unmatched' },
+          ],
+        },
+        {
+          title: 'CSR decisions / 5m',
+          exprs: [
+            {
+              expr: `sum by (outcome, reason) (increase(karpenter_operator_csr_decisions_total{${operatorJob}}[5m]))`,
+              legend: '{{outcome}} {{reason}}',
+            },
+          ],
+        },
+        {
+          title: 'Reconcile errors / 5m',
+          exprs: [
+            {
+              expr: `sum by (controller) (increase(karpenter_operator_reconcile_errors_total{${operatorJob}}[5m]))`,
+              legend: '{{controller}}',
+            },
+          ],
+        },
         { title: 'ClusterOperator conditions', exprs: [{ expr: `cluster_operator_conditions{${co}}`, legend: '{{condition}}' }] },
       ],
     },
     {
       title: 'Karpenter',
       panels: [
-        { title: 'Karpenter nodes by NodePool', exprs: [{ expr: 'count by (nodepool) (karpenter_nodes_allocatable{resource_type="cpu"})', legend: '{{nodepool}}' }] },
-        { title: 'NodeClaims created / terminated / disrupted (1h)', exprs: [
-          { expr: 'sum by (nodepool) (increase(karpenter_nodeclaims_created_total[1h]))', legend: 'created {{nodepool}}' },
-          { expr: 'sum by (nodepool) (increase(karpenter_nodeclaims_terminated_total[1h]))', legend: 'terminated {{nodepool}}' },
-          { expr: 'sum by (nodepool, reason) (increase(karpenter_nodeclaims_disrupted_total[1h]))', legend: 'disrupted {{nodepool}} {{reason}}' },
-        ] },
+        {
+          title: 'Karpenter nodes by NodePool',
+          exprs: [{ expr: 'count by (nodepool) (karpenter_nodes_allocatable{resource_type="cpu"})', legend: '{{nodepool}}' }],
+        },
+        {
+          title: 'NodeClaims created / terminated / disrupted (1h)',
+          exprs: [
+            { expr: 'sum by (nodepool) (increase(karpenter_nodeclaims_created_total[1h]))', legend: 'created {{nodepool}}' },
+            { expr: 'sum by (nodepool) (increase(karpenter_nodeclaims_terminated_total[1h]))', legend: 'terminated {{nodepool}}' },
+            {
+              expr: 'sum by (nodepool, reason) (increase(karpenter_nodeclaims_disrupted_total[1h]))',
+              legend: 'disrupted {{nodepool}} {{reason}}',
+            },
+          ],
+        },
         { title: 'Pods by phase', exprs: [{ expr: 'sum by (phase) (karpenter_pods_state)', legend: '{{phase}}' }] },
-        { title: 'Cloud provider errors / 5m', exprs: [{ expr: 'sum by (method, error) (increase(karpenter_cloudprovider_errors_total[5m]))', legend: '{{method}} {{error}}' }] },
+        {
+          title: 'Cloud provider errors / 5m',
+          exprs: [{ expr: 'sum by (method, error) (increase(karpenter_cloudprovider_errors_total[5m]))', legend: '{{method}} {{error}}' }],
+        },
       ],
     },
   ];
@@ -365,7 +414,11 @@ export function dashboardJson(): Record<string, unknown> {
 export function dashboardConfigMap(): KubeObject {
   return {
     ...Types.ConfigMap,
-    metadata: { name: MonitoringNames.dashboard, namespace: MonitoringNames.dashboardNamespace, labels: { 'console.openshift.io/dashboard': 'true' } },
+    metadata: {
+      name: MonitoringNames.dashboard,
+      namespace: MonitoringNames.dashboardNamespace,
+      labels: { 'console.openshift.io/dashboard': 'true' },
+    },
     data: { 'karpenter.json': JSON.stringify(dashboardJson(), null, 2) + '\n' },
   };
 }

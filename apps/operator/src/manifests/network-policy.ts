@@ -55,7 +55,10 @@ export function operatorNetworkPolicies(): KubeObject[] {
       // Karpenter serves its metrics over plain HTTP without authentication: only the cluster's
       // Prometheus namespace may reach that port; the probe port is open to the kubelet.
       ingress: [
-        { from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': platformPrometheus.namespace } } }], ports: [{ protocol: 'TCP', port: 'metrics' }] },
+        {
+          from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': platformPrometheus.namespace } } }],
+          ports: [{ protocol: 'TCP', port: 'metrics' }],
+        },
         ...ingressTo('http'),
       ],
       egress: [dnsEgress, apiAndHttpsEgress],

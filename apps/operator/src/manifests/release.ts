@@ -32,7 +32,11 @@ export function karpenterReaderClusterRole(): KubeObject {
     ...Types.ClusterRole,
     metadata: { name: 'karpenter-reader', labels: { 'rbac.authorization.k8s.io/aggregate-to-cluster-reader': 'true' } },
     rules: [
-      { apiGroups: ['karpenter.sh'], resources: ['nodepools', 'nodepools/status', 'nodeclaims', 'nodeclaims/status', 'nodeoverlays', 'nodeoverlays/status'], verbs },
+      {
+        apiGroups: ['karpenter.sh'],
+        resources: ['nodepools', 'nodepools/status', 'nodeclaims', 'nodeclaims/status', 'nodeoverlays', 'nodeoverlays/status'],
+        verbs,
+      },
       { apiGroups: ['karpenter.k8s.aws'], resources: ['ec2nodeclasses', 'ec2nodeclasses/status'], verbs },
       { apiGroups: ['autoscaling.openshift.io'], resources: ['karpenters', 'karpenters/status'], verbs },
     ],

@@ -2,7 +2,19 @@ import { pino, type Logger as Pino } from 'pino';
 import type { LogFields, Logger } from '@karpenter-operator/core';
 
 /** Fields whose values are never printed, wherever they appear in a log line. */
-const REDACT = ['*.token', '*.password', '*.secret', '*.data', '*.stringData', '*.userData', '*.credentials', '*.aws_secret_access_key', 'token', 'data', 'userData'];
+const REDACT = [
+  '*.token',
+  '*.password',
+  '*.secret',
+  '*.data',
+  '*.stringData',
+  '*.userData',
+  '*.credentials',
+  '*.aws_secret_access_key',
+  'token',
+  'data',
+  'userData',
+];
 
 class PinoLogger implements Logger {
   constructor(private readonly p: Pino) {}
@@ -25,6 +37,11 @@ class PinoLogger implements Logger {
 
 /** Structured JSON logs on stdout (or `destination`), with secret-looking fields redacted. */
 export function createLogger(level: string, destination?: NodeJS.WritableStream): Logger {
-  const options = { level, base: { component: 'karpenter-operator' }, redact: { paths: REDACT, censor: '[REDACTED]' }, timestamp: pino.stdTimeFunctions.isoTime };
+  const options = {
+    level,
+    base: { component: 'karpenter-operator' },
+    redact: { paths: REDACT, censor: '[REDACTED]' },
+    timestamp: pino.stdTimeFunctions.isoTime,
+  };
   return new PinoLogger(destination ? pino(options, destination) : pino(options));
 }

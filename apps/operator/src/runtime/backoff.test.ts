@@ -5,7 +5,12 @@ import { retryAfterMs, retryDelay, type BackoffPolicy } from './backoff.js';
 
 const NOW = Date.UTC(2026, 11, 3, 12, 0, 0);
 const throttled = (retryAfter?: string) =>
-  new ApiException(429, 'HTTP 429', { kind: 'Status', message: 'Too many requests' }, retryAfter === undefined ? {} : { 'retry-after': retryAfter });
+  new ApiException(
+    429,
+    'HTTP 429',
+    { kind: 'Status', message: 'Too many requests' },
+    retryAfter === undefined ? {} : { 'retry-after': retryAfter },
+  );
 
 describe('retryAfterMs', () => {
   it.each([
@@ -16,7 +21,11 @@ describe('retryAfterMs', () => {
     { name: 'no header', error: throttled(), want: undefined },
     { name: 'garbage', error: throttled('soon'), want: undefined },
     { name: 'negative seconds are not delay-seconds', error: throttled('-1'), want: undefined },
-    { name: 'on the cause of a core error', error: new TransientError('applying Deployment: Too many requests', { cause: throttled('2') }), want: 2_000 },
+    {
+      name: 'on the cause of a core error',
+      error: new TransientError('applying Deployment: Too many requests', { cause: throttled('2') }),
+      want: 2_000,
+    },
     { name: 'a network error', error: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }), want: undefined },
     { name: 'not an error', error: 'boom', want: undefined },
   ])('$name', ({ error, want }) => {

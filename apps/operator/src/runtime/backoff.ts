@@ -62,7 +62,13 @@ export function retryAfterMs(error: unknown, now: number): number | undefined {
  * cap — instead of the exponential backoff, which would either hammer it sooner or, after a long overload,
  * come back long after it recovered. Without `Retry-After`, `backoffDelay`. Pure.
  */
-export function retryDelay(failures: number, policy: BackoffPolicy, error: unknown, now: number, random: () => number = Math.random): number {
+export function retryDelay(
+  failures: number,
+  policy: BackoffPolicy,
+  error: unknown,
+  now: number,
+  random: () => number = Math.random,
+): number {
   const asked = retryAfterMs(error, now);
   if (asked === undefined || asked <= 0) return backoffDelay(failures, policy, random);
   const jitter = Math.min(1, Math.max(0, policy.jitter));

@@ -81,10 +81,20 @@ function reconciler(name: string, watches: Watch[], opts: Partial<Reconciler> = 
 
 describe('watchKey', () => {
   it.each<{ name: string; a: Watch; b: Watch; same: boolean }>([
-    { name: 'label order does not matter', a: { type: Types.Secret, labels: { a: '1', b: '2' } }, b: { type: Types.Secret, labels: { b: '2', a: '1' } }, same: true },
+    {
+      name: 'label order does not matter',
+      a: { type: Types.Secret, labels: { a: '1', b: '2' } },
+      b: { type: Types.Secret, labels: { b: '2', a: '1' } },
+      same: true,
+    },
     { name: 'cluster does not matter', a: { type: Types.Node, cluster: 'control' as const }, b: { type: Types.Node }, same: true },
     { name: 'namespace matters', a: { type: Types.Secret, namespace: 'a' }, b: { type: Types.Secret }, same: false },
-    { name: 'field selector matters', a: { type: Types.Infrastructure, fieldSelector: 'metadata.name=cluster' }, b: { type: Types.Infrastructure }, same: false },
+    {
+      name: 'field selector matters',
+      a: { type: Types.Infrastructure, fieldSelector: 'metadata.name=cluster' },
+      b: { type: Types.Infrastructure },
+      same: false,
+    },
     { name: 'labels matter', a: { type: Types.Secret, labels: { a: '1' } }, b: { type: Types.Secret, labels: { a: '2' } }, same: false },
     { name: 'kind matters', a: { type: Types.Secret }, b: { type: Types.ConfigMap }, same: false },
   ])('$name', ({ a, b, same }) => {

@@ -67,8 +67,7 @@ export class ControllerRuntime {
     for (const r of this.reconcilers) {
       if (names.has(r.name)) throw new Error(`two reconcilers are named ${r.name}`);
       names.add(r.name);
-      const concurrency =
-        typeof options.concurrency === 'number' ? options.concurrency : (options.concurrency?.[r.name] ?? 1);
+      const concurrency = typeof options.concurrency === 'number' ? options.concurrency : (options.concurrency?.[r.name] ?? 1);
       this.queues.set(
         r.name,
         new WorkQueue({

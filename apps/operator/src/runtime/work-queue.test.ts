@@ -24,11 +24,21 @@ const deferred = (): Deferred => {
 class RecordingLogger implements Logger {
   readonly lines: Array<{ level: string; msg: string; fields: LogFields }> = [];
   constructor(private readonly base: LogFields = {}) {}
-  debug(msg: string, fields: LogFields = {}) { this.lines.push({ level: 'debug', msg, fields: { ...this.base, ...fields } }); }
-  info(msg: string, fields: LogFields = {}) { this.lines.push({ level: 'info', msg, fields: { ...this.base, ...fields } }); }
-  warn(msg: string, fields: LogFields = {}) { this.lines.push({ level: 'warn', msg, fields: { ...this.base, ...fields } }); }
-  error(msg: string, fields: LogFields = {}) { this.lines.push({ level: 'error', msg, fields: { ...this.base, ...fields } }); }
-  child(): Logger { return this; }
+  debug(msg: string, fields: LogFields = {}) {
+    this.lines.push({ level: 'debug', msg, fields: { ...this.base, ...fields } });
+  }
+  info(msg: string, fields: LogFields = {}) {
+    this.lines.push({ level: 'info', msg, fields: { ...this.base, ...fields } });
+  }
+  warn(msg: string, fields: LogFields = {}) {
+    this.lines.push({ level: 'warn', msg, fields: { ...this.base, ...fields } });
+  }
+  error(msg: string, fields: LogFields = {}) {
+    this.lines.push({ level: 'error', msg, fields: { ...this.base, ...fields } });
+  }
+  child(): Logger {
+    return this;
+  }
 }
 
 function makeQueue(handler: WorkQueueOptions['handler'], extra: Partial<WorkQueueOptions> = {}) {
@@ -274,7 +284,10 @@ describe('WorkQueue', () => {
     expect(q.scheduled).toBe(0);
     expect(q.failuresOf('a')).toBe(0);
     expect(logger.lines).toContainEqual(
-      expect.objectContaining({ level: 'error', fields: expect.objectContaining({ key: 'a', error: expect.stringContaining('logLevel') }) }),
+      expect.objectContaining({
+        level: 'error',
+        fields: expect.objectContaining({ key: 'a', error: expect.stringContaining('logLevel') }),
+      }),
     );
     q.add('a'); // a new add (the inputs changed) runs it again
     await vi.advanceTimersByTimeAsync(0);

@@ -36,7 +36,10 @@ describe('kube-apiserver unavailable for 60 s (a rollout) under the shipped lead
     op = await startOperator(cluster, { name: 'api-outage', apiServer: proxy.url, electionTiming: 'production' });
     await applyKarpenterAndCredentials(cluster, {});
     // A Lease left by another file's killed replica expires after its own (test) duration.
-    await waitFor('the operator to lead', async () => op!.logs().includes('"became leader"'), { timeoutMs: 60_000, abort: () => (op!.exited() ? tail(op!) : undefined) });
+    await waitFor('the operator to lead', async () => op!.logs().includes('"became leader"'), {
+      timeoutMs: 60_000,
+      abort: () => (op!.exited() ? tail(op!) : undefined),
+    });
     await waitFor('converged before the outage', () => isConverged(cluster), { timeoutMs: 120_000, intervalMs: 300 });
   }, 240_000);
 
@@ -69,19 +72,25 @@ describe('kube-apiserver unavailable for 60 s (a rollout) under the shipped lead
     expect(op!.logs(), 'a renewal failed during the outage').toContain('acquiring or renewing the leader lease failed');
 
     // The next renewal is at most one retry period (26 s) away; the bound leaves room for a loaded machine.
-    await waitFor(
-      'the same holder to renew after the outage',
-      async () => Date.parse((await leaseSpec()).renewTime ?? '') > recoveredAt,
-      { timeoutMs: 90_000, intervalMs: 1_000, abort: () => (op!.exited() ? tail(op!) : undefined) },
-    );
+    await waitFor('the same holder to renew after the outage', async () => Date.parse((await leaseSpec()).renewTime ?? '') > recoveredAt, {
+      timeoutMs: 90_000,
+      intervalMs: 1_000,
+      abort: () => (op!.exited() ? tail(op!) : undefined),
+    });
     const after = await leaseSpec();
     expect(after.holderIdentity).toBe(before.holderIdentity);
-    await waitFor('the pool deleted during the outage re-created', async () => {
-      const p = await getObject(kc(), ...MCP);
-      return p !== undefined && p.metadata.uid !== uid;
-    }, { timeoutMs: 90_000, intervalMs: 500 });
+    await waitFor(
+      'the pool deleted during the outage re-created',
+      async () => {
+        const p = await getObject(kc(), ...MCP);
+        return p !== undefined && p.metadata.uid !== uid;
+      },
+      { timeoutMs: 90_000, intervalMs: 500 },
+    );
     expect(op!.exited()).toBe(false);
     expect(op!.logs()).not.toContain('lost the leader lease');
-    console.log(`api-outage: ${JSON.stringify({ outageMs: recoveredAt - outageStart, refusedRequests: reset.length, renewedAfterMs: Date.parse(after.renewTime!) - recoveredAt })}`);
+    console.log(
+      `api-outage: ${JSON.stringify({ outageMs: recoveredAt - outageStart, refusedRequests: reset.length, renewedAfterMs: Date.parse(after.renewTime!) - recoveredAt })}`,
+    );
   }, 300_000);
 });

@@ -60,24 +60,39 @@ describe('API server overloaded (429 + Retry-After) at start-up', () => {
       await new Promise((r) => setTimeout(r, 500));
     }
     expect(op.exited()).toBe(false);
-    expect([...readyz].filter((s) => s === 200), '/readyz answered 200 while every API request was refused').toEqual([]);
+    expect(
+      [...readyz].filter((s) => s === 200),
+      '/readyz answered 200 while every API request was refused',
+    ).toEqual([]);
     expect([...healthz]).toEqual([200]);
 
     const throttled = proxy!.requests().filter((r) => r.status === 429);
-    expect(throttled.length, `no request reached the proxy; operator log:\n${op.logs().split('\n').slice(-10).join('\n')}`).toBeGreaterThan(0);
+    expect(throttled.length, `no request reached the proxy; operator log:\n${op.logs().split('\n').slice(-10).join('\n')}`).toBeGreaterThan(
+      0,
+    );
     // One start-up read at a time, each after the Retry-After of the previous answer (timer slack 50 ms).
     const gaps = throttled.slice(1).map((r, i) => r.receivedAt - throttled[i]!.receivedAt);
     expect(Math.min(...gaps)).toBeGreaterThanOrEqual(RETRY_AFTER_S * 1_000 - 50);
 
     proxy!.setFault({ kind: 'none' });
     const recoveredAt = Date.now();
-    await waitFor('ready after recovery', async () => (await probe(op!.healthPort, '/readyz')) === 200, { timeoutMs: 10_000, intervalMs: 100 });
+    await waitFor('ready after recovery', async () => (await probe(op!.healthPort, '/readyz')) === 200, {
+      timeoutMs: 10_000,
+      intervalMs: 100,
+    });
     const readyMs = Date.now() - recoveredAt;
-    await waitFor('the deleted pool re-created', async () => {
-      const p = await getObject(kc(), ...MCP);
-      return p !== undefined && p.metadata.uid !== uid;
-    }, { timeoutMs: Math.max(1, 10_000 - (Date.now() - recoveredAt)), intervalMs: 100 });
-    await waitFor('converged', () => isConverged(cluster), { timeoutMs: Math.max(1, 10_000 - (Date.now() - recoveredAt)), intervalMs: 100 });
+    await waitFor(
+      'the deleted pool re-created',
+      async () => {
+        const p = await getObject(kc(), ...MCP);
+        return p !== undefined && p.metadata.uid !== uid;
+      },
+      { timeoutMs: Math.max(1, 10_000 - (Date.now() - recoveredAt)), intervalMs: 100 },
+    );
+    await waitFor('converged', () => isConverged(cluster), {
+      timeoutMs: Math.max(1, 10_000 - (Date.now() - recoveredAt)),
+      intervalMs: 100,
+    });
     const convergedMs = Date.now() - recoveredAt;
     expect(op.exited()).toBe(false);
     console.log(

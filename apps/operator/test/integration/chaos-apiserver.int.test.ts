@@ -1,8 +1,21 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deleteObject, getObject, startOpenShiftAwsCluster, waitFor, type ClusterHandle, type SeededWorld } from '@karpenter-operator/testkit';
+import {
+  deleteObject,
+  getObject,
+  startOpenShiftAwsCluster,
+  waitFor,
+  type ClusterHandle,
+  type SeededWorld,
+} from '@karpenter-operator/testkit';
 import { clusterOperator } from '../support/k8s.js';
 import { installManifests, OPERATOR_NS, startOperator, type OperatorProcess } from '../support/operator-process.js';
-import { applyKarpenterAndCredentials, isConverged, launchKarpenterInstance, submitClientCsr, waitCsrApproved } from '../support/scenario.js';
+import {
+  applyKarpenterAndCredentials,
+  isConverged,
+  launchKarpenterInstance,
+  submitClientCsr,
+  waitCsrApproved,
+} from '../support/scenario.js';
 
 /**
  * Chaos: the kube-apiserver stops for 10 s and comes back. A dedicated cluster (stopping the shared
@@ -37,28 +50,41 @@ describe('chaos: kube-apiserver down for 10 s', () => {
     expect(op.exited(), `the operator exited during the outage:\n${op.logs().split('\n').slice(-8).join('\n')}`).toBe(false);
     await cluster.startApiServer();
     const upAt = Date.now();
-    const csr = await waitFor('a CSR to be accepted after the restart', () => submitClientCsr(cluster, node.dns), { timeoutMs: 30_000, intervalMs: 250 });
+    const csr = await waitFor('a CSR to be accepted after the restart', () => submitClientCsr(cluster, node.dns), {
+      timeoutMs: 30_000,
+      intervalMs: 250,
+    });
     await waitCsrApproved(cluster, csr, 30_000);
     const approvedMs = Date.now() - upAt;
     // Informers back: a deletion after recovery is seen and reverted.
     const MCP = ['machineconfiguration.openshift.io/v1', 'MachineConfigPool', 'karpenter-default'] as const;
     const uid = (await getObject(cluster.kubeConfig(), ...MCP))!.metadata.uid;
     await deleteObject(cluster.kubeConfig(), ...MCP);
-    await waitFor('the deleted pool re-created', async () => {
-      const p = await getObject(cluster.kubeConfig(), ...MCP);
-      return p !== undefined && p.metadata.uid !== uid;
-    }, { timeoutMs: 30_000, intervalMs: 300 });
+    await waitFor(
+      'the deleted pool re-created',
+      async () => {
+        const p = await getObject(cluster.kubeConfig(), ...MCP);
+        return p !== undefined && p.metadata.uid !== uid;
+      },
+      { timeoutMs: 30_000, intervalMs: 300 },
+    );
     const revertedMs = Date.now() - upAt;
-    await waitFor('converged after recovery', () => isConverged(cluster), { timeoutMs: 30_000, intervalMs: 300 }).catch(async (e: Error) => {
-      // Say what was not converged: the ClusterOperator's conditions and the operand's rollout.
-      const co = (await clusterOperator(cluster))?.status as { conditions?: unknown[] } | undefined;
-      const dep = await getObject(cluster.kubeConfig(), 'apps/v1', 'Deployment', 'karpenter', OPERATOR_NS);
-      const rollout = { generation: dep?.metadata['generation'], status: dep?.status };
-      throw new Error(`${e.message}\nClusterOperator: ${JSON.stringify(co?.conditions)}\noperand: ${JSON.stringify(rollout)}\noperator log:\n${op.logs().split('\n').slice(-30).join('\n')}`);
-    });
+    await waitFor('converged after recovery', () => isConverged(cluster), { timeoutMs: 30_000, intervalMs: 300 }).catch(
+      async (e: Error) => {
+        // Say what was not converged: the ClusterOperator's conditions and the operand's rollout.
+        const co = (await clusterOperator(cluster))?.status as { conditions?: unknown[] } | undefined;
+        const dep = await getObject(cluster.kubeConfig(), 'apps/v1', 'Deployment', 'karpenter', OPERATOR_NS);
+        const rollout = { generation: dep?.metadata['generation'], status: dep?.status };
+        throw new Error(
+          `${e.message}\nClusterOperator: ${JSON.stringify(co?.conditions)}\noperand: ${JSON.stringify(rollout)}\noperator log:\n${op.logs().split('\n').slice(-30).join('\n')}`,
+        );
+      },
+    );
     expect(op.exited()).toBe(false);
     expect(approvedMs).toBeLessThan(30_000);
-    console.log(`chaos-apiserver: ${JSON.stringify({ outageMs: upAt - stoppedAt, csrApprovedAfterRecoveryMs: approvedMs, driftRevertedAfterRecoveryMs: revertedMs, operatorExited: op.exited() })}`);
+    console.log(
+      `chaos-apiserver: ${JSON.stringify({ outageMs: upAt - stoppedAt, csrApprovedAfterRecoveryMs: approvedMs, driftRevertedAfterRecoveryMs: revertedMs, operatorExited: op.exited() })}`,
+    );
     await node.terminate();
   }, 120_000);
 });

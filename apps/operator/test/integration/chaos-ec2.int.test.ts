@@ -2,7 +2,15 @@ import { CertificatesV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NodeIdentityController, Reasons } from '@karpenter-operator/core';
 import { EC2_DEFAULTS } from '@karpenter-operator/provider-aws';
-import { deleteObject, getObject, invocationsOf, startEc2FaultProxy, waitFor, type Ec2FaultProxy, type ProxiedRequest } from '@karpenter-operator/testkit';
+import {
+  deleteObject,
+  getObject,
+  invocationsOf,
+  startEc2FaultProxy,
+  waitFor,
+  type Ec2FaultProxy,
+  type ProxiedRequest,
+} from '@karpenter-operator/testkit';
 import { seededWorld, testCluster } from '@karpenter-operator/testkit/vitest';
 import { adminRequest, clusterOperator, conditionOf } from '../support/k8s.js';
 import { installManifests, resetOperatorWorld, startOperator, type OperatorProcess } from '../support/operator-process.js';
@@ -56,7 +64,10 @@ const sleepUntil = (t: number) => new Promise((r) => setTimeout(r, Math.max(0, t
 /** Failed node-identity reconciles so far (the operator's own counter). */
 async function lookupFailures(): Promise<number> {
   const text = await (await fetch(`http://127.0.0.1:${op.metricsPort}/metrics`)).text();
-  const m = new RegExp(`^karpenter_operator_reconcile_errors_total\\{controller="${NodeIdentityController.replace(/\./g, '\\.')}"\\} (\\d+)`, 'm').exec(text);
+  const m = new RegExp(
+    `^karpenter_operator_reconcile_errors_total\\{controller="${NodeIdentityController.replace(/\./g, '\\.')}"\\} (\\d+)`,
+    'm',
+  ).exec(text);
   return m ? Number(m[1]) : 0;
 }
 
@@ -75,7 +86,10 @@ function watch(csr: string, maxMs: number) {
   const deadline = Date.now() + maxMs;
   const done = (async () => {
     while (!stop && Date.now() < deadline) {
-      const [approved, co] = await Promise.all([csrApproved(cluster, csr).catch(() => false), clusterOperator(cluster).catch(() => undefined)]);
+      const [approved, co] = await Promise.all([
+        csrApproved(cluster, csr).catch(() => false),
+        clusterOperator(cluster).catch(() => undefined),
+      ]);
       const now = Date.now();
       if (approved && approvedSeenAt === undefined) approvedSeenAt = now;
       const d = conditionOf(co, 'Degraded');
@@ -99,7 +113,11 @@ const lookupRequests = (from: number, to: number): ProxiedRequest[] =>
 /** Requests per Action, SDK calls and attempts of the lookups that started in `[from, to)`. */
 function windowFigures(from: number, to: number, failedReconciles?: number) {
   const all = proxy.requests();
-  const startedHere = new Set(lookupRequests(from, to).filter((r) => r.attempt === 1).map((r) => r.invocationId));
+  const startedHere = new Set(
+    lookupRequests(from, to)
+      .filter((r) => r.attempt === 1)
+      .map((r) => r.invocationId),
+  );
   const calls = invocationsOf(all.filter((r) => r.action === LOOKUP)).filter((c) => startedHere.has(c.invocationId));
   const touching = new Set(lookupRequests(from, to).map((r) => r.invocationId));
   return {
@@ -134,7 +152,11 @@ describe('chaos: EC2 faults through a proxy in front of the emulator', () => {
     await applyKarpenterAndCredentials(cluster, {});
     await waitFor('convergence', () => isConverged(cluster), { timeoutMs: 90_000, intervalMs: 300 });
     // Degraded must be False before the faults, or (c) and (e) would assert on someone else's failure.
-    await waitFor('Degraded=False before the faults', async () => conditionOf(await clusterOperator(cluster), 'Degraded')?.status === 'False', { timeoutMs: 30_000, intervalMs: 300 });
+    await waitFor(
+      'Degraded=False before the faults',
+      async () => conditionOf(await clusterOperator(cluster), 'Degraded')?.status === 'False',
+      { timeoutMs: 30_000, intervalMs: 300 },
+    );
     // The operator's EC2 calls go through the proxy (NodeClass verification at start-up).
     const counts = proxy.countsByAction();
     expect(counts.DescribeSubnets ?? 0, JSON.stringify(counts)).toBeGreaterThan(0);
@@ -165,7 +187,8 @@ describe('chaos: EC2 faults through a proxy in front of the emulator', () => {
     proxy.setFault({ kind: 'none' });
     const reqs = lookupRequests(from, Date.now());
     expect(reqs.length).toBeGreaterThan(0);
-    for (const r of reqs) expect(r, 'a slow answer was retried or abandoned').toMatchObject({ attempt: 1, fault: 'slow', status: 200, abandoned: false });
+    for (const r of reqs)
+      expect(r, 'a slow answer was retried or abandoned').toMatchObject({ attempt: 1, fault: 'slow', status: 200, abandoned: false });
     figures.slow = { delayMs: SLOW_MS, requests: reqs.length, approvedAfterMs: approvedMs };
   }, 60_000);
 
@@ -198,10 +221,14 @@ describe('chaos: EC2 faults through a proxy in front of the emulator', () => {
     const uid = (await getObject(kc(), ...MCP))!.metadata.uid;
     const deletedAt = Date.now();
     await deleteObject(kc(), ...MCP);
-    await waitFor('the deleted pool re-created while EC2 hangs', async () => {
-      const p = await getObject(kc(), ...MCP);
-      return p !== undefined && p.metadata.uid !== uid;
-    }, { timeoutMs: 15_000, intervalMs: 200 });
+    await waitFor(
+      'the deleted pool re-created while EC2 hangs',
+      async () => {
+        const p = await getObject(kc(), ...MCP);
+        return p !== undefined && p.metadata.uid !== uid;
+      },
+      { timeoutMs: 15_000, intervalMs: 200 },
+    );
     const poolRecreatedMs = Date.now() - deletedAt;
     expect(Date.now(), 'the pool took the whole hang window').toBeLessThan(tHang + HANG_MS);
     await sleepUntil(tHang + HANG_MS);
@@ -213,7 +240,10 @@ describe('chaos: EC2 faults through a proxy in front of the emulator', () => {
     const approvedSeenDuringFaults = watcher.approvedSeenAt();
     await waitCsrApproved(cluster, csr, RECOVERY_MS);
     const approvedMs = Date.now() - tRecover;
-    await waitFor('Degraded to clear', async () => conditionOf(await clusterOperator(cluster), 'Degraded')?.status === 'False', { timeoutMs: RECOVERY_MS, intervalMs: 250 });
+    await waitFor('Degraded to clear', async () => conditionOf(await clusterOperator(cluster), 'Degraded')?.status === 'False', {
+      timeoutMs: RECOVERY_MS,
+      intervalMs: 250,
+    });
     const clearedMs = Date.now() - tRecover;
     await watcher.stop();
     const tEnd = Date.now();
@@ -226,7 +256,12 @@ describe('chaos: EC2 faults through a proxy in front of the emulator', () => {
     const heldMs = abandoned.map((r) => r.endedAt! - r.receivedAt);
     const degraded = watcher.samples.filter((s) => s.at < tRecover && s.status === 'True' && s.reason === Reasons.RepeatedFailures);
     const afterFirst = degraded.length ? watcher.samples.filter((s) => s.at >= degraded[0]!.at && s.at < tRecover) : [];
-    figures.sdk = { retryMode: 'adaptive', maxAttempts: MAX_ATTEMPTS, requestTimeoutMs: REQUEST_TIMEOUT_MS, connectionTimeoutMs: EC2_DEFAULTS.connectionTimeoutMs };
+    figures.sdk = {
+      retryMode: 'adaptive',
+      maxAttempts: MAX_ATTEMPTS,
+      requestTimeoutMs: REQUEST_TIMEOUT_MS,
+      connectionTimeoutMs: EC2_DEFAULTS.connectionTimeoutMs,
+    };
     figures.windows = { throttle, '5xx': server, hang, recovery: windowFigures(tRecover, tEnd) };
     figures.abandonedAfterMs = heldMs;
     figures.hungStillOpenAtEnd = proxy.requests().filter((r) => r.fault === 'hang' && r.endedAt === undefined).length;
@@ -243,18 +278,23 @@ describe('chaos: EC2 faults through a proxy in front of the emulator', () => {
     expect(approvedSeenDuringFaults, 'the CSR was approved while DescribeInstances failed').toBeUndefined();
     const okDuringFaults = lookupRequests(tFault, tRecover).filter((r) => r.status === 200);
     expect(okDuringFaults, 'a lookup got through during the fault window').toEqual([]);
-    const approvedCond = (await kc().makeApiClient(CertificatesV1Api).readCertificateSigningRequest({ name: csr })).status?.conditions?.find((c) => c.type === 'Approved');
+    const approvedCond = (
+      await kc().makeApiClient(CertificatesV1Api).readCertificateSigningRequest({ name: csr })
+    ).status?.conditions?.find((c) => c.type === 'Approved');
     expect(new Date(approvedCond!.lastUpdateTime!).getTime()).toBeGreaterThanOrEqual(Math.floor(tRecover / 1000) * 1000);
     // (e)
     expect(approvedMs).toBeLessThan(RECOVERY_MS);
 
     // (c) Degraded after repeated failures, naming node identity and the EC2 call.
-    expect(degraded.length, `Degraded never turned True during the faults: ${JSON.stringify(watcher.samples.slice(-3))}`).toBeGreaterThan(0);
+    expect(degraded.length, `Degraded never turned True during the faults: ${JSON.stringify(watcher.samples.slice(-3))}`).toBeGreaterThan(
+      0,
+    );
     expect(degraded[0]!.message).toContain(NodeIdentityController);
     expect(degraded[0]!.message).toMatch(/describing instances: (RequestLimitExceeded|Throttling|Unavailable)/);
 
     // (a) bounded retries: no call beyond the configured attempts, calls only from failed lookups.
-    for (const r of lookupRequests(tFault, tRecover)) expect(r.maxAttempts, 'the SDK is not configured with the operator\'s max attempts').toBe(MAX_ATTEMPTS);
+    for (const r of lookupRequests(tFault, tRecover))
+      expect(r.maxAttempts, "the SDK is not configured with the operator's max attempts").toBe(MAX_ATTEMPTS);
     for (const w of [throttle, server, hang]) {
       expect(w.maxAttemptsPerCall).toBeLessThanOrEqual(MAX_ATTEMPTS);
       expect(w.requestsByAction[LOOKUP] ?? 0, JSON.stringify(w)).toBeLessThanOrEqual(MAX_ATTEMPTS * w.callsTouching);
@@ -268,7 +308,9 @@ describe('chaos: EC2 faults through a proxy in front of the emulator', () => {
     expect(throttle.maxAttemptsPerCall, 'throttled calls are retried').toBeGreaterThan(1);
     // Jitter: the gaps between attempts are drawn, not fixed.
     const gaps = [...throttle.retryGapsMs, ...server.retryGapsMs];
-    expect(new Set(gaps.map((g) => Math.round(g / 25))).size, `retry gaps ${JSON.stringify(gaps)}`).toBeGreaterThanOrEqual(Math.min(3, gaps.length));
+    expect(new Set(gaps.map((g) => Math.round(g / 25))).size, `retry gaps ${JSON.stringify(gaps)}`).toBeGreaterThanOrEqual(
+      Math.min(3, gaps.length),
+    );
 
     // (b) a hung request is abandoned at the request timeout.
     expect(heldMs.length, 'no hung request was abandoned').toBeGreaterThan(0);

@@ -2,7 +2,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deleteObject, getObject, listObjects, waitFor } from '@karpenter-operator/testkit';
 import { testCluster } from '@karpenter-operator/testkit/vitest';
 import { adminRequest } from '../support/k8s.js';
-import { installManifests, OPERATOR_NS, OPERATOR_USER, resetOperatorWorld, startOperator, type OperatorProcess } from '../support/operator-process.js';
+import {
+  installManifests,
+  OPERATOR_NS,
+  OPERATOR_USER,
+  resetOperatorWorld,
+  startOperator,
+  type OperatorProcess,
+} from '../support/operator-process.js';
 import { applyKarpenterAndCredentials, isConverged, RUNTIME_CRDS } from '../support/scenario.js';
 
 /**
@@ -21,7 +28,8 @@ describe('chaos: kill -9 while converging', () => {
   beforeAll(async () => {
     await installManifests(cluster);
     await resetOperatorWorld(cluster);
-    for (const name of ['karpenter-default']) await deleteObject(kc(), 'machineconfiguration.openshift.io/v1', 'MachineConfigPool', name).catch(() => false);
+    for (const name of ['karpenter-default'])
+      await deleteObject(kc(), 'machineconfiguration.openshift.io/v1', 'MachineConfigPool', name).catch(() => false);
     await deleteObject(kc(), 'karpenter.k8s.aws/v1', 'EC2NodeClass', 'default').catch(() => false);
   }, 120_000);
 
@@ -43,7 +51,13 @@ describe('chaos: kill -9 while converging', () => {
       await new Promise((r) => setTimeout(r, delay));
       // Once the operand exists, a user label on it (a field the operator does not own) must survive every later kill and restart.
       if (!labelled && (await getObject(kc(), 'apps/v1', 'Deployment', 'karpenter', OPERATOR_NS))) {
-        const r = await adminRequest(cluster, 'PATCH', `/apis/apps/v1/namespaces/${OPERATOR_NS}/deployments/karpenter`, { metadata: { labels: { [USER_LABEL]: 'me' } } }, 'application/merge-patch+json');
+        const r = await adminRequest(
+          cluster,
+          'PATCH',
+          `/apis/apps/v1/namespaces/${OPERATOR_NS}/deployments/karpenter`,
+          { metadata: { labels: { [USER_LABEL]: 'me' } } },
+          'application/merge-patch+json',
+        );
         labelled = r.status === 200;
       }
       await p.kill();
@@ -54,7 +68,13 @@ describe('chaos: kill -9 while converging', () => {
     await waitFor('convergence after the last restart', () => isConverged(cluster), { timeoutMs: 90_000, intervalMs: 200 });
     const convergeMs = Date.now() - restartedAt;
     if (!labelled) {
-      const r = await adminRequest(cluster, 'PATCH', `/apis/apps/v1/namespaces/${OPERATOR_NS}/deployments/karpenter`, { metadata: { labels: { [USER_LABEL]: 'me' } } }, 'application/merge-patch+json');
+      const r = await adminRequest(
+        cluster,
+        'PATCH',
+        `/apis/apps/v1/namespaces/${OPERATOR_NS}/deployments/karpenter`,
+        { metadata: { labels: { [USER_LABEL]: 'me' } } },
+        'application/merge-patch+json',
+      );
       expect(r.status).toBe(200);
       labelled = true;
     }
@@ -62,7 +82,9 @@ describe('chaos: kill -9 while converging', () => {
     await new Promise((r) => setTimeout(r, 3_000));
 
     // Exactly one of each owned object; nothing duplicated under another name.
-    const deployments = (await listObjects(kc(), 'apps/v1', 'Deployment', OPERATOR_NS)).filter((d) => d.metadata.name?.startsWith('karpenter'));
+    const deployments = (await listObjects(kc(), 'apps/v1', 'Deployment', OPERATOR_NS)).filter((d) =>
+      d.metadata.name?.startsWith('karpenter'),
+    );
     expect(deployments.map((d) => d.metadata.name)).toEqual(['karpenter']);
     const dep = deployments[0]!;
     expect(dep.metadata.labels?.[USER_LABEL]).toBe('me');
@@ -70,14 +92,21 @@ describe('chaos: kill -9 while converging', () => {
     expect((dep.metadata.ownerReferences as Array<{ kind: string }> | undefined)?.filter((o) => o.kind === 'Karpenter')).toHaveLength(1);
     const ncs = await listObjects(kc(), 'karpenter.k8s.aws/v1', 'EC2NodeClass');
     expect(ncs.filter((n) => n.metadata.name === 'default')).toHaveLength(1);
-    const pools = (await listObjects(kc(), 'machineconfiguration.openshift.io/v1', 'MachineConfigPool')).filter((p) => p.metadata.name?.startsWith('karpenter-'));
+    const pools = (await listObjects(kc(), 'machineconfiguration.openshift.io/v1', 'MachineConfigPool')).filter((p) =>
+      p.metadata.name?.startsWith('karpenter-'),
+    );
     // One pool per NodeClass, no orphan pool of a NodeClass that does not exist.
     expect(pools.map((p) => p.metadata.name).sort()).toEqual(ncs.map((n) => `karpenter-${n.metadata.name}`).sort());
-    const kubeletConfigs = (await listObjects(kc(), 'machineconfiguration.openshift.io/v1', 'KubeletConfig')).filter((k) => k.metadata.name === 'set-karpenter-taint');
+    const kubeletConfigs = (await listObjects(kc(), 'machineconfiguration.openshift.io/v1', 'KubeletConfig')).filter(
+      (k) => k.metadata.name === 'set-karpenter-taint',
+    );
     expect(kubeletConfigs).toHaveLength(1);
-    for (const name of RUNTIME_CRDS) expect(await getObject(kc(), 'apiextensions.k8s.io/v1', 'CustomResourceDefinition', name)).toBeDefined();
+    for (const name of RUNTIME_CRDS)
+      expect(await getObject(kc(), 'apiextensions.k8s.io/v1', 'CustomResourceDefinition', name)).toBeDefined();
     const cr = await getObject(kc(), 'autoscaling.openshift.io/v1alpha1', 'Karpenter', 'default');
-    expect((cr?.metadata.finalizers as string[] | undefined)?.filter((f) => f === 'karpenter.autoscaling.openshift.io/teardown')).toHaveLength(1);
+    expect(
+      (cr?.metadata.finalizers as string[] | undefined)?.filter((f) => f === 'karpenter.autoscaling.openshift.io/teardown'),
+    ).toHaveLength(1);
     const sa = await getObject(kc(), 'v1', 'ServiceAccount', 'karpenter', OPERATOR_NS);
     expect(sa).toBeDefined();
     expect(last.exited()).toBe(false);

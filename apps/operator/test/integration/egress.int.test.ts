@@ -6,8 +6,23 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startForwardProxy, waitFor, type ForwardProxy } from '@karpenter-operator/testkit';
 import { seededWorld, testCluster } from '@karpenter-operator/testkit/vitest';
 import { clusterOperator, conditionOf } from '../support/k8s.js';
-import { credentialsFileText, ensureBuilt, installManifests, REPO, resetOperatorWorld, startOperator, type OperatorProcess } from '../support/operator-process.js';
-import { applyKarpenterAndCredentials, isConverged, launchKarpenterInstance, submitClientCsr, waitCsrApproved, type LaunchedNode } from '../support/scenario.js';
+import {
+  credentialsFileText,
+  ensureBuilt,
+  installManifests,
+  REPO,
+  resetOperatorWorld,
+  startOperator,
+  type OperatorProcess,
+} from '../support/operator-process.js';
+import {
+  applyKarpenterAndCredentials,
+  isConverged,
+  launchKarpenterInstance,
+  submitClientCsr,
+  waitCsrApproved,
+  type LaunchedNode,
+} from '../support/scenario.js';
 
 /**
  * The cluster-wide proxy and trusted CA. The EC2 emulator is reachable only as `https://ec2.emulator.invalid`
@@ -29,9 +44,18 @@ const launched: LaunchedNode[] = [];
 function checkCredentials(env: Record<string, string>): Promise<{ code: number | null; out: string }> {
   const creds = join(dir, 'credentials');
   writeFileSync(creds, credentialsFileText());
-  const base = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', AWS_SHARED_CREDENTIALS_FILE: creds, REGION: 'us-east-1', AWS_EC2_METADATA_DISABLED: 'true' };
+  const base = {
+    PATH: process.env.PATH ?? '',
+    HOME: process.env.HOME ?? '/tmp',
+    AWS_SHARED_CREDENTIALS_FILE: creds,
+    REGION: 'us-east-1',
+    AWS_EC2_METADATA_DISABLED: 'true',
+  };
   return new Promise((resolve) => {
-    const p = spawn(NODE, [join(REPO, 'apps/operator/dist/main.js'), 'check-credentials'], { env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const p = spawn(NODE, [join(REPO, 'apps/operator/dist/main.js'), 'check-credentials'], {
+      env: { ...base, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     p.stdout.on('data', (d: Buffer) => (out += d.toString()));
     p.stderr.on('data', (d: Buffer) => (out += d.toString()));
@@ -55,7 +79,12 @@ describe('cluster-wide proxy and trusted CA', () => {
     await resetOperatorWorld(cluster);
   }, 120_000);
 
-  const egressEnv = () => ({ AWS_ENDPOINT_URL_EC2: proxy.endpoint, HTTPS_PROXY: proxy.url, NODE_OPTIONS: '--use-system-ca', SSL_CERT_FILE: caFile });
+  const egressEnv = () => ({
+    AWS_ENDPOINT_URL_EC2: proxy.endpoint,
+    HTTPS_PROXY: proxy.url,
+    NODE_OPTIONS: '--use-system-ca',
+    SSL_CERT_FILE: caFile,
+  });
 
   it('check-credentials succeeds through the proxy trusting the bundle; without either it cannot reach EC2', async () => {
     const ok = await checkCredentials(egressEnv());
@@ -75,12 +104,16 @@ describe('cluster-wide proxy and trusted CA', () => {
   it('a malformed proxy or an unparseable CA bundle: check-credentials says which, naming the Proxy field or the ConfigMap', async () => {
     const badProxy = await checkCredentials({ ...egressEnv(), HTTPS_PROXY: 'http://proxy host:3128' });
     expect(badProxy.code).toBe(1);
-    expect(badProxy.out).toContain(`HTTPS_PROXY (the cluster Proxy's status.httpsProxy) must be an http:// or https:// URL with a host, got "http://proxy host:3128"`);
+    expect(badProxy.out).toContain(
+      `HTTPS_PROXY (the cluster Proxy's status.httpsProxy) must be an http:// or https:// URL with a host, got "http://proxy host:3128"`,
+    );
     const bad = join(dir, 'bad-bundle.pem');
     writeFileSync(bad, '-----BEGIN CERTIFICATE-----\nMIIBroken\n-----END CERTIFICATE-----\n');
     const badCa = await checkCredentials({ ...egressEnv(), SSL_CERT_FILE: bad });
     expect(badCa.code).toBe(1);
-    expect(badCa.out).toContain(`trusted CA bundle ${bad} (ConfigMap openshift-karpenter/karpenter-trusted-ca-bundle, key ca-bundle.crt): certificate 1 of 1 does not parse`);
+    expect(badCa.out).toContain(
+      `trusted CA bundle ${bad} (ConfigMap openshift-karpenter/karpenter-trusted-ca-bundle, key ca-bundle.crt): certificate 1 of 1 does not parse`,
+    );
   }, 60_000);
 
   it('the operator verifies node identity through the proxy, and hands the proxy to the operand', async () => {
@@ -95,7 +128,10 @@ describe('cluster-wide proxy and trusted CA', () => {
     const csr = await submitClientCsr(cluster, node.dns);
     await waitCsrApproved(cluster, csr, 60_000);
     expect(proxy.connects().length, 'the DescribeInstances lookup went through the proxy').toBeGreaterThan(before);
-    const dep = await cluster.kubeConfig().makeApiClient((await import('@kubernetes/client-node')).AppsV1Api).readNamespacedDeployment({ name: 'karpenter', namespace: 'openshift-karpenter' });
+    const dep = await cluster
+      .kubeConfig()
+      .makeApiClient((await import('@kubernetes/client-node')).AppsV1Api)
+      .readNamespacedDeployment({ name: 'karpenter', namespace: 'openshift-karpenter' });
     const env = dep.spec!.template.spec!.containers[0]!.env ?? [];
     expect(env.find((e) => e.name === 'HTTPS_PROXY')?.value).toBe(proxy.url);
     await op.stop();
@@ -106,7 +142,10 @@ describe('cluster-wide proxy and trusted CA', () => {
     op = await startOperator(cluster, { name: 'egress-bad', env: { ...egressEnv(), HTTPS_PROXY: 'http://proxy host:3128' } });
     await waitFor(
       'Degraded naming HTTPS_PROXY',
-      async () => /HTTPS_PROXY \(the cluster Proxy's status\.httpsProxy\)/.test(conditionOf(await clusterOperator(cluster), 'Degraded')?.message ?? ''),
+      async () =>
+        /HTTPS_PROXY \(the cluster Proxy's status\.httpsProxy\)/.test(
+          conditionOf(await clusterOperator(cluster), 'Degraded')?.message ?? '',
+        ),
       { timeoutMs: 60_000, intervalMs: 500, abort: () => (op!.exited() ? op!.logs().slice(-3000) : undefined) },
     );
     const degraded = conditionOf(await clusterOperator(cluster), 'Degraded');

@@ -21,7 +21,15 @@ import { GUEST_OPERATOR_SUBJECT, hostedGuestRbac, hostedManagementRbac } from '.
 import { conditionOf } from '../support/k8s.js';
 import { containerStart, operatorContainer } from '../support/hypershift-deployment.js';
 import { startOperator, type OperatorProcess } from '../support/operator-process.js';
-import { crdEstablished, csrApproved, launchKarpenterInstance, RUNTIME_CRDS, submitClientCsr, waitCsrApproved, type LaunchedNode } from '../support/scenario.js';
+import {
+  crdEstablished,
+  csrApproved,
+  launchKarpenterInstance,
+  RUNTIME_CRDS,
+  submitClientCsr,
+  waitCsrApproved,
+  type LaunchedNode,
+} from '../support/scenario.js';
 
 /**
  * HyperShift management-cluster mode with two real API servers: the shared cluster is the management
@@ -48,14 +56,23 @@ let op: OperatorProcess;
 let adapter: OperatorProcess;
 let guestStoppedAt: Date | undefined;
 const started = new Date();
-const autoNode = { provisionerConfig: { name: 'Karpenter', karpenter: { platform: 'AWS', aws: { roleARN: 'arn:aws:iam::123456789012:role/demo-karpenter' } } } };
+const autoNode = {
+  provisionerConfig: {
+    name: 'Karpenter',
+    karpenter: { platform: 'AWS', aws: { roleARN: 'arn:aws:iam::123456789012:role/demo-karpenter' } },
+  },
+};
 
 /** A HostedControlPlane the real CRD admits (its required fields filled with plausible values), AutoNode on. */
 function hostedControlPlane(): KubeObj {
   const arn = (r: string) => `arn:aws:iam::123456789012:role/demo-${r}`;
   return {
     ...HCP_TYPE,
-    metadata: { name: HCP, namespace: NS, annotations: { 'hypershift.openshift.io/aws-karpenter-default-instance-profile': world.facts.instanceProfile } },
+    metadata: {
+      name: HCP,
+      namespace: NS,
+      annotations: { 'hypershift.openshift.io/aws-karpenter-default-instance-profile': world.facts.instanceProfile },
+    },
     spec: {
       infraID: world.facts.infraId,
       releaseImage: 'quay.io/openshift-release-dev/ocp-release:4.22.0-x86_64',
@@ -63,15 +80,29 @@ function hostedControlPlane(): KubeObj {
       pullSecret: { name: 'pull-secret' },
       sshKey: { name: 'ssh-key' },
       dns: { baseDomain: 'demo.example.com' },
-      etcd: { managementType: 'Unmanaged', unmanaged: { endpoint: 'https://etcd-client:2379', tls: { clientSecret: { name: 'etcd-client-tls' } } } },
-      services: ['APIServer', 'OAuthServer', 'Konnectivity', 'Ignition'].map((service) => ({ service, servicePublishingStrategy: { type: 'Route' } })),
+      etcd: {
+        managementType: 'Unmanaged',
+        unmanaged: { endpoint: 'https://etcd-client:2379', tls: { clientSecret: { name: 'etcd-client-tls' } } },
+      },
+      services: ['APIServer', 'OAuthServer', 'Konnectivity', 'Ignition'].map((service) => ({
+        service,
+        servicePublishingStrategy: { type: 'Route' },
+      })),
       platform: {
         type: 'AWS',
         aws: {
           region: world.facts.region,
           resourceTags: [{ key: 'red-hat-managed', value: 'true' }],
           rolesRef: Object.fromEntries(
-            ['controlPlaneOperatorARN', 'imageRegistryARN', 'ingressARN', 'kubeCloudControllerARN', 'networkARN', 'nodePoolManagementARN', 'storageARN'].map((k) => [k, arn(k)]),
+            [
+              'controlPlaneOperatorARN',
+              'imageRegistryARN',
+              'ingressARN',
+              'kubeCloudControllerARN',
+              'networkARN',
+              'nodePoolManagementARN',
+              'storageARN',
+            ].map((k) => [k, arn(k)]),
           ),
         },
       },
@@ -118,7 +149,8 @@ const hcp = () => getObject(mgmt.kubeConfig(), HCP_TYPE.apiVersion, HCP_TYPE.kin
 const operand = () => getObject(mgmt.kubeConfig(), 'apps/v1', 'Deployment', 'karpenter', NS);
 const finalizers = async () => ((await hcp())?.metadata.finalizers as string[] | undefined) ?? [];
 const autoNodeCondition = async () => conditionOf(await hcp(), 'AutoNodeEnabled');
-const patchHcp = (body: Record<string, unknown>) => kubeRequest(mgmt.kubeConfig(), 'PATCH', HCP_PATH, { body, contentType: 'application/merge-patch+json' });
+const patchHcp = (body: Record<string, unknown>) =>
+  kubeRequest(mgmt.kubeConfig(), 'PATCH', HCP_PATH, { body, contentType: 'application/merge-patch+json' });
 
 /**
  * Secret `karpenter-credentials` as HyperShift's control-plane operator renders it in the HCP namespace: an
@@ -127,7 +159,13 @@ const patchHcp = (body: Record<string, unknown>) => kubeRequest(mgmt.kubeConfig(
  */
 function hyperShiftCredentialsSecret(roleARN: string): KubeObj {
   const profile = `[default]\n\trole_arn = ${roleARN}\n\tweb_identity_token_file = /var/run/secrets/openshift/serviceaccount/token\n\tsts_regional_endpoints = regional\n`;
-  return { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'karpenter-credentials', namespace: NS }, type: 'Opaque', data: { credentials: Buffer.from(profile).toString('base64') } } as KubeObj;
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: 'karpenter-credentials', namespace: NS },
+    type: 'Opaque',
+    data: { credentials: Buffer.from(profile).toString('base64') },
+  } as KubeObj;
 }
 
 const HCP_CRD = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/hostedcontrolplanes.hypershift.openshift.io';
@@ -139,13 +177,23 @@ const HCP_CRD = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/hostedc
  * the installed CRD's schema (idempotent; the rest of the real schema stays as it is).
  */
 async function addAutoNodeStatusToCrd(): Promise<void> {
-  const crd = await kubeRequest<{ spec: { versions: Array<{ name: string; schema: { openAPIV3Schema: { properties: { status: { properties: Record<string, unknown> } } } } }> } }>(mgmt.kubeConfig(), 'GET', HCP_CRD);
+  const crd = await kubeRequest<{
+    spec: {
+      versions: Array<{ name: string; schema: { openAPIV3Schema: { properties: { status: { properties: Record<string, unknown> } } } } }>;
+    };
+  }>(mgmt.kubeConfig(), 'GET', HCP_CRD);
   const versions = crd.body.spec.versions;
   const i = versions.findIndex((v) => v.name === 'v1beta1');
   if (versions[i]!.schema.openAPIV3Schema.properties.status.properties['autoNode']) return;
   const int = { type: 'integer', format: 'int32' };
   const r = await kubeRequest(mgmt.kubeConfig(), 'PATCH', HCP_CRD, {
-    body: [{ op: 'add', path: `/spec/versions/${i}/schema/openAPIV3Schema/properties/status/properties/autoNode`, value: { type: 'object', properties: { nodeCount: int, nodeClaimCount: int, vcpus: int } } }],
+    body: [
+      {
+        op: 'add',
+        path: `/spec/versions/${i}/schema/openAPIV3Schema/properties/status/properties/autoNode`,
+        value: { type: 'object', properties: { nodeCount: int, nodeClaimCount: int, vcpus: int } },
+      },
+    ],
     contentType: 'application/json-patch+json',
   });
   if (r.status !== 200) throw new Error(`adding status.autoNode to the HCP CRD: HTTP ${r.status} ${JSON.stringify(r.body)}`);
@@ -163,8 +211,18 @@ describe('HyperShift: management cluster + guest cluster', () => {
     await applyObject(m, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
     for (const o of hostedManagementRbac(NS, SA)) await applyObject(m, o as KubeObj);
     // HyperShift creates this PriorityClass; the operand's pods are refused without it.
-    await applyObject(m, { apiVersion: 'scheduling.k8s.io/v1', kind: 'PriorityClass', metadata: { name: 'hypershift-control-plane' }, value: 100000000 } as KubeObj);
-    const guestKubeconfig = await guest.writeKubeConfigFor(GUEST_OPERATOR_SUBJECT.namespace, GUEST_OPERATOR_SUBJECT.name, join(dir, 'guest.kubeconfig'), { expirationSeconds: 7200 });
+    await applyObject(m, {
+      apiVersion: 'scheduling.k8s.io/v1',
+      kind: 'PriorityClass',
+      metadata: { name: 'hypershift-control-plane' },
+      value: 100000000,
+    } as KubeObj);
+    const guestKubeconfig = await guest.writeKubeConfigFor(
+      GUEST_OPERATOR_SUBJECT.namespace,
+      GUEST_OPERATOR_SUBJECT.name,
+      join(dir, 'guest.kubeconfig'),
+      { expirationSeconds: 7200 },
+    );
     const created = await applyObject(m, hostedControlPlane());
     await applyStatus(m, { ...created, status: { ready: true, initialized: true } });
     // What HyperShift's ignition generator would write for NodeClass `default`.
@@ -188,22 +246,47 @@ describe('HyperShift: management cluster + guest cluster', () => {
   }, 120_000);
 
   it('AutoNode on: operand in the HCP namespace with the HCP env, CRDs and EC2NodeClass default in the guest, AutoNodeEnabled once rolled out', async () => {
-    await waitFor('the operand Deployment in the HCP namespace', async () => (await operand()) !== undefined, { timeoutMs: 60_000, abort: () => (op.exited() ? op.logs().slice(-3000) : undefined) });
+    await waitFor('the operand Deployment in the HCP namespace', async () => (await operand()) !== undefined, {
+      timeoutMs: 60_000,
+      abort: () => (op.exited() ? op.logs().slice(-3000) : undefined),
+    });
     const dep = (await operand())!;
-    const container = (dep.spec as { template: { spec: { containers: Array<{ env: Array<{ name: string; value?: string }> }> } } }).template.spec.containers[0]!;
+    const container = (dep.spec as { template: { spec: { containers: Array<{ env: Array<{ name: string; value?: string }> }> } } }).template
+      .spec.containers[0]!;
     const env = Object.fromEntries(container.env.map((e) => [e.name, e.value]));
-    expect(env).toMatchObject({ DISABLE_LEADER_ELECTION: 'true', DISABLE_WEBHOOK: 'true', FEATURE_GATES: 'Drift=true', CLUSTER_NAME: world.facts.infraId, AWS_REGION: world.facts.region });
+    expect(env).toMatchObject({
+      DISABLE_LEADER_ELECTION: 'true',
+      DISABLE_WEBHOOK: 'true',
+      FEATURE_GATES: 'Drift=true',
+      CLUSTER_NAME: world.facts.infraId,
+      AWS_REGION: world.facts.region,
+    });
     expect(env['KUBECONFIG']).toBeTruthy();
     expect((dep.spec as { replicas: number }).replicas).toBe(1);
     // Authenticates as HyperShift's contract has it: HyperShift's Secret, and the token minter from
     // TOKEN_MINTER_IMAGE writing the guest kube-system/karpenter token into the volume the profile names.
-    const pod = (dep.spec as { template: { spec: { volumes: Array<{ name: string; secret?: { secretName: string } }>; initContainers?: Array<{ name: string; image: string; args: string[] }> } } }).template.spec;
+    const pod = (
+      dep.spec as {
+        template: {
+          spec: {
+            volumes: Array<{ name: string; secret?: { secretName: string } }>;
+            initContainers?: Array<{ name: string; image: string; args: string[] }>;
+          };
+        };
+      }
+    ).template.spec;
     expect(pod.volumes.map((v) => v.secret?.secretName).filter(Boolean)).toContain('karpenter-credentials');
     const minter = pod.initContainers?.find((c) => c.name === 'token-minter');
     expect(minter?.image).toBe(operatorContainer().env?.find((e) => e.name === 'TOKEN_MINTER_IMAGE')?.value);
-    expect(minter?.args).toEqual(expect.arrayContaining(['--service-account-namespace=kube-system', '--service-account-name=karpenter', '--token-audience=openshift']));
+    expect(minter?.args).toEqual(
+      expect.arrayContaining(['--service-account-namespace=kube-system', '--service-account-name=karpenter', '--token-audience=openshift']),
+    );
 
-    await waitFor('the runtime CRDs Established in the guest', async () => (await Promise.all(RUNTIME_CRDS.map((n) => crdEstablished(guest, n)))).every(Boolean), { timeoutMs: 60_000 });
+    await waitFor(
+      'the runtime CRDs Established in the guest',
+      async () => (await Promise.all(RUNTIME_CRDS.map((n) => crdEstablished(guest, n)))).every(Boolean),
+      { timeoutMs: 60_000 },
+    );
 
     const nodeClass = await waitFor(
       'EC2NodeClass default in the guest, from the ignition Secret',
@@ -214,16 +297,35 @@ describe('HyperShift: management cluster + guest cluster', () => {
     expect(spec.amiSelectorTerms).toEqual([{ id: world.facts.amis.x86_64 }]);
     expect(spec.userData).toContain('ignition');
 
-    await waitFor('AutoNodeEnabled True once the operand rolled out', async () => (await autoNodeCondition())?.status === 'True', { timeoutMs: 90_000, intervalMs: 500 }).catch(async (e: Error) => {
-      throw new Error(`${e.message}\nstatus: ${JSON.stringify((await hcp())?.status)}\ndeployment: ${JSON.stringify((await operand())?.status)}\nlog:\n${op.logs().split('\n').filter((l) => /warn|error|status|AutoNode/i.test(l)).slice(-25).join('\n')}`);
+    await waitFor('AutoNodeEnabled True once the operand rolled out', async () => (await autoNodeCondition())?.status === 'True', {
+      timeoutMs: 90_000,
+      intervalMs: 500,
+    }).catch(async (e: Error) => {
+      throw new Error(
+        `${e.message}\nstatus: ${JSON.stringify((await hcp())?.status)}\ndeployment: ${JSON.stringify((await operand())?.status)}\nlog:\n${op
+          .logs()
+          .split('\n')
+          .filter((l) => /warn|error|status|AutoNode/i.test(l))
+          .slice(-25)
+          .join('\n')}`,
+      );
     });
     // Only HyperShift's finalizer, which HyperShift can resolve without this operator.
     expect(await finalizers()).toEqual([FINALIZER]);
     // Found in the namespace: HyperShift's Deployment names no HCP.
-    expect(op.logs().split('\n').some((l) => l.includes('"msg":"management-cluster mode"') && l.includes(`"hcp":"${HCP}"`))).toBe(true);
+    expect(
+      op
+        .logs()
+        .split('\n')
+        .some((l) => l.includes('"msg":"management-cluster mode"') && l.includes(`"hcp":"${HCP}"`)),
+    ).toBe(true);
     // No ClusterOperator in this topology, and nothing of the guest's lands in the management cluster (the
     // shared management cluster may hold Karpenter CRDs from the standalone files: the audit log tells who wrote).
-    expect(mgmt.auditEvents({ user: MGMT_USER, since: started }).filter((e) => /clusteroperators|customresourcedefinitions|certificatesigningrequests/.test(e.requestURI))).toEqual([]);
+    expect(
+      mgmt
+        .auditEvents({ user: MGMT_USER, since: started })
+        .filter((e) => /clusteroperators|customresourcedefinitions|certificatesigningrequests/.test(e.requestURI)),
+    ).toEqual([]);
   });
 
   it('direct spec edits and deletion of the managed EC2NodeClass are refused in the guest (ValidatingAdmissionPolicy); the adapter still changes it', async () => {
@@ -232,47 +334,94 @@ describe('HyperShift: management cluster + guest cluster', () => {
     // Every attempt changes the spec (the policy lets a no-op update through): an edit that landed before the
     // policy took effect must not turn the next attempts into no-ops.
     let attempt = 0;
-    const edit = () => kubeRequest<{ message?: string }>(g, 'PATCH', NC_PATH, { body: { spec: { detailedMonitoring: attempt++ % 2 === 0 } }, contentType: 'application/merge-patch+json' });
-    const refused = await waitFor('an admin spec edit to be refused', async () => {
-      const r = await edit();
-      return r.status >= 400 ? r : false;
-    }, { timeoutMs: 30_000, intervalMs: 500 });
+    const edit = () =>
+      kubeRequest<{ message?: string }>(g, 'PATCH', NC_PATH, {
+        body: { spec: { detailedMonitoring: attempt++ % 2 === 0 } },
+        contentType: 'application/merge-patch+json',
+      });
+    const refused = await waitFor(
+      'an admin spec edit to be refused',
+      async () => {
+        const r = await edit();
+        return r.status >= 400 ? r : false;
+      },
+      { timeoutMs: 30_000, intervalMs: 500 },
+    );
     expect(refused.status).toBe(403);
     expect(refused.body.message).toMatch(/managed for this hosted cluster/);
     const del = await kubeRequest<{ message?: string }>(g, 'DELETE', NC_PATH);
     expect(del.status).toBe(403);
     // Metadata stays the user's (and Karpenter's).
-    const label = await kubeRequest(g, 'PATCH', NC_PATH, { body: { metadata: { labels: { team: 'a' } } }, contentType: 'application/merge-patch+json' });
+    const label = await kubeRequest(g, 'PATCH', NC_PATH, {
+      body: { metadata: { labels: { team: 'a' } } },
+      contentType: 'application/merge-patch+json',
+    });
     expect(label.status).toBe(200);
     // The adapter is exempt: new ignition content still reaches the NodeClass.
     const userData = '{"ignition":{"version":"3.4.0","config":{"merge":[{"source":"https://ignition.demo:443/ignition?v=2"}]}}}';
     await applyObject(mgmt.kubeConfig(), anIgnitionSecret({ ami: world.facts.amis.x86_64, userData }) as KubeObj);
-    await waitFor('the adapter to apply the new userData', async () => ((await getObject(g, 'karpenter.k8s.aws/v1', 'EC2NodeClass', 'default'))?.spec as { userData?: string } | undefined)?.userData === userData, { timeoutMs: 30_000 });
+    await waitFor(
+      'the adapter to apply the new userData',
+      async () =>
+        ((await getObject(g, 'karpenter.k8s.aws/v1', 'EC2NodeClass', 'default'))?.spec as { userData?: string } | undefined)?.userData ===
+        userData,
+      { timeoutMs: 30_000 },
+    );
   });
 
   it('status.autoNode follows NodeClaims and Nodes in the guest', async () => {
     const g = guest.kubeConfig();
-    for (const [name, cpu] of [['hcp-claim-a', '4'], ['hcp-claim-b', '2']] as const) {
+    for (const [name, cpu] of [
+      ['hcp-claim-a', '4'],
+      ['hcp-claim-b', '2'],
+    ] as const) {
       await applyObject(g, {
         apiVersion: 'karpenter.sh/v1',
         kind: 'NodeClaim',
         metadata: { name, labels: { 'karpenter.sh/nodepool': 'general' } },
-        spec: { nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' }, requirements: [{ key: 'kubernetes.io/arch', operator: 'In', values: ['amd64'] }] },
+        spec: {
+          nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' },
+          requirements: [{ key: 'kubernetes.io/arch', operator: 'In', values: ['amd64'] }],
+        },
       } as KubeObj);
-      await kubeRequest(g, 'PATCH', `/apis/karpenter.sh/v1/nodeclaims/${name}/status`, { body: { status: { nodeName: `node-${name}`, capacity: { cpu } } }, contentType: 'application/merge-patch+json' });
+      await kubeRequest(g, 'PATCH', `/apis/karpenter.sh/v1/nodeclaims/${name}/status`, {
+        body: { status: { nodeName: `node-${name}`, capacity: { cpu } } },
+        contentType: 'application/merge-patch+json',
+      });
     }
     // Only claim a has a Node so far.
-    await applyObject(g, { apiVersion: 'v1', kind: 'Node', metadata: { name: 'node-hcp-claim-a', labels: { 'karpenter.sh/nodepool': 'general' } } } as KubeObj);
-    const sameCounts = (a: Record<string, unknown> | undefined, b: Record<string, number>) => a !== undefined && Object.keys(b).every((k) => a[k] === b[k]) && Object.keys(a).length === 3;
+    await applyObject(g, {
+      apiVersion: 'v1',
+      kind: 'Node',
+      metadata: { name: 'node-hcp-claim-a', labels: { 'karpenter.sh/nodepool': 'general' } },
+    } as KubeObj);
+    const sameCounts = (a: Record<string, unknown> | undefined, b: Record<string, number>) =>
+      a !== undefined && Object.keys(b).every((k) => a[k] === b[k]) && Object.keys(a).length === 3;
     const counts = async () => ((await hcp())!.status as { autoNode?: Record<string, unknown> }).autoNode;
-    await waitFor('status.autoNode = 1 node, 2 claims, 4 vCPUs', async () => sameCounts(await counts(), { nodeCount: 1, nodeClaimCount: 2, vcpus: 4 }), { timeoutMs: 30_000 }).catch(async (e: Error) => {
-      throw new Error(`${e.message}\nstatus: ${JSON.stringify((await hcp())?.status)}\nadapter log:\n${adapter.logs().split('\n').slice(-15).join('\n')}`);
+    await waitFor(
+      'status.autoNode = 1 node, 2 claims, 4 vCPUs',
+      async () => sameCounts(await counts(), { nodeCount: 1, nodeClaimCount: 2, vcpus: 4 }),
+      { timeoutMs: 30_000 },
+    ).catch(async (e: Error) => {
+      throw new Error(
+        `${e.message}\nstatus: ${JSON.stringify((await hcp())?.status)}\nadapter log:\n${adapter.logs().split('\n').slice(-15).join('\n')}`,
+      );
     });
-    await applyObject(g, { apiVersion: 'v1', kind: 'Node', metadata: { name: 'node-hcp-claim-b', labels: { 'karpenter.sh/nodepool': 'general' } } } as KubeObj);
-    await waitFor('status.autoNode = 2 nodes, 2 claims, 6 vCPUs', async () => sameCounts(await counts(), { nodeCount: 2, nodeClaimCount: 2, vcpus: 6 }), { timeoutMs: 30_000 });
+    await applyObject(g, {
+      apiVersion: 'v1',
+      kind: 'Node',
+      metadata: { name: 'node-hcp-claim-b', labels: { 'karpenter.sh/nodepool': 'general' } },
+    } as KubeObj);
+    await waitFor(
+      'status.autoNode = 2 nodes, 2 claims, 6 vCPUs',
+      async () => sameCounts(await counts(), { nodeCount: 2, nodeClaimCount: 2, vcpus: 6 }),
+      { timeoutMs: 30_000 },
+    );
     for (const n of ['node-hcp-claim-a', 'node-hcp-claim-b']) await deleteObject(g, 'v1', 'Node', n);
     for (const n of ['hcp-claim-a', 'hcp-claim-b']) await deleteObject(g, 'karpenter.sh/v1', 'NodeClaim', n);
-    await waitFor('status.autoNode back to zero', async () => sameCounts(await counts(), { nodeCount: 0, nodeClaimCount: 0, vcpus: 0 }), { timeoutMs: 30_000 });
+    await waitFor('status.autoNode back to zero', async () => sameCounts(await counts(), { nodeCount: 0, nodeClaimCount: 0, vcpus: 0 }), {
+      timeoutMs: 30_000,
+    });
   });
 
   it('a guest client CSR of a NodeClaim with an emulator instance is approved; a forged one stays pending', async () => {
@@ -293,7 +442,11 @@ describe('HyperShift: management cluster + guest cluster', () => {
   it('a rotated guest kubeconfig is picked up without a restart, after the old identity is gone', async () => {
     const g = guest.kubeConfig();
     const rotated = { kind: 'ServiceAccount', name: 'karpenter-operator-rotated', namespace: GUEST_OPERATOR_SUBJECT.namespace };
-    await applyObject(g, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: rotated.name, namespace: rotated.namespace } } as KubeObj);
+    await applyObject(g, {
+      apiVersion: 'v1',
+      kind: 'ServiceAccount',
+      metadata: { name: rotated.name, namespace: rotated.namespace },
+    } as KubeObj);
     for (const b of hostedGuestRbac().filter((o) => o.kind.endsWith('Binding'))) {
       await applyObject(g, { ...(b as KubeObj), subjects: [{ ...GUEST_OPERATOR_SUBJECT }, rotated] } as KubeObj);
     }
@@ -305,7 +458,11 @@ describe('HyperShift: management cluster + guest cluster', () => {
     // The kubeconfig file is re-read every 10 s; then the operand's ClusterRole, deleted in the guest, comes back.
     await new Promise((r) => setTimeout(r, 11_000));
     await deleteObject(g, 'rbac.authorization.k8s.io/v1', 'ClusterRole', 'karpenter-core');
-    await waitFor('the operand ClusterRole re-created in the guest', async () => (await getObject(g, 'rbac.authorization.k8s.io/v1', 'ClusterRole', 'karpenter-core')) !== undefined, { timeoutMs: 30_000 });
+    await waitFor(
+      'the operand ClusterRole re-created in the guest',
+      async () => (await getObject(g, 'rbac.authorization.k8s.io/v1', 'ClusterRole', 'karpenter-core')) !== undefined,
+      { timeoutMs: 30_000 },
+    );
     const rotatedUser = `system:serviceaccount:${rotated.namespace}:${rotated.name}`;
     expect(guest.auditEvents({ user: rotatedUser, since, verbs: ['create', 'patch'], resource: 'clusterroles' }).length).toBeGreaterThan(0);
     expect(op.exited()).toBe(false);
@@ -318,14 +475,25 @@ describe('HyperShift: management cluster + guest cluster', () => {
       apiVersion: 'karpenter.sh/v1',
       kind: 'NodePool',
       metadata: { name: 'general' },
-      spec: { template: { spec: { nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' }, requirements: [{ key: 'kubernetes.io/arch', operator: 'In', values: ['amd64'] }] } } },
+      spec: {
+        template: {
+          spec: {
+            nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' },
+            requirements: [{ key: 'kubernetes.io/arch', operator: 'In', values: ['amd64'] }],
+          },
+        },
+      },
     } as KubeObj);
     expect((await patchHcp({ spec: { autoNode: null } })).status).toBe(200);
     await waitFor('the finalizer released', async () => (await finalizers()).length === 0, { timeoutMs: 90_000, intervalMs: 500 });
     expect(await listObjects(g, 'karpenter.sh/v1', 'NodePool')).toEqual([]);
     expect(await listObjects(g, 'karpenter.sh/v1', 'NodeClaim')).toEqual([]);
     expect(await operand()).toBeUndefined();
-    await waitFor('AutoNodeEnabled False/AutoNodeNotConfigured', async () => (await autoNodeCondition())?.reason === 'AutoNodeNotConfigured', { timeoutMs: 30_000 });
+    await waitFor(
+      'AutoNodeEnabled False/AutoNodeNotConfigured',
+      async () => (await autoNodeCondition())?.reason === 'AutoNodeNotConfigured',
+      { timeoutMs: 30_000 },
+    );
     // HyperShift's credentials Secret is HyperShift's to remove.
     expect(await getObject(mgmt.kubeConfig(), 'v1', 'Secret', 'karpenter-credentials', NS)).toBeDefined();
     // The CRDs stay in the guest, as standalone.
@@ -334,21 +502,34 @@ describe('HyperShift: management cluster + guest cluster', () => {
 
   it('deleting the HCP while the guest API is down releases the finalizer with a Warning event', async () => {
     expect((await patchHcp({ spec: { autoNode } })).status).toBe(200);
-    await waitFor('AutoNode back on: operand and the finalizer', async () => (await finalizers()).includes(FINALIZER) && (await operand()) !== undefined, { timeoutMs: 60_000, intervalMs: 500 });
+    await waitFor(
+      'AutoNode back on: operand and the finalizer',
+      async () => (await finalizers()).includes(FINALIZER) && (await operand()) !== undefined,
+      { timeoutMs: 60_000, intervalMs: 500 },
+    );
     // A NodeClaim Karpenter would still be terminating when the guest went away.
     await applyObject(guest.kubeConfig(), {
       apiVersion: 'karpenter.sh/v1',
       kind: 'NodeClaim',
       metadata: { name: 'hcp-stuck', finalizers: ['karpenter.sh/termination'] },
-      spec: { nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' }, requirements: [{ key: 'kubernetes.io/arch', operator: 'In', values: ['amd64'] }] },
+      spec: {
+        nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' },
+        requirements: [{ key: 'kubernetes.io/arch', operator: 'In', values: ['amd64'] }],
+      },
     } as KubeObj);
     await new Promise((r) => setTimeout(r, 1_000));
     guestStoppedAt = new Date();
     await guest.stopApiServer();
     try {
       await deleteObject(mgmt.kubeConfig(), HCP_TYPE.apiVersion, HCP_TYPE.kind, HCP, NS);
-      await waitFor('the HCP to be gone', async () => (await hcp()) === undefined, { timeoutMs: 60_000, intervalMs: 500, abort: () => (adapter.exited() ? adapter.logs().slice(-3000) : undefined) }).catch(async (e: Error) => {
-        throw new Error(`${e.message}\nfinalizers: ${JSON.stringify(await finalizers())}\nadapter log:\n${adapter.logs().split('\n').slice(-15).join('\n')}`);
+      await waitFor('the HCP to be gone', async () => (await hcp()) === undefined, {
+        timeoutMs: 60_000,
+        intervalMs: 500,
+        abort: () => (adapter.exited() ? adapter.logs().slice(-3000) : undefined),
+      }).catch(async (e: Error) => {
+        throw new Error(
+          `${e.message}\nfinalizers: ${JSON.stringify(await finalizers())}\nadapter log:\n${adapter.logs().split('\n').slice(-15).join('\n')}`,
+        );
       });
       const events = await listObjects(mgmt.kubeConfig(), 'events.k8s.io/v1', 'Event', NS);
       const warning = events.find((e) => (e as { reason?: string }).reason === 'GuestUnreachable');
@@ -368,12 +549,22 @@ describe('HyperShift: management cluster + guest cluster', () => {
     await op.stop();
     await adapter.stop();
     await startBoth();
-    await waitFor('the finalizer on the new HCP', async () => (await finalizers()).includes(FINALIZER), { timeoutMs: 60_000, intervalMs: 500 });
+    await waitFor('the finalizer on the new HCP', async () => (await finalizers()).includes(FINALIZER), {
+      timeoutMs: 60_000,
+      intervalMs: 500,
+    });
     await applyObject(guest.kubeConfig(), {
       apiVersion: 'karpenter.sh/v1',
       kind: 'NodePool',
       metadata: { name: 'left-behind' },
-      spec: { template: { spec: { nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' }, requirements: [{ key: 'kubernetes.io/arch', operator: 'In', values: ['amd64'] }] } } },
+      spec: {
+        template: {
+          spec: {
+            nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' },
+            requirements: [{ key: 'kubernetes.io/arch', operator: 'In', values: ['amd64'] }],
+          },
+        },
+      },
     } as KubeObj);
     // HyperShift deletes the operator's Deployment the moment AutoNode is turned off: nothing of ours runs.
     await op.kill();
@@ -385,7 +576,12 @@ describe('HyperShift: management cluster + guest cluster', () => {
     const current = (await hcp())!;
     expect(current.metadata.finalizers).toEqual([FINALIZER]);
     const removed = await kubeRequest(mgmt.kubeConfig(), 'PATCH', HCP_PATH, {
-      body: { metadata: { finalizers: (current.metadata.finalizers as string[]).filter((f) => f !== FINALIZER), resourceVersion: current.metadata.resourceVersion } },
+      body: {
+        metadata: {
+          finalizers: (current.metadata.finalizers as string[]).filter((f) => f !== FINALIZER),
+          resourceVersion: current.metadata.resourceVersion,
+        },
+      },
       contentType: 'application/merge-patch+json',
     });
     expect(removed.status).toBe(200);
@@ -399,7 +595,9 @@ describe('HyperShift: management cluster + guest cluster', () => {
     expect(mgmt.auditEvents({ user: MGMT_USER, codes: [403], since: started }).map((e) => `${e.verb} ${e.requestURI}`)).toEqual([]);
     // Until the guest API server was stopped: a restarted one refuses requests for a moment while its RBAC
     // caches fill, whoever asks.
-    const before = guest.auditEvents({ user: GUEST_USER, codes: [403] }).filter((e) => !guestStoppedAt || new Date(e.requestReceivedTimestamp) < guestStoppedAt);
+    const before = guest
+      .auditEvents({ user: GUEST_USER, codes: [403] })
+      .filter((e) => !guestStoppedAt || new Date(e.requestReceivedTimestamp) < guestStoppedAt);
     expect(before.map((e) => `${e.verb} ${e.requestURI}`)).toEqual([]);
   });
 });

@@ -164,8 +164,9 @@ describe('KubeClusterStore against a real API server', () => {
     const changed = await kube.store.apply(deployment('app', 'registry.example.com/app:2'));
     expect(changed.changed).toBe(true);
     const informer = kube.informers.informerFor({ type: Types.Deployment, namespace: NS });
-    await waitFor('the watch to catch up with the write', () =>
-      BigInt(informer.lastResourceVersion || '0') >= BigInt(changed.object!.metadata.resourceVersion!),
+    await waitFor(
+      'the watch to catch up with the write',
+      () => BigInt(informer.lastResourceVersion || '0') >= BigInt(changed.object!.metadata.resourceVersion!),
     );
     expect((await kube.store.apply(deployment('app', 'registry.example.com/app:2'))).changed).toBe(false);
   });
@@ -226,7 +227,9 @@ describe('Informer recovery', () => {
       proxy.stall();
       await direct.store.apply(configMap('after-stall', { v: '1' }));
       await waitFor('the informer to see a change made while its watch was stalled', () => seen('after-stall'), { timeoutMs: 15_000 });
-      expect(metrics.counters.get('karpenter_operator_informer_restarts_total{kind=ConfigMap,reason=stale}') ?? 0).toBeGreaterThanOrEqual(1);
+      expect(metrics.counters.get('karpenter_operator_informer_restarts_total{kind=ConfigMap,reason=stale}') ?? 0).toBeGreaterThanOrEqual(
+        1,
+      );
     } finally {
       await kube.informers.stop();
       await direct.informers.stop();

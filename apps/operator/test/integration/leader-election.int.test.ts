@@ -20,7 +20,8 @@ const leading = (p: OperatorProcess) => p.logs().includes('"became leader"');
 /** What each replica sends as User-Agent (they share a ServiceAccount): `karpenter-operator/<version> (<POD_NAME>)`. */
 const agentOf = (podName: string) => `karpenter-operator/${RELEASE} (${podName})`;
 const receivedAt = (e: AuditEvent) => Date.parse(e.requestReceivedTimestamp);
-const isLeaseWrite = (e: AuditEvent) => e.objectRef?.resource === 'leases' && e.objectRef.name === LEASE[2] && (e.verb === 'update' || e.verb === 'create');
+const isLeaseWrite = (e: AuditEvent) =>
+  e.objectRef?.resource === 'leases' && e.objectRef.name === LEASE[2] && (e.verb === 'update' || e.verb === 'create');
 const ok = (e: AuditEvent) => (e.responseStatus?.code ?? 0) >= 200 && (e.responseStatus?.code ?? 0) < 300;
 const brief = (e: AuditEvent) => `${e.requestReceivedTimestamp} ${e.verb} ${e.requestURI} -> ${e.responseStatus?.code}`;
 
@@ -48,7 +49,11 @@ describe('two operator replicas with leader election', () => {
     for (const p of procs) if (!p.exited()) p.proc.kill('SIGCONT'); // a failed freeze test must not leave one stopped
     const alive = procs.filter((p) => !p.exited());
     if (alive.length) {
-      await waitFor('teardown to finish', async () => (await getObject(kc(), 'autoscaling.openshift.io/v1alpha1', 'Karpenter', 'default')) === undefined, { timeoutMs: 60_000 }).catch(() => {});
+      await waitFor(
+        'teardown to finish',
+        async () => (await getObject(kc(), 'autoscaling.openshift.io/v1alpha1', 'Karpenter', 'default')) === undefined,
+        { timeoutMs: 60_000 },
+      ).catch(() => {});
     }
     await Promise.all(procs.map((p) => p.stop()));
     await resetOperatorWorld(cluster);
@@ -77,8 +82,15 @@ describe('two operator replicas with leader election', () => {
     expect(failoverMs).toBeLessThan(15_000 + 2 * 2_400 + 1_000);
     console.error(`leader-election: failover took ${failoverMs} ms`);
 
-    await applyObject(kc(), { apiVersion: 'autoscaling.openshift.io/v1alpha1', kind: 'Karpenter', metadata: { name: 'default' }, spec: {} });
-    await waitFor('the new leader to deploy the operand', () => getObject(kc(), 'apps/v1', 'Deployment', 'karpenter', OPERATOR_NS), { timeoutMs: 60_000 });
+    await applyObject(kc(), {
+      apiVersion: 'autoscaling.openshift.io/v1alpha1',
+      kind: 'Karpenter',
+      metadata: { name: 'default' },
+      spec: {},
+    });
+    await waitFor('the new leader to deploy the operand', () => getObject(kc(), 'apps/v1', 'Deployment', 'karpenter', OPERATOR_NS), {
+      timeoutMs: 60_000,
+    });
     expect(standby.exited()).toBe(false);
   }, 120_000);
 
@@ -136,7 +148,9 @@ describe('two operator replicas with leader election', () => {
     // in flight or due when it froze. client-go's leader renews from the Lease it last wrote, so such a PUT
     // carries the old resourceVersion and the API server refuses it with 409 Conflict — it changes nothing.
     // Any other write, or a Lease write that went through, is split brain.
-    const oldWrites = events.filter((e) => e.userAgent === oldAgent && (WRITE_VERBS as readonly string[]).includes(e.verb) && receivedAt(e) >= takeover);
+    const oldWrites = events.filter(
+      (e) => e.userAgent === oldAgent && (WRITE_VERBS as readonly string[]).includes(e.verb) && receivedAt(e) >= takeover,
+    );
     const refusedRenewals = oldWrites.filter((e) => isLeaseWrite(e) && e.responseStatus?.code === 409);
     const violations = oldWrites.filter((e) => !refusedRenewals.includes(e));
     // Refused by the write fence before they were sent (logged by the reconcile or the event recorder). Not
@@ -145,7 +159,14 @@ describe('two operator replicas with leader election', () => {
     // fence this test has caught such a write (an Event create); the unit tests pin the fence down.
     const heldBack = leader.logs().match(/not sent: /g)?.length ?? 0;
     const oldAfter = events.filter((e) => e.userAgent === oldAgent && receivedAt(e) >= takeover);
-    const reverted = events.filter((e) => e.userAgent === newAgent && e.objectRef?.resource === 'deployments' && e.objectRef.name === 'karpenter' && ok(e) && receivedAt(e) >= takeover);
+    const reverted = events.filter(
+      (e) =>
+        e.userAgent === newAgent &&
+        e.objectRef?.resource === 'deployments' &&
+        e.objectRef.name === 'karpenter' &&
+        ok(e) &&
+        receivedAt(e) >= takeover,
+    );
     console.error(
       `leader-election: SIGSTOP ${resumedAt - stoppedAt} ms; failover ${failoverMs} ms after the last renewal ` +
         `(${takeover - stoppedAt} ms after SIGSTOP); old leader after the takeover: ${oldAfter.length} requests, ` +
@@ -155,10 +176,17 @@ describe('two operator replicas with leader election', () => {
     for (const e of oldWrites) console.error(`leader-election: old leader wrote: ${brief(e)}`);
 
     expect(failoverMs).toBeLessThanOrEqual(15_000 + 5_000);
-    expect(reverted.map((e) => e.verb), 'the new leader recreating the Deployment').not.toEqual([]);
+    expect(
+      reverted.map((e) => e.verb),
+      'the new leader recreating the Deployment',
+    ).not.toEqual([]);
     expect(violations.map(brief)).toEqual([]);
     // The replicas are told apart on every request, watches included.
-    const agents = new Set(cluster.auditEvents({ user: OPERATOR_USER, since: new Date(Math.max(stoppedAt - 60_000, filesStart)), stage: '*' }).map((e) => e.userAgent));
+    const agents = new Set(
+      cluster
+        .auditEvents({ user: OPERATOR_USER, since: new Date(Math.max(stoppedAt - 60_000, filesStart)), stage: '*' })
+        .map((e) => e.userAgent),
+    );
     expect([...agents].filter((a) => !/^karpenter-operator\/4\.22\.0 \(replica-[abc]\)$/.test(a ?? ''))).toEqual([]);
     expect(cluster.auditEvents({ user: OPERATOR_USER, stage: '*', verbs: ['watch'] }).some((e) => e.userAgent === newAgent)).toBe(true);
     expect(standby.exited()).toBe(false);

@@ -5,7 +5,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyObject, createCertificateAuthority, deleteObject, waitFor, type CertificateAuthority } from '@karpenter-operator/testkit';
 import { testCluster } from '@karpenter-operator/testkit/vitest';
 import { scrapeMetrics } from '../support/metrics-scrape.js';
-import { installManifests, OPERATOR_NS, OPERATOR_USER, resetOperatorWorld, startOperator, type OperatorProcess } from '../support/operator-process.js';
+import {
+  installManifests,
+  OPERATOR_NS,
+  OPERATOR_USER,
+  resetOperatorWorld,
+  startOperator,
+  type OperatorProcess,
+} from '../support/operator-process.js';
 
 /**
  * The operator's metrics endpoint as the platform Prometheus scrapes it: HTTPS with a certificate from a
@@ -84,7 +91,14 @@ describe('monitoring: the operator metrics endpoint', () => {
 
   it('asks the API server as the operator, with a TokenReview and a SubjectAccessReview', async () => {
     const seen = () =>
-      [...new Set(cluster.auditEvents({ user: OPERATOR_USER }).filter((e) => /^(tokenreviews|subjectaccessreviews)$/.test(e.objectRef?.resource ?? '')).map((e) => `${e.verb} ${e.objectRef?.resource} ${e.responseStatus?.code}`))].sort();
+      [
+        ...new Set(
+          cluster
+            .auditEvents({ user: OPERATOR_USER })
+            .filter((e) => /^(tokenreviews|subjectaccessreviews)$/.test(e.objectRef?.resource ?? ''))
+            .map((e) => `${e.verb} ${e.objectRef?.resource} ${e.responseStatus?.code}`),
+        ),
+      ].sort();
     await waitFor('the reviews in the audit log', () => seen().length === 2, { timeoutMs: 30_000 });
     expect(seen()).toEqual(['create subjectaccessreviews 201', 'create tokenreviews 201']);
   });
@@ -96,7 +110,10 @@ describe('monitoring: the operator metrics endpoint', () => {
   it('without a serving certificate serves a self-signed one and says so, without exiting', async () => {
     const empty = mkdtempSync(join(tmpdir(), 'metrics-tls-missing-'));
     // A second replica: it stands by for the Lease, and serves metrics all the same.
-    standby = await startOperator(cluster, { name: 'karpenter-operator-metrics-2', args: ['--metrics-secure', `--metrics-cert-dir=${empty}`] });
+    standby = await startOperator(cluster, {
+      name: 'karpenter-operator-metrics-2',
+      args: ['--metrics-secure', `--metrics-cert-dir=${empty}`],
+    });
     const r = await scrape(standby.metricsPort, { token: tokens.prometheus });
     expect(r.status, r.body).toBe(200);
     expect(r.cert.issuer.CN).toBe(SERVER_NAME);

@@ -16,10 +16,17 @@ const file = join(REPO, 'install/0000_50_karpenter-operator_01_networkpolicy.yam
 
 describe('install/ NetworkPolicies on the API server', () => {
   it('each passes a server-side dry-run apply, and the API server changes nothing in its spec', async () => {
-    const policies = parseAllDocuments(readFileSync(file, 'utf8')).map((d) => d.toJS() as { metadata: { name: string; namespace: string }; spec: unknown });
+    const policies = parseAllDocuments(readFileSync(file, 'utf8')).map(
+      (d) => d.toJS() as { metadata: { name: string; namespace: string }; spec: unknown },
+    );
     expect(policies.map((p) => p.metadata.name)).toEqual(['default-deny', 'karpenter-operator', 'karpenter']);
     const ns = await adminRequest(cluster, 'GET', '/api/v1/namespaces/openshift-karpenter');
-    if (ns.status === 404) await adminRequest(cluster, 'POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'openshift-karpenter' } });
+    if (ns.status === 404)
+      await adminRequest(cluster, 'POST', '/api/v1/namespaces', {
+        apiVersion: 'v1',
+        kind: 'Namespace',
+        metadata: { name: 'openshift-karpenter' },
+      });
     for (const p of policies) {
       const path = `/apis/networking.k8s.io/v1/namespaces/${p.metadata.namespace}/networkpolicies/${p.metadata.name}?dryRun=All&fieldManager=install-check&force=true`;
       const r = await adminRequest(cluster, 'PATCH', path, p, 'application/apply-patch+yaml');

@@ -5,7 +5,15 @@ import { createKubeletClientCsr, getObject, waitFor } from '@karpenter-operator/
 import { seededWorld, testCluster } from '@karpenter-operator/testkit/vitest';
 import { adminRequest, clusterOperator, conditionOf } from '../support/k8s.js';
 import { installManifests, resetOperatorWorld, startOperator, type OperatorProcess } from '../support/operator-process.js';
-import { applyKarpenterAndCredentials, applyKarpenterNodeClaim, csrApproved, isConverged, KARPENTER, runKarpenterInstance, waitCsrApproved } from '../support/scenario.js';
+import {
+  applyKarpenterAndCredentials,
+  applyKarpenterNodeClaim,
+  csrApproved,
+  isConverged,
+  KARPENTER,
+  runKarpenterInstance,
+  waitCsrApproved,
+} from '../support/scenario.js';
 
 // Node identity against forged and edge-case client CSRs, as an attacker holding the (effectively public)
 // node-bootstrapper token would send them: each stays pending while the real kubelet's CSR is approved.
@@ -41,7 +49,10 @@ async function submit(commonName: string): Promise<string> {
   const csr = await createKubeletClientCsr('unused', { commonName });
   const name = `ni-${Date.now().toString(36)}-${seq++}`;
   await api.createCertificateSigningRequest({
-    body: { metadata: { name }, spec: { request: Buffer.from(csr.csrPem).toString('base64'), signerName: CLIENT_SIGNER, usages: CLIENT_USAGES } },
+    body: {
+      metadata: { name },
+      spec: { request: Buffer.from(csr.csrPem).toString('base64'), signerName: CLIENT_SIGNER, usages: CLIENT_USAGES },
+    },
   });
   created.push(name);
   return name;
@@ -49,7 +60,11 @@ async function submit(commonName: string): Promise<string> {
 
 /** The reasons of the operator's events about CSR `name`. */
 async function eventReasons(name: string): Promise<string[]> {
-  const r = await adminRequest(cluster, 'GET', `/apis/events.k8s.io/v1/events?fieldSelector=${encodeURIComponent(`regarding.name=${name}`)}`);
+  const r = await adminRequest(
+    cluster,
+    'GET',
+    `/apis/events.k8s.io/v1/events?fieldSelector=${encodeURIComponent(`regarding.name=${name}`)}`,
+  );
   return ((r.body as { items?: Array<{ reason?: string }> }).items ?? []).map((e) => e.reason ?? '');
 }
 
@@ -76,7 +91,10 @@ describe('node identity: forged client CSRs stay pending, real ones are approved
     for (let i = 0; i < created.length; i += 32) {
       await Promise.all(created.slice(i, i + 32).map((name) => api.deleteCertificateSigningRequest({ name }).catch(() => undefined)));
     }
-    if (instances.length) await ec2().send(new TerminateInstancesCommand({ InstanceIds: instances })).catch(() => undefined);
+    if (instances.length)
+      await ec2()
+        .send(new TerminateInstancesCommand({ InstanceIds: instances }))
+        .catch(() => undefined);
     for (const n of ['ni-spelling', 'ni-shared', 'ni-terminated', 'ni-early', 'ni-flood', 'ni-flood-launching']) {
       await adminRequest(cluster, 'DELETE', `/apis/karpenter.sh/v1/nodeclaims/${n}`).catch(() => undefined);
     }

@@ -61,13 +61,24 @@ describe('alert rules (promtool)', () => {
 
   it('would catch a wrong expectation (promtool test rules fails on it)', () => {
     const dir = mkdtempSync(join(tmpdir(), 'rules-test-wrong-'));
-    writeFileSync(join(dir, 'rules.yaml'), stringify({ groups: shippedGroups().map((g) => ({ ...g, rules: g.rules.map(({ annotations: _a, ...rest }) => rest) })) }));
+    writeFileSync(
+      join(dir, 'rules.yaml'),
+      stringify({ groups: shippedGroups().map((g) => ({ ...g, rules: g.rules.map(({ annotations: _a, ...rest }) => rest) })) }),
+    );
     writeFileSync(
       join(dir, 'tests.yaml'),
       stringify({
         rule_files: ['rules.yaml'],
         evaluation_interval: '1m',
-        tests: [{ interval: '1m', input_series: [{ series: 'up{job="karpenter-operator-metrics",namespace="openshift-karpenter"}', values: '1x20' }], alert_rule_test: [{ eval_time: '15m', alertname: 'KarpenterOperatorDown', exp_alerts: [{ exp_labels: { severity: 'warning' } }] }] }],
+        tests: [
+          {
+            interval: '1m',
+            input_series: [{ series: 'up{job="karpenter-operator-metrics",namespace="openshift-karpenter"}', values: '1x20' }],
+            alert_rule_test: [
+              { eval_time: '15m', alertname: 'KarpenterOperatorDown', exp_alerts: [{ exp_labels: { severity: 'warning' } }] },
+            ],
+          },
+        ],
       }),
     );
     const r = promtool(['test', 'rules', 'tests.yaml'], dir);

@@ -22,7 +22,15 @@ import {
 } from '@karpenter-operator/testkit';
 import { seededWorld, testCluster } from '@karpenter-operator/testkit/vitest';
 import { adminRequest, conditionOf, type Cond } from '../support/k8s.js';
-import { ensureBuilt, installManifests, OPERATOR_NS, REPO, resetOperatorWorld, startOperator, type OperatorProcess } from '../support/operator-process.js';
+import {
+  ensureBuilt,
+  installManifests,
+  OPERATOR_NS,
+  REPO,
+  resetOperatorWorld,
+  startOperator,
+  type OperatorProcess,
+} from '../support/operator-process.js';
 import { applyKarpenterAndCredentials, KARPENTER } from '../support/scenario.js';
 
 /**
@@ -95,7 +103,11 @@ async function diagnostics(): Promise<string> {
 /** `waitFor` whose failure carries the diagnostics above. */
 async function eventually<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs: number): Promise<T> {
   try {
-    return await waitFor(what, probe, { timeoutMs, intervalMs: 1000, abort: () => (op?.exited() ? `the operator exited:\n${op.logs().slice(-3000)}` : undefined) });
+    return await waitFor(what, probe, {
+      timeoutMs,
+      intervalMs: 1000,
+      abort: () => (op?.exited() ? `the operator exited:\n${op.logs().slice(-3000)}` : undefined),
+    });
   } catch (e) {
     throw new Error(`${(e as Error).message}\n${await diagnostics()}`, { cause: e });
   }
@@ -107,11 +119,16 @@ const condTrue = (o: WithConditions | undefined, type: string) => conditionOf(o,
 const instancesOfPool = (pool = POOL) => instancesOf(cluster, pool);
 const ofPool = (c: KubeObj, pool = POOL) => c.metadata.labels?.['karpenter.sh/nodepool'] === pool;
 
-const setWorkloadReplicas = (replicas: number) => applyObject(kc(), aPoolWorkload('inflate', WORKLOAD_NS, { pool: POOL, replicas, cpu: '1', memory: '1Gi' }));
+const setWorkloadReplicas = (replicas: number) =>
+  applyObject(kc(), aPoolWorkload('inflate', WORKLOAD_NS, { pool: POOL, replicas, cpu: '1', memory: '1Gi' }));
 
 /** The reasons of the events about CSR `name`. */
 async function csrEventReasons(name: string): Promise<string[]> {
-  const r = await adminRequest(cluster, 'GET', `/apis/events.k8s.io/v1/events?fieldSelector=${encodeURIComponent(`regarding.name=${name}`)}`);
+  const r = await adminRequest(
+    cluster,
+    'GET',
+    `/apis/events.k8s.io/v1/events?fieldSelector=${encodeURIComponent(`regarding.name=${name}`)}`,
+  );
   return ((r.body as { items?: Array<{ reason?: string }> }).items ?? []).map((e) => e.reason ?? '');
 }
 
@@ -173,7 +190,11 @@ describe('the real Karpenter provisions an OpenShift node through this operator'
 
   it('Karpenter CR + credentials: the operand runs the real controller and EC2NodeClass default is Ready', async () => {
     await applyKarpenterAndCredentials(cluster);
-    await eventually('two operand replicas running the real controller', async () => runner!.replicas().filter((r) => r.state === 'running').length === 2, 360_000);
+    await eventually(
+      'two operand replicas running the real controller',
+      async () => runner!.replicas().filter((r) => r.state === 'running').length === 2,
+      360_000,
+    );
     const nc = await eventually(
       'EC2NodeClass default Ready=True (all its conditions True)',
       async () => {
@@ -183,11 +204,16 @@ describe('the real Karpenter provisions an OpenShift node through this operator'
       },
       360_000,
     );
-    expect((nc.status?.conditions ?? []).map((c) => c.type)).toEqual(expect.arrayContaining(['Ready', 'AMIsReady', 'SubnetsReady', 'SecurityGroupsReady', 'InstanceProfileReady']));
+    expect((nc.status?.conditions ?? []).map((c) => c.type)).toEqual(
+      expect.arrayContaining(['Ready', 'AMIsReady', 'SubnetsReady', 'SecurityGroupsReady', 'InstanceProfileReady']),
+    );
     // Machines must boot from the NodeClass's own pool; a later rewrite would drift every node launched before it.
     await eventually(
       'the userData of EC2NodeClass default to merge from /config/karpenter-default',
-      async () => ((await getObject<KubeObj & { spec?: { userData?: string } }>(kc(), ...NC, 'default'))?.spec?.userData ?? '').includes('/config/karpenter-default"'),
+      async () =>
+        ((await getObject<KubeObj & { spec?: { userData?: string } }>(kc(), ...NC, 'default'))?.spec?.userData ?? '').includes(
+          '/config/karpenter-default"',
+        ),
       60_000,
     );
     expect(runner!.crashes()).toEqual([]);
@@ -200,7 +226,10 @@ describe('the real Karpenter provisions an OpenShift node through this operator'
 
     const launched = await eventually(
       'a NodeClaim of the pool Launched with a providerID',
-      async () => (await nodeClaims()).find((c) => c.metadata.labels?.['karpenter.sh/nodepool'] === POOL && c.status?.providerID && condTrue(c, 'Launched')),
+      async () =>
+        (await nodeClaims()).find(
+          (c) => c.metadata.labels?.['karpenter.sh/nodepool'] === POOL && c.status?.providerID && condTrue(c, 'Launched'),
+        ),
       240_000,
     );
     const instanceId = launched.status!.providerID!.split('/').pop()!;
@@ -208,7 +237,9 @@ describe('the real Karpenter provisions an OpenShift node through this operator'
     expect(instance, `instance ${instanceId} in the emulator`).toBeDefined();
     expect(instance!.Tags).toContainEqual({ Key: world.facts.clusterTagKey, Value: 'owned' });
     // The groups of the NodeClass, not the VPC default (else Karpenter would see SecurityGroupDrift).
-    expect((instance!.SecurityGroups ?? []).map((g) => g.GroupId).sort()).toEqual([world.ec2!.securityGroupIds.node, world.ec2!.securityGroupIds.lb].sort());
+    expect((instance!.SecurityGroups ?? []).map((g) => g.GroupId).sort()).toEqual(
+      [world.ec2!.securityGroupIds.node, world.ec2!.securityGroupIds.lb].sort(),
+    );
 
     const ready = await eventually(
       'the NodeClaim Registered, Initialized and Ready',
@@ -224,23 +255,44 @@ describe('the real Karpenter provisions an OpenShift node through this operator'
     expect(nodeName).toBe(instance!.PrivateDnsName!.toLowerCase());
 
     // The operator approved both CSRs (the forged ones for the same instance: the next test).
-    await eventually('the serving CSR approved', async () => kubelets!.kubelets().find((k) => k.nodeClaim === launched.metadata.name)?.phase === 'joined', 120_000);
-    const csr = (name: string) => getObject<KubeObj & { status?: { conditions?: Cond[] } }>(kc(), 'certificates.k8s.io/v1', 'CertificateSigningRequest', name);
+    await eventually(
+      'the serving CSR approved',
+      async () => kubelets!.kubelets().find((k) => k.nodeClaim === launched.metadata.name)?.phase === 'joined',
+      120_000,
+    );
+    const csr = (name: string) =>
+      getObject<KubeObj & { status?: { conditions?: Cond[] } }>(kc(), 'certificates.k8s.io/v1', 'CertificateSigningRequest', name);
     for (const name of [sim.clientCsr!, kubelets!.kubelets().find((k) => k.nodeClaim === launched.metadata.name)!.servingCsr!]) {
       expect(conditionOf(await csr(name), 'Approved')?.status, `CSR ${name}`).toBe('True');
     }
 
-    const node = (await getObject<KubeObj & { spec?: { taints?: Array<{ key: string }>; providerID?: string } }>(kc(), 'v1', 'Node', nodeName))!;
+    const node = (await getObject<KubeObj & { spec?: { taints?: Array<{ key: string }>; providerID?: string } }>(
+      kc(),
+      'v1',
+      'Node',
+      nodeName,
+    ))!;
     expect(node.spec?.providerID).toBe(launched.status!.providerID);
     expect((node.spec?.taints ?? []).map((t) => t.key)).not.toContain('karpenter.sh/unregistered');
     // MachineConfigPool karpenter-default selects it (the MCO would configure it through that pool).
-    const pool = await getObject<KubeObj & { spec: { nodeSelector: { matchLabels: Record<string, string> } } }>(kc(), 'machineconfiguration.openshift.io/v1', 'MachineConfigPool', 'karpenter-default');
+    const pool = await getObject<KubeObj & { spec: { nodeSelector: { matchLabels: Record<string, string> } } }>(
+      kc(),
+      'machineconfiguration.openshift.io/v1',
+      'MachineConfigPool',
+      'karpenter-default',
+    );
     for (const [k, v] of Object.entries(pool!.spec.nodeSelector.matchLabels)) expect(node.metadata.labels?.[k], `Node label ${k}`).toBe(v);
 
     await eventually(
       'the workload pod Running on the new node',
       async () => {
-        const pods = await listObjects<KubeObj & { spec: { nodeName?: string }; status?: { phase?: string } }>(kc(), 'v1', 'Pod', WORKLOAD_NS, 'app=inflate');
+        const pods = await listObjects<KubeObj & { spec: { nodeName?: string }; status?: { phase?: string } }>(
+          kc(),
+          'v1',
+          'Pod',
+          WORKLOAD_NS,
+          'app=inflate',
+        );
         return pods.some((p) => p.spec.nodeName === nodeName && p.status?.phase === 'Running');
       },
       120_000,
@@ -253,13 +305,27 @@ describe('the real Karpenter provisions an OpenShift node through this operator'
     expect(sim.forgedCsrs).toHaveLength(FORGED.length);
     // The operator says why on each CSR (a Warning event); the real CSR, submitted after them, is approved.
     for (const [i, name] of sim.forgedCsrs.entries()) {
-      await eventually(`event ${FORGED[i]!.reason} on forged CSR ${name}`, async () => (await csrEventReasons(name)).includes(FORGED[i]!.reason), 60_000);
+      await eventually(
+        `event ${FORGED[i]!.reason} on forged CSR ${name}`,
+        async () => (await csrEventReasons(name)).includes(FORGED[i]!.reason),
+        60_000,
+      );
     }
     expect(await csrEventReasons(sim.clientCsr!)).toContain('ClientCsrVerified');
     for (const name of [...sim.forgedCsrs, sim.clientCsr!]) {
-      const o = await getObject<KubeObj & { status?: { conditions?: Cond[]; certificate?: string } }>(kc(), 'certificates.k8s.io/v1', 'CertificateSigningRequest', name);
+      const o = await getObject<KubeObj & { status?: { conditions?: Cond[]; certificate?: string } }>(
+        kc(),
+        'certificates.k8s.io/v1',
+        'CertificateSigningRequest',
+        name,
+      );
       if (name === sim.clientCsr) expect(conditionOf(o, 'Approved')?.status, `real CSR ${name}`).toBe('True');
-      else expect({ name, conditions: o?.status?.conditions ?? [], certificate: o?.status?.certificate }).toEqual({ name, conditions: [], certificate: undefined });
+      else
+        expect({ name, conditions: o?.status?.conditions ?? [], certificate: o?.status?.certificate }).toEqual({
+          name,
+          conditions: [],
+          certificate: undefined,
+        });
     }
   }, 120_000);
 
@@ -275,7 +341,11 @@ describe('the real Karpenter provisions an OpenShift node through this operator'
     );
     const name = launched.metadata.name;
     const instanceId = launched.status!.providerID!.split('/').pop()!;
-    await eventually(`the machine of ${name} withholding its CSR`, async () => kubelets!.kubelets().find((k) => k.nodeClaim === name)?.phase === 'withheld', 60_000);
+    await eventually(
+      `the machine of ${name} withholding its CSR`,
+      async () => kubelets!.kubelets().find((k) => k.nodeClaim === name)?.phase === 'withheld',
+      60_000,
+    );
     // A bounded window in which a joining machine would long have registered (pod pending → Running took 7 s).
     await new Promise((r) => setTimeout(r, 15_000));
 
@@ -285,7 +355,9 @@ describe('the real Karpenter provisions an OpenShift node through this operator'
     expect({ status: registered?.status, reason: registered?.reason }).toEqual({ status: 'Unknown', reason: 'NodeNotFound' });
     expect(condTrue(claim, 'Initialized')).toBe(false);
     const deadline = Date.parse(registered!.lastTransitionTime!) + REGISTRATION_TIMEOUT_MS;
-    console.log(`real-operand: NodeClaim ${name} unregistered; Karpenter's registration deadline is ${new Date(deadline).toISOString()} (${Math.round((deadline - Date.now()) / 1000)} s ahead)`);
+    console.log(
+      `real-operand: NodeClaim ${name} unregistered; Karpenter's registration deadline is ${new Date(deadline).toISOString()} (${Math.round((deadline - Date.now()) / 1000)} s ahead)`,
+    );
     expect(deadline).toBeGreaterThan(Date.now());
     const sim = kubelets!.kubelets().find((k) => k.nodeClaim === name)!;
     expect({ phase: sim.phase, clientCsr: sim.clientCsr }).toEqual({ phase: 'withheld', clientCsr: undefined });
@@ -300,7 +372,11 @@ describe('the real Karpenter provisions an OpenShift node through this operator'
     await deleteObject(kc(), 'apps/v1', 'Deployment', 'withheld', WORKLOAD_NS);
     await deleteObject(kc(), ...NODECLAIM, name);
     await eventually(`NodeClaim ${name} gone`, async () => (await getObject(kc(), ...NODECLAIM, name)) === undefined, 180_000);
-    await eventually(`instance ${instanceId} terminated in the emulator`, async () => !(await instancesOfPool(WITHHELD_POOL)).some((i) => i.InstanceId === instanceId), 120_000);
+    await eventually(
+      `instance ${instanceId} terminated in the emulator`,
+      async () => !(await instancesOfPool(WITHHELD_POOL)).some((i) => i.InstanceId === instanceId),
+      120_000,
+    );
     await deleteObject(kc(), 'karpenter.sh/v1', 'NodePool', WITHHELD_POOL);
     expect(runner!.crashes()).toEqual([]);
   }, 600_000);
@@ -311,7 +387,7 @@ describe('the real Karpenter provisions an OpenShift node through this operator'
     await new Promise((r) => setTimeout(r, 60_000));
     const after = (await nodeClaims()).filter((c) => ofPool(c));
     expect(after.map((c) => c.metadata.uid)).toEqual(before.map((c) => c.metadata.uid));
-    expect(after[0]!.metadata.deletionTimestamp, (await diagnostics())).toBeUndefined();
+    expect(after[0]!.metadata.deletionTimestamp, await diagnostics()).toBeUndefined();
     expect(conditionOf(after[0], 'Drifted')?.status ?? 'False', JSON.stringify(conditionOf(after[0], 'Drifted'))).not.toBe('True');
     expect(runner!.crashes()).toEqual([]);
   }, 180_000);
@@ -319,7 +395,13 @@ describe('the real Karpenter provisions an OpenShift node through this operator'
   it('spec.logLevel debug: the operand restarts on the new pod template and the new processes run with it', async () => {
     const old = runner!.replicas();
     expect(old.map((r) => r.state)).toEqual(['running', 'running']);
-    await adminRequest(cluster, 'PATCH', `/apis/autoscaling.openshift.io/v1alpha1/karpenters/default`, { spec: { logLevel: 'debug' } }, 'application/merge-patch+json');
+    await adminRequest(
+      cluster,
+      'PATCH',
+      `/apis/autoscaling.openshift.io/v1alpha1/karpenters/default`,
+      { spec: { logLevel: 'debug' } },
+      'application/merge-patch+json',
+    );
     const oldHashes = new Set(old.map((r) => r.templateHash));
     const fresh = await eventually(
       'two operand processes on a new pod-template hash, none on the old',
@@ -334,9 +416,17 @@ describe('the real Karpenter provisions an OpenShift node through this operator'
       expect(p.env, `env of ${r.pod}`).toContain('LOG_LEVEL=debug');
       expect(p.args, `args of ${r.pod}`).toContain('--log-level=debug');
     }
-    await eventually('a DEBUG line in the new operand log', async () => fresh.some((r) => /"level":"DEBUG"/.test(readFileSync(r.logFile, 'utf8'))), 120_000);
+    await eventually(
+      'a DEBUG line in the new operand log',
+      async () => fresh.some((r) => /"level":"DEBUG"/.test(readFileSync(r.logFile, 'utf8'))),
+      120_000,
+    );
     // A new process takes the lead (the controller starts in ~90 s here, then waits for the lease).
-    await eventually('a new operand process holding the leader lease', async () => fresh.some((r) => /"message":"Successfully acquired lease"/.test(readFileSync(r.logFile, 'utf8'))), 400_000);
+    await eventually(
+      'a new operand process holding the leader lease',
+      async () => fresh.some((r) => /"message":"Successfully acquired lease"/.test(readFileSync(r.logFile, 'utf8'))),
+      400_000,
+    );
     // Still provisioning-ready: the NodeClass stays Ready and the node stays.
     expect(condTrue(await getObject<WithConditions>(kc(), ...NC, 'default'), 'Ready')).toBe(true);
     expect((await nodeClaims()).filter((c) => ofPool(c) && condTrue(c, 'Ready'))).toHaveLength(1);
@@ -345,7 +435,11 @@ describe('the real Karpenter provisions an OpenShift node through this operator'
 
   it('scaled to zero: Karpenter consolidates the empty node and the instance is terminated', async () => {
     await setWorkloadReplicas(0);
-    await eventually('the NodeClaims of the pool gone', async () => (await nodeClaims()).every((c) => c.metadata.labels?.['karpenter.sh/nodepool'] !== POOL), 420_000);
+    await eventually(
+      'the NodeClaims of the pool gone',
+      async () => (await nodeClaims()).every((c) => c.metadata.labels?.['karpenter.sh/nodepool'] !== POOL),
+      420_000,
+    );
     await eventually('no instance of the pool left running in the emulator', async () => (await instancesOfPool()).length === 0, 120_000);
     const joined = kubelets!.kubelets().filter((k) => k.nodeName);
     for (const k of joined) expect(await getObject(kc(), 'v1', 'Node', k.nodeName!), `Node ${k.nodeName}`).toBeUndefined();
@@ -354,14 +448,26 @@ describe('the real Karpenter provisions an OpenShift node through this operator'
   it('deleting the Karpenter CR: NodePools, NodeClaims, instances and the operand go, nothing is orphaned', async () => {
     // A node in flight when the CR goes: it must be cleaned up too.
     await setWorkloadReplicas(1);
-    await eventually('a NodeClaim of the pool registered again', async () => (await nodeClaims()).some((c) => c.metadata.labels?.['karpenter.sh/nodepool'] === POOL && condTrue(c, 'Registered')), 300_000);
+    await eventually(
+      'a NodeClaim of the pool registered again',
+      async () => (await nodeClaims()).some((c) => c.metadata.labels?.['karpenter.sh/nodepool'] === POOL && condTrue(c, 'Registered')),
+      300_000,
+    );
 
     await deleteObject(kc(), KARPENTER.apiVersion, KARPENTER.kind, 'default');
-    await eventually('the Karpenter CR gone', async () => (await getObject(kc(), KARPENTER.apiVersion, KARPENTER.kind, 'default')) === undefined, 300_000);
+    await eventually(
+      'the Karpenter CR gone',
+      async () => (await getObject(kc(), KARPENTER.apiVersion, KARPENTER.kind, 'default')) === undefined,
+      300_000,
+    );
     expect(await listObjects(kc(), 'karpenter.sh/v1', 'NodePool')).toEqual([]);
     expect(await nodeClaims()).toEqual([]);
     await eventually('no instance of the pool left in the emulator', async () => (await instancesOfPool()).length === 0, 120_000);
-    await eventually('the operand Deployment gone and its processes stopped', async () => !(await getObject(kc(), 'apps/v1', 'Deployment', 'karpenter', OPERATOR_NS)) && runner!.replicas().length === 0, 120_000);
+    await eventually(
+      'the operand Deployment gone and its processes stopped',
+      async () => !(await getObject(kc(), 'apps/v1', 'Deployment', 'karpenter', OPERATOR_NS)) && runner!.replicas().length === 0,
+      120_000,
+    );
     const logs = runner!.logTails(400);
     expect(logs).not.toMatch(/leader election lost/i);
     expect(runner!.crashes()).toEqual([]);
@@ -382,18 +488,36 @@ describe('the real Karpenter provisions an OpenShift node through this operator'
  */
 async function resetNodeClassWorld(): Promise<void> {
   for (const c of await nodeClaims().catch(() => [] as WithConditions[])) {
-    await adminRequest(cluster, 'PATCH', `/apis/karpenter.sh/v1/nodeclaims/${c.metadata.name}`, { metadata: { finalizers: null } }, 'application/merge-patch+json');
+    await adminRequest(
+      cluster,
+      'PATCH',
+      `/apis/karpenter.sh/v1/nodeclaims/${c.metadata.name}`,
+      { metadata: { finalizers: null } },
+      'application/merge-patch+json',
+    );
     await deleteObject(kc(), ...NODECLAIM, c.metadata.name).catch(() => false);
   }
   for (const n of await listObjects(kc(), 'v1', 'Node', undefined, 'karpenter.sh/nodepool').catch(() => [] as KubeObj[])) {
-    await adminRequest(cluster, 'PATCH', `/api/v1/nodes/${n.metadata.name}`, { metadata: { finalizers: null } }, 'application/merge-patch+json');
+    await adminRequest(
+      cluster,
+      'PATCH',
+      `/api/v1/nodes/${n.metadata.name}`,
+      { metadata: { finalizers: null } },
+      'application/merge-patch+json',
+    );
     await deleteObject(kc(), 'v1', 'Node', n.metadata.name).catch(() => false);
   }
   const { aWorkerMachineSet, SEED_FIELD_MANAGER } = await import('@karpenter-operator/testkit');
   const world = seededWorld();
   for (const zone of world.facts.zones) await applyObject(kc(), aWorkerMachineSet(zone, world.facts), { fieldManager: SEED_FIELD_MANAGER });
   for (const nc of await listObjects(kc(), ...NC).catch(() => [] as KubeObj[])) {
-    await adminRequest(cluster, 'PATCH', `/apis/karpenter.k8s.aws/v1/ec2nodeclasses/${nc.metadata.name}`, { metadata: { finalizers: null } }, 'application/merge-patch+json');
+    await adminRequest(
+      cluster,
+      'PATCH',
+      `/apis/karpenter.k8s.aws/v1/ec2nodeclasses/${nc.metadata.name}`,
+      { metadata: { finalizers: null } },
+      'application/merge-patch+json',
+    );
     await deleteObject(kc(), ...NC, nc.metadata.name);
   }
 }
@@ -403,14 +527,18 @@ async function resetNodeClassWorld(): Promise<void> {
  * NodeClasses, and a failed run must not leave NodeClaims or Nodes of this pool behind.
  */
 async function dropKarpenterFinalizers(): Promise<void> {
-  const strip = async (path: string) => adminRequest(cluster, 'PATCH', path, { metadata: { finalizers: null } }, 'application/merge-patch+json').catch(() => undefined);
-  for (const nc of await listObjects(kc(), ...NC).catch(() => [] as KubeObj[])) await strip(`/apis/karpenter.k8s.aws/v1/ec2nodeclasses/${nc.metadata.name}`);
+  const strip = async (path: string) =>
+    adminRequest(cluster, 'PATCH', path, { metadata: { finalizers: null } }, 'application/merge-patch+json').catch(() => undefined);
+  for (const nc of await listObjects(kc(), ...NC).catch(() => [] as KubeObj[]))
+    await strip(`/apis/karpenter.k8s.aws/v1/ec2nodeclasses/${nc.metadata.name}`);
   for (const c of await nodeClaims().catch(() => [] as WithConditions[])) {
     if (!ofPool(c) && !ofPool(c, WITHHELD_POOL)) continue;
     await strip(`/apis/karpenter.sh/v1/nodeclaims/${c.metadata.name}`);
     await deleteObject(kc(), ...NODECLAIM, c.metadata.name).catch(() => false);
   }
-  for (const n of await listObjects(kc(), 'v1', 'Node', undefined, `karpenter.sh/nodepool in (${POOL},${WITHHELD_POOL})`).catch(() => [] as KubeObj[])) {
+  for (const n of await listObjects(kc(), 'v1', 'Node', undefined, `karpenter.sh/nodepool in (${POOL},${WITHHELD_POOL})`).catch(
+    () => [] as KubeObj[],
+  )) {
     await strip(`/api/v1/nodes/${n.metadata.name}`);
     await deleteObject(kc(), 'v1', 'Node', n.metadata.name).catch(() => false);
   }

@@ -21,8 +21,18 @@ const infrastructure = async () => (await getObject(kc(), 'config.openshift.io/v
 /** Sets `status.platform(Status)` the way the installer would have on that platform. */
 async function setPlatform(type: string, platformStatus: Record<string, unknown>): Promise<void> {
   const current = (await infrastructure()).status as { platformStatus?: Record<string, unknown> };
-  const cleared = Object.fromEntries(Object.keys(current.platformStatus ?? {}).filter((k) => k !== 'type').map((k) => [k, null]));
-  const r = await adminRequest(cluster, 'PATCH', INFRA_STATUS, { status: { platform: type, platformStatus: { ...cleared, type, ...platformStatus } } }, 'application/merge-patch+json');
+  const cleared = Object.fromEntries(
+    Object.keys(current.platformStatus ?? {})
+      .filter((k) => k !== 'type')
+      .map((k) => [k, null]),
+  );
+  const r = await adminRequest(
+    cluster,
+    'PATCH',
+    INFRA_STATUS,
+    { status: { platform: type, platformStatus: { ...cleared, type, ...platformStatus } } },
+    'application/merge-patch+json',
+  );
   expect(r.status, JSON.stringify(r.body)).toBe(200);
 }
 
@@ -32,7 +42,8 @@ async function restoreInfrastructure(): Promise<void> {
   const r = await adminRequest(cluster, 'PUT', INFRA_STATUS, { ...now, status: savedStatus });
   if (r.status !== 200) throw new Error(`restoring Infrastructure cluster status: HTTP ${r.status}: ${JSON.stringify(r.body)}`);
   const back = (await infrastructure()).status;
-  if (JSON.stringify(back) !== JSON.stringify(savedStatus)) throw new Error(`Infrastructure cluster status not restored: ${JSON.stringify(back)}`);
+  if (JSON.stringify(back) !== JSON.stringify(savedStatus))
+    throw new Error(`Infrastructure cluster status not restored: ${JSON.stringify(back)}`);
 }
 
 async function deleteKarpenterCr(): Promise<void> {
@@ -49,7 +60,10 @@ async function deleteKarpenterCr(): Promise<void> {
 }
 
 const karpenterCrdNames = async () =>
-  (await listObjects(kc(), 'apiextensions.k8s.io/v1', 'CustomResourceDefinition')).map((c) => c.metadata.name).filter((n) => KARPENTER_GROUPS.test(n)).sort();
+  (await listObjects(kc(), 'apiextensions.k8s.io/v1', 'CustomResourceDefinition'))
+    .map((c) => c.metadata.name)
+    .filter((n) => KARPENTER_GROUPS.test(n))
+    .sort();
 const operand = () => getObject(kc(), 'apps/v1', 'Deployment', 'karpenter', OPERATOR_NS);
 const writesBy = (resource: string, since: Date) => cluster.auditEvents({ user: OPERATOR_USER, verbs: WRITE_VERBS, resource, since });
 
@@ -61,7 +75,9 @@ async function start(name: string): Promise<OperatorProcess> {
     operators.push(op);
     return op;
   } catch (e) {
-    const refused = cluster.auditEvents({ user: OPERATOR_USER, codes: [401, 403, 404], since }).map((a) => `${a.verb} ${a.requestURI} → ${a.responseStatus?.code}`);
+    const refused = cluster
+      .auditEvents({ user: OPERATOR_USER, codes: [401, 403, 404], since })
+      .map((a) => `${a.verb} ${a.requestURI} → ${a.responseStatus?.code}`);
     throw new Error(`${(e as Error).message}\nrequests refused meanwhile:\n${[...new Set(refused)].join('\n')}`, { cause: e });
   }
 }
@@ -94,24 +110,34 @@ describe('on a platform without a provider that can run Karpenter', () => {
   }, 120_000);
 
   it('Azure: Available=True PlatformNotSupported saying Azure is unsupported, not Degraded, no operand, no CRDs, no restart', async () => {
-    await setPlatform('Azure', { azure: { resourceGroupName: 'demo-x7k2p-rg', networkResourceGroupName: 'demo-x7k2p-rg', cloudName: 'AzurePublicCloud' } });
+    await setPlatform('Azure', {
+      azure: { resourceGroupName: 'demo-x7k2p-rg', networkResourceGroupName: 'demo-x7k2p-rg', cloudName: 'AzurePublicCloud' },
+    });
     await applyObject(kc(), { ...KARPENTER, metadata: { name: 'default' }, spec: { logLevel: 'debug' } });
     const since = new Date();
     const op = await start('karpenter-operator-azure');
 
-    const co = await waitFor('ClusterOperator karpenter to report PlatformNotSupported', converged((c) => conditionOf(c, 'Available')?.reason === 'PlatformNotSupported'), {
-      timeoutMs: 30_000,
-      abort: () => (op.exited() ? `operator exited:\n${op.logs().slice(-4000)}` : undefined),
-    });
+    const co = await waitFor(
+      'ClusterOperator karpenter to report PlatformNotSupported',
+      converged((c) => conditionOf(c, 'Available')?.reason === 'PlatformNotSupported'),
+      {
+        timeoutMs: 30_000,
+        abort: () => (op.exited() ? `operator exited:\n${op.logs().slice(-4000)}` : undefined),
+      },
+    );
     const available = conditionOf(co, 'Available')!;
     expect(available.status).toBe('True');
     expect(available.message).toMatch(/Azure is not supported/);
     expect(conditionOf(co, 'Degraded')).toMatchObject({ status: 'False' });
     expect(conditionOf(co, 'Progressing')).toMatchObject({ status: 'False', reason: 'PlatformNotSupported' });
-    const cr = await waitFor('the Karpenter CR to say so too', async () => {
-      const c = await getObject(kc(), KARPENTER.apiVersion, KARPENTER.kind, 'default');
-      return conditionOf(c, 'Available')?.reason === 'PlatformNotSupported' ? c : undefined;
-    }, { timeoutMs: 15_000 });
+    const cr = await waitFor(
+      'the Karpenter CR to say so too',
+      async () => {
+        const c = await getObject(kc(), KARPENTER.apiVersion, KARPENTER.kind, 'default');
+        return conditionOf(c, 'Available')?.reason === 'PlatformNotSupported' ? c : undefined;
+      },
+      { timeoutMs: 15_000 },
+    );
     expect(conditionOf(cr, 'Available')?.message).toMatch(/Azure is not supported/);
 
     // Give the work queue time to do anything it would: resyncs, requeues, a crash loop.
@@ -135,10 +161,14 @@ describe('on a platform without a provider that can run Karpenter', () => {
 
     const since = new Date();
     const op = await start('karpenter-operator-unknown');
-    const co = await waitFor('ClusterOperator karpenter to report UnknownPlatform', converged((c) => conditionOf(c, 'Degraded')?.reason === 'UnknownPlatform'), {
-      timeoutMs: 30_000,
-      abort: () => (op.exited() ? `operator exited:\n${op.logs().slice(-4000)}` : undefined),
-    });
+    const co = await waitFor(
+      'ClusterOperator karpenter to report UnknownPlatform',
+      converged((c) => conditionOf(c, 'Degraded')?.reason === 'UnknownPlatform'),
+      {
+        timeoutMs: 30_000,
+        abort: () => (op.exited() ? `operator exited:\n${op.logs().slice(-4000)}` : undefined),
+      },
+    );
     expect(conditionOf(co, 'Degraded')).toMatchObject({ status: 'True', reason: 'UnknownPlatform' });
     expect(conditionOf(co, 'Degraded')?.message).toContain(UNSERVED_PLATFORM);
     expect(conditionOf(co, 'Available')).toMatchObject({ status: 'True', reason: 'PlatformNotSupported' });

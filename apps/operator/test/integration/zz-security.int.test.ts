@@ -1,11 +1,39 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyObject, deleteObject, getObject, kubeRequest, listObjects, readManifests, waitFor, type AuditEvent, type KubeObj } from '@karpenter-operator/testkit';
+import {
+  applyObject,
+  deleteObject,
+  getObject,
+  kubeRequest,
+  listObjects,
+  readManifests,
+  waitFor,
+  type AuditEvent,
+  type KubeObj,
+} from '@karpenter-operator/testkit';
 import { seededWorld, testCluster } from '@karpenter-operator/testkit/vitest';
 import { scrapeMetrics } from '../support/metrics-scrape.js';
-import { credentialsFileText, installManifests, OPERATOR_NS, OPERATOR_SA, OPERATOR_USER, REPO, resetOperatorWorld, startOperator, type OperatorProcess } from '../support/operator-process.js';
-import { applyKarpenterAndCredentials, crdEstablished, isConverged, KARPENTER, launchKarpenterInstance, submitClientCsr, waitCsrApproved } from '../support/scenario.js';
+import {
+  credentialsFileText,
+  installManifests,
+  OPERATOR_NS,
+  OPERATOR_SA,
+  OPERATOR_USER,
+  REPO,
+  resetOperatorWorld,
+  startOperator,
+  type OperatorProcess,
+} from '../support/operator-process.js';
+import {
+  applyKarpenterAndCredentials,
+  crdEstablished,
+  isConverged,
+  KARPENTER,
+  launchKarpenterInstance,
+  submitClientCsr,
+  waitCsrApproved,
+} from '../support/scenario.js';
 
 /**
  * Security: (1) no secret value reaches the operator's logs (debug) or any Event; (2) the RBAC of
@@ -40,7 +68,10 @@ describe('security: secrets and RBAC, as the operator ServiceAccount', () => {
     await waitFor('convergence', () => isConverged(cluster), { timeoutMs: 90_000, intervalMs: 500 });
 
     // A scrape with the operator's own token: authenticated (TokenReview), not authorised for /metrics (SubjectAccessReview).
-    const scraped = await scrapeMetrics(op.metricsPort, { token: await cluster.tokenFor(OPERATOR_NS, OPERATOR_SA), serverName: `karpenter-operator-metrics.${OPERATOR_NS}.svc` });
+    const scraped = await scrapeMetrics(op.metricsPort, {
+      token: await cluster.tokenFor(OPERATOR_NS, OPERATOR_SA),
+      serverName: `karpenter-operator-metrics.${OPERATOR_NS}.svc`,
+    });
     expect(scraped.status, scraped.body).toBe(403);
 
     const node = await launchKarpenterInstance(cluster, seededWorld(), 'security-e2e1');
@@ -60,9 +91,17 @@ describe('security: secrets and RBAC, as the operator ServiceAccount', () => {
         securityGroupSelectorTerms: [{ tags: { Name: 'demo-x7k2p-node' } }],
       },
     });
-    await waitFor('pool karpenter-sec', () => getObject(kc(), 'machineconfiguration.openshift.io/v1', 'MachineConfigPool', 'karpenter-sec'), { timeoutMs: 20_000 });
+    await waitFor(
+      'pool karpenter-sec',
+      () => getObject(kc(), 'machineconfiguration.openshift.io/v1', 'MachineConfigPool', 'karpenter-sec'),
+      { timeoutMs: 20_000 },
+    );
     await deleteObject(kc(), 'karpenter.k8s.aws/v1', 'EC2NodeClass', 'sec');
-    await waitFor('pool karpenter-sec removed', async () => !(await getObject(kc(), 'machineconfiguration.openshift.io/v1', 'MachineConfigPool', 'karpenter-sec')), { timeoutMs: 20_000 });
+    await waitFor(
+      'pool karpenter-sec removed',
+      async () => !(await getObject(kc(), 'machineconfiguration.openshift.io/v1', 'MachineConfigPool', 'karpenter-sec')),
+      { timeoutMs: 20_000 },
+    );
 
     const crd = 'nodeoverlays.karpenter.sh';
     await deleteObject(kc(), 'apiextensions.k8s.io/v1', 'CustomResourceDefinition', crd);
@@ -72,10 +111,19 @@ describe('security: secrets and RBAC, as the operator ServiceAccount', () => {
       apiVersion: 'karpenter.sh/v1',
       kind: 'NodePool',
       metadata: { name: 'general' },
-      spec: { template: { spec: { nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' }, requirements: [{ key: 'kubernetes.io/arch', operator: 'In', values: ['amd64'] }] } } },
+      spec: {
+        template: {
+          spec: {
+            nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' },
+            requirements: [{ key: 'kubernetes.io/arch', operator: 'In', values: ['amd64'] }],
+          },
+        },
+      },
     });
     await deleteObject(kc(), KARPENTER.apiVersion, KARPENTER.kind, 'default');
-    await waitFor('teardown to finish', async () => !(await getObject(kc(), KARPENTER.apiVersion, KARPENTER.kind, 'default')), { timeoutMs: 90_000 });
+    await waitFor('teardown to finish', async () => !(await getObject(kc(), KARPENTER.apiVersion, KARPENTER.kind, 'default')), {
+      timeoutMs: 90_000,
+    });
     expect(await listObjects(kc(), 'karpenter.sh/v1', 'NodePool')).toEqual([]);
     expect(await listObjects(kc(), 'karpenter.sh/v1', 'NodeClaim')).toEqual([]);
     await node.terminate();
@@ -87,7 +135,9 @@ describe('security: secrets and RBAC, as the operator ServiceAccount', () => {
     const kubeconfigPath = op.proc.spawnargs.find((a) => a.startsWith('--kubeconfig='))!.slice('--kubeconfig='.length);
     const token = /"?token"?\s*:\s*"?([A-Za-z0-9._-]{20,})/.exec(readFileSync(kubeconfigPath, 'utf8'))?.[1];
     expect(token?.length).toBeGreaterThan(100);
-    const secretKeys = [credentialsFileText(), readFileSync(join(kubeconfigPath, '../credentials'), 'utf8')].map((t) => /aws_secret_access_key = (\S+)/.exec(t)![1]!);
+    const secretKeys = [credentialsFileText(), readFileSync(join(kubeconfigPath, '../credentials'), 'utf8')].map(
+      (t) => /aws_secret_access_key = (\S+)/.exec(t)![1]!,
+    );
     expect(secretKeys).toHaveLength(2);
     const needles = [
       ...secretKeys,
@@ -112,7 +162,9 @@ describe('security: secrets and RBAC, as the operator ServiceAccount', () => {
     }
     // Nor the access key id paired with them (not secret, but never needed in a log line).
     expect(logs).not.toContain('AKIDEXAMPLEOPERAND');
-    console.log(`security: ${logs.length} bytes of debug logs and ${events.body!.items.length} Events searched for ${needles.length} secret values: 0 hits`);
+    console.log(
+      `security: ${logs.length} bytes of debug logs and ${events.body!.items.length} Events searched for ${needles.length} secret values: 0 hits`,
+    );
   });
 
   /** A rule of install/ granted to the operator ServiceAccount, one verb and resource. */
@@ -134,14 +186,19 @@ describe('security: secrets and RBAC, as the operator ServiceAccount', () => {
     // these are the operand's permissions, held only to grant them; the operator never calls them.
     'ClusterRole/karpenter-operator-operand:*': 'held to grant to the operand (escalation check)',
     'Role/kube-system/karpenter-operator:/services:get': 'held to grant Role karpenter-dns to the operand (escalation check)',
-    'Role/openshift-karpenter/karpenter-operator:coordination.k8s.io/leases:patch': 'held to grant the operand its Lease karpenter-leader-election (escalation check); the operator renews its own Lease with update',
-    'Role/openshift-karpenter/karpenter-operator:policy/poddisruptionbudgets:delete': 'removes the operand PodDisruptionBudget when the Karpenter CR goes down to one replica (exercised by settings.int.test)',
+    'Role/openshift-karpenter/karpenter-operator:coordination.k8s.io/leases:patch':
+      'held to grant the operand its Lease karpenter-leader-election (escalation check); the operator renews its own Lease with update',
+    'Role/openshift-karpenter/karpenter-operator:policy/poddisruptionbudgets:delete':
+      'removes the operand PodDisruptionBudget when the Karpenter CR goes down to one replica (exercised by settings.int.test)',
     // Checked by the authorizer on the approval update, never a request of its own.
-    'ClusterRole/karpenter-operator:certificates.k8s.io/signers:approve': 'authorization check of every CSR approval (certificatesigningrequests/approval update)',
+    'ClusterRole/karpenter-operator:certificates.k8s.io/signers:approve':
+      'authorization check of every CSR approval (certificatesigningrequests/approval update)',
     // OwnerReferencesPermissionEnforcement checks it when the operand objects get blockOwnerDeletion owner references.
-    'ClusterRole/karpenter-operator:autoscaling.openshift.io/karpenters/finalizers:update': 'admission check (OwnerReferencesPermissionEnforcement) of the operand owner references',
+    'ClusterRole/karpenter-operator:autoscaling.openshift.io/karpenters/finalizers:update':
+      'admission check (OwnerReferencesPermissionEnforcement) of the operand owner references',
     // The ClusterOperator is created by the CVO (installManifests here); the operator creates it only when the CVO has not yet.
-    'ClusterRole/karpenter-operator:config.openshift.io/clusteroperators:create': 'fallback when the CVO has not created ClusterOperator karpenter yet',
+    'ClusterRole/karpenter-operator:config.openshift.io/clusteroperators:create':
+      'fallback when the CVO has not created ClusterOperator karpenter yet',
   };
 
   /**
@@ -156,14 +213,29 @@ describe('security: secrets and RBAC, as the operator ServiceAccount', () => {
   const JUSTIFIED_CLASSES: Array<[RegExp, string]> = [
     [/:get$/, 'reads go through informer caches; get kept for one-off reads'],
     // Leader election gets and updates its Lease by name; list/watch are held to grant the operand's leader-election Role (escalation check).
-    [/karpenter-operator:coordination\.k8s\.io\/leases:(list|watch)$/, 'held to grant the operand its leader-election Role (escalation check)'],
+    [
+      /karpenter-operator:coordination\.k8s\.io\/leases:(list|watch)$/,
+      'held to grant the operand its leader-election Role (escalation check)',
+    ],
     // NOT exercised: no ClusterVersion informer ran in this run (the release comes from RELEASE_VERSION); candidate for removal.
-    [/:config\.openshift\.io\/clusterversions:(list|watch)$/, 'not exercised: no ClusterVersion informer ran (release from RELEASE_VERSION)'],
+    [
+      /:config\.openshift\.io\/clusterversions:(list|watch)$/,
+      'not exercised: no ClusterVersion informer ran (release from RELEASE_VERSION)',
+    ],
     // An Event series is patched when the same event repeats; the run's events were all first occurrences.
     [/:events\.k8s\.io\/events:patch$/, 'event series updates (repeats of one event)'],
-    [/:(\/serviceaccounts|rbac\.authorization\.k8s\.io\/(roles|rolebindings|clusterroles|clusterrolebindings)):delete$/, 'teardown: operand RBAC/SA, normally garbage-collected via the CR owner reference'],
-    [/:(karpenter\.k8s\.aws\/ec2nodeclasses|machineconfiguration\.openshift\.io\/kubeletconfigs):delete$/, 'teardown of NodeClasses and the taint KubeletConfig, not reached in this run'],
-    [/:karpenter\.sh\/(nodepools|nodeclaims):patch$/, 'teardown: forcing stuck NodeClaims with the termination annotation, not reached in this run'],
+    [
+      /:(\/serviceaccounts|rbac\.authorization\.k8s\.io\/(roles|rolebindings|clusterroles|clusterrolebindings)):delete$/,
+      'teardown: operand RBAC/SA, normally garbage-collected via the CR owner reference',
+    ],
+    [
+      /:(karpenter\.k8s\.aws\/ec2nodeclasses|machineconfiguration\.openshift\.io\/kubeletconfigs):delete$/,
+      'teardown of NodeClasses and the taint KubeletConfig, not reached in this run',
+    ],
+    [
+      /:karpenter\.sh\/(nodepools|nodeclaims):patch$/,
+      'teardown: forcing stuck NodeClaims with the termination annotation, not reached in this run',
+    ],
   ];
 
   const grantsOfInstall = (): Grant[] => {
@@ -171,18 +243,30 @@ describe('security: secrets and RBAC, as the operator ServiceAccount', () => {
       .filter((f) => f.endsWith('.yaml'))
       .flatMap((f) => readManifests(join(REPO, 'install', f)));
     const boundToOperator = (o: KubeObj) =>
-      ((o as { subjects?: Array<{ kind: string; name: string; namespace?: string }> }).subjects ?? []).some((s) => s.kind === 'ServiceAccount' && s.name === OPERATOR_SA && s.namespace === OPERATOR_NS);
+      ((o as { subjects?: Array<{ kind: string; name: string; namespace?: string }> }).subjects ?? []).some(
+        (s) => s.kind === 'ServiceAccount' && s.name === OPERATOR_SA && s.namespace === OPERATOR_NS,
+      );
     const bindings = objs.filter((o) => (o.kind === 'RoleBinding' || o.kind === 'ClusterRoleBinding') && boundToOperator(o));
     const out: Grant[] = [];
     for (const b of bindings) {
       const ref = (b as unknown as { roleRef: { kind: string; name: string } }).roleRef;
-      const role = objs.find((o) => o.kind === ref.kind && o.metadata.name === ref.name && (ref.kind === 'ClusterRole' || o.metadata.namespace === b.metadata.namespace));
+      const role = objs.find(
+        (o) =>
+          o.kind === ref.kind &&
+          o.metadata.name === ref.name &&
+          (ref.kind === 'ClusterRole' || o.metadata.namespace === b.metadata.namespace),
+      );
       expect(role, `${b.kind} ${b.metadata.name} refers to a role in install/`).toBeDefined();
       // A ClusterRole bound by a RoleBinding grants only in the binding's namespace.
       const namespace = b.kind === 'RoleBinding' ? b.metadata.namespace : undefined;
-      const source = role!.kind === 'Role' ? `Role/${role!.metadata.namespace}/${role!.metadata.name}` : `ClusterRole/${role!.metadata.name}`;
-      for (const rule of (role as unknown as { rules: Array<{ apiGroups: string[]; resources: string[]; verbs: string[]; resourceNames?: string[] }> }).rules) {
-        for (const apiGroup of rule.apiGroups) for (const resource of rule.resources) for (const verb of rule.verbs) out.push({ source, namespace, apiGroup, resource, verb, resourceNames: rule.resourceNames });
+      const source =
+        role!.kind === 'Role' ? `Role/${role!.metadata.namespace}/${role!.metadata.name}` : `ClusterRole/${role!.metadata.name}`;
+      for (const rule of (
+        role as unknown as { rules: Array<{ apiGroups: string[]; resources: string[]; verbs: string[]; resourceNames?: string[] }> }
+      ).rules) {
+        for (const apiGroup of rule.apiGroups)
+          for (const resource of rule.resources)
+            for (const verb of rule.verbs) out.push({ source, namespace, apiGroup, resource, verb, resourceNames: rule.resourceNames });
       }
     }
     return out;
@@ -212,7 +296,8 @@ describe('security: secrets and RBAC, as the operator ServiceAccount', () => {
     const grants = grantsOfInstall();
     expect(grants.length).toBeGreaterThan(50);
     const key = (g: Grant) => `${g.source}:${g.apiGroup}/${g.resource}:${g.verb}`;
-    const justified = (g: Grant) => JUSTIFIED[key(g)] ?? JUSTIFIED[`${g.source}:*`] ?? JUSTIFIED_CLASSES.find(([re]) => re.test(key(g)))?.[1];
+    const justified = (g: Grant) =>
+      JUSTIFIED[key(g)] ?? JUSTIFIED[`${g.source}:*`] ?? JUSTIFIED_CLASSES.find(([re]) => re.test(key(g)))?.[1];
     const unexercised = grants.filter((g) => !events.some((e) => exercises(g, e)));
     const unjustified = unexercised.filter((g) => !justified(g));
     expect(unjustified.map(key)).toEqual([]);

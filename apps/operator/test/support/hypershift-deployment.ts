@@ -33,8 +33,14 @@ export interface Volume {
   emptyDir?: Record<string, unknown>;
 }
 export interface HyperShiftObjects {
-  deployment: { metadata: { name: string; namespace: string }; spec: { template: { spec: { serviceAccountName: string; containers: Container[]; volumes: Volume[] } } } };
-  role: { metadata: { name: string; namespace: string }; rules: Array<{ apiGroups?: string[]; resources?: string[]; verbs: string[]; resourceNames?: string[] }> };
+  deployment: {
+    metadata: { name: string; namespace: string };
+    spec: { template: { spec: { serviceAccountName: string; containers: Container[]; volumes: Volume[] } } };
+  };
+  role: {
+    metadata: { name: string; namespace: string };
+    rules: Array<{ apiGroups?: string[]; resources?: string[]; verbs: string[]; resourceNames?: string[] }>;
+  };
   roleBinding: { roleRef: { name: string }; subjects: Array<{ kind: string; name: string }> };
 }
 
@@ -58,7 +64,9 @@ export function operatorContainer(objects: HyperShiftObjects = hypershiftObjects
 
 /** Kubernetes' `$(VAR)` expansion in command, args and env values: defined variables only, `$$` escapes. */
 function expand(s: string, vars: Readonly<Record<string, string>>): string {
-  return s.replace(/\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (m, name: string | undefined) => (m === '$$' ? '$' : name !== undefined && name in vars ? vars[name]! : m));
+  return s.replace(/\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (m, name: string | undefined) =>
+    m === '$$' ? '$' : name !== undefined && name in vars ? vars[name]! : m,
+  );
 }
 
 export interface ContainerStart {

@@ -18,6 +18,15 @@ export function conditionOf(obj: KubeObj | undefined, type: string): Cond | unde
 }
 
 /** Raw request as admin; returns status and body (for refusals the test asserts on). */
-export async function adminRequest(cluster: ClusterClient, method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', path: string, body?: unknown, contentType?: string) {
-  return kubeRequest<Record<string, unknown>>(cluster.kubeConfig(), method, path, { ...(body !== undefined ? { body } : {}), ...(contentType ? { contentType } : {}) });
+export async function adminRequest(
+  cluster: ClusterClient,
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
+  path: string,
+  body?: unknown,
+  contentType?: string,
+) {
+  return kubeRequest<Record<string, unknown>>(cluster.kubeConfig(), method, path, {
+    ...(body !== undefined ? { body } : {}),
+    ...(contentType ? { contentType } : {}),
+  });
 }

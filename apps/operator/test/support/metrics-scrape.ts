@@ -13,7 +13,10 @@ export interface Scrape {
  * server name of the Service. With `ca` the certificate is verified against it for `serverName`; without,
  * it is only read (the self-signed fallback).
  */
-export function scrapeMetrics(port: number, opts: { token?: string | undefined; ca?: string | undefined; serverName: string; path?: string }): Promise<Scrape> {
+export function scrapeMetrics(
+  port: number,
+  opts: { token?: string | undefined; ca?: string | undefined; serverName: string; path?: string },
+): Promise<Scrape> {
   return new Promise((resolve, reject) => {
     const req = request(
       {

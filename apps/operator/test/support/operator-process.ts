@@ -3,7 +3,16 @@ import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { applyManifests, deleteObject, freePort, getObject, kubeRequest, waitFor, type ClusterClient, type KubeObj } from '@karpenter-operator/testkit';
+import {
+  applyManifests,
+  deleteObject,
+  freePort,
+  getObject,
+  kubeRequest,
+  waitFor,
+  type ClusterClient,
+  type KubeObj,
+} from '@karpenter-operator/testkit';
 
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../../../..');
 export const OPERATOR_NS = 'openshift-karpenter';
@@ -49,7 +58,11 @@ export interface OperatorProcess {
  * measured in seconds and a replica killed by one file leaves a Lease the next file's replica takes over
  * soon. The shipped Deployment passes none (OpenShift's 137 s / 107 s / 26 s from the topology).
  */
-export const TEST_ELECTION_FLAGS = ['--leader-elect-lease-duration=15s', '--leader-elect-renew-deadline=10s', '--leader-elect-retry-period=2s'] as const;
+export const TEST_ELECTION_FLAGS = [
+  '--leader-elect-lease-duration=15s',
+  '--leader-elect-renew-deadline=10s',
+  '--leader-elect-retry-period=2s',
+] as const;
 
 export interface StartOptions {
   name?: string;
@@ -105,7 +118,11 @@ export async function startOperator(cluster: ClusterClient, opts: StartOptions =
   const healthPort = await freePort();
   const metricsPort = await freePort();
   const entry = opts.entry === 'adapter' ? join(REPO, 'apps/operator/dist/adapter.js') : MAIN;
-  const local = [`--kubeconfig=${kubeconfig}`, `--health-probe-bind-address=127.0.0.1:${healthPort}`, `--metrics-bind-address=127.0.0.1:${metricsPort}`];
+  const local = [
+    `--kubeconfig=${kubeconfig}`,
+    `--health-probe-bind-address=127.0.0.1:${healthPort}`,
+    `--metrics-bind-address=127.0.0.1:${metricsPort}`,
+  ];
   const args = opts.contractArgs
     ? [entry, ...opts.contractArgs, ...local]
     : [
@@ -113,7 +130,9 @@ export async function startOperator(cluster: ClusterClient, opts: StartOptions =
         'run',
         `--namespace=${namespace}`,
         ...local,
-        ...(opts.leaderElect === false || opts.entry === 'adapter' ? [] : ['--leader-elect', ...(opts.electionTiming === 'production' ? [] : TEST_ELECTION_FLAGS)]),
+        ...(opts.leaderElect === false || opts.entry === 'adapter'
+          ? []
+          : ['--leader-elect', ...(opts.electionTiming === 'production' ? [] : TEST_ELECTION_FLAGS)]),
         ...(opts.args ?? []),
       ];
   const env: Record<string, string | undefined> = {
@@ -175,14 +194,20 @@ export async function resetOperatorWorld(cluster: ClusterClient): Promise<void> 
   const kc = cluster.kubeConfig();
   const cr = await getObject(kc, 'autoscaling.openshift.io/v1alpha1', 'Karpenter', 'default');
   if (cr) {
-    await kubeRequest(kc, 'PATCH', '/apis/autoscaling.openshift.io/v1alpha1/karpenters/default', { body: { metadata: { finalizers: null } }, contentType: 'application/merge-patch+json' });
+    await kubeRequest(kc, 'PATCH', '/apis/autoscaling.openshift.io/v1alpha1/karpenters/default', {
+      body: { metadata: { finalizers: null } },
+      contentType: 'application/merge-patch+json',
+    });
     await deleteObject(kc, 'autoscaling.openshift.io/v1alpha1', 'Karpenter', 'default');
   }
   await deleteObject(kc, 'apps/v1', 'Deployment', 'karpenter', OPERATOR_NS).catch(() => false);
   await deleteObject(kc, 'v1', 'Secret', 'karpenter-cloud-credentials', OPERATOR_NS).catch(() => false);
-  await waitFor('the shared world to be reset', async () =>
-    !(await getObject(kc, 'autoscaling.openshift.io/v1alpha1', 'Karpenter', 'default')) &&
-    !(await getObject(kc, 'apps/v1', 'Deployment', 'karpenter', OPERATOR_NS)) &&
-    !(await getObject(kc, 'v1', 'Secret', 'karpenter-cloud-credentials', OPERATOR_NS)),
-  { timeoutMs: 30_000 });
+  await waitFor(
+    'the shared world to be reset',
+    async () =>
+      !(await getObject(kc, 'autoscaling.openshift.io/v1alpha1', 'Karpenter', 'default')) &&
+      !(await getObject(kc, 'apps/v1', 'Deployment', 'karpenter', OPERATOR_NS)) &&
+      !(await getObject(kc, 'v1', 'Secret', 'karpenter-cloud-credentials', OPERATOR_NS)),
+    { timeoutMs: 30_000 },
+  );
 }

@@ -7,7 +7,12 @@ import { credentialsFileText, OPERATOR_NS } from './operator-process.js';
 
 /** Steps shared by the security and chaos suites: the same real objects standalone.int.test.ts builds. */
 export const KARPENTER = { apiVersion: 'autoscaling.openshift.io/v1alpha1', kind: 'Karpenter' } as const;
-export const RUNTIME_CRDS = ['nodepools.karpenter.sh', 'nodeclaims.karpenter.sh', 'nodeoverlays.karpenter.sh', 'ec2nodeclasses.karpenter.k8s.aws'];
+export const RUNTIME_CRDS = [
+  'nodepools.karpenter.sh',
+  'nodeclaims.karpenter.sh',
+  'nodeoverlays.karpenter.sh',
+  'ec2nodeclasses.karpenter.k8s.aws',
+];
 
 export async function applyKarpenterAndCredentials(cluster: ClusterClient, spec: Record<string, unknown> = {}): Promise<void> {
   const kc = cluster.kubeConfig();
@@ -22,7 +27,11 @@ export async function applyKarpenterAndCredentials(cluster: ClusterClient, spec:
 
 export async function crdEstablished(cluster: ClusterClient, name: string): Promise<boolean> {
   const crd = await getObject(cluster.kubeConfig(), 'apiextensions.k8s.io/v1', 'CustomResourceDefinition', name);
-  return Boolean((crd?.status as { conditions?: Array<{ type: string; status: string }> } | undefined)?.conditions?.some((c) => c.type === 'Established' && c.status === 'True'));
+  return Boolean(
+    (crd?.status as { conditions?: Array<{ type: string; status: string }> } | undefined)?.conditions?.some(
+      (c) => c.type === 'Established' && c.status === 'True',
+    ),
+  );
 }
 
 /** Converged: CRDs Established, operand Deployment applied, EC2NodeClass default and its pool, ClusterOperator AsExpected. */
@@ -56,7 +65,11 @@ export interface LaunchedNode extends KarpenterInstance {
  * Runs an instance as Karpenter would launch it for NodePool `general`: tagged with the cluster tag, whose value
  * is `opts.tagValue` (`owned` unless a test wants another cluster's or a shared instance).
  */
-export async function runKarpenterInstance(cluster: ClusterClient, world: SeededWorld, opts: { tagValue?: string } = {}): Promise<KarpenterInstance> {
+export async function runKarpenterInstance(
+  cluster: ClusterClient,
+  world: SeededWorld,
+  opts: { tagValue?: string } = {},
+): Promise<KarpenterInstance> {
   const ec2 = new EC2Client(cluster.ec2Config());
   const zone = world.facts.zones[0]!;
   const run = await ec2.send(
@@ -66,7 +79,15 @@ export async function runKarpenterInstance(cluster: ClusterClient, world: Seeded
       MinCount: 1,
       MaxCount: 1,
       SubnetId: world.ec2!.privateSubnetIds[zone],
-      TagSpecifications: [{ ResourceType: 'instance', Tags: [{ Key: world.facts.clusterTagKey, Value: opts.tagValue ?? 'owned' }, { Key: 'karpenter.sh/nodepool', Value: 'general' }] }],
+      TagSpecifications: [
+        {
+          ResourceType: 'instance',
+          Tags: [
+            { Key: world.facts.clusterTagKey, Value: opts.tagValue ?? 'owned' },
+            { Key: 'karpenter.sh/nodepool', Value: 'general' },
+          ],
+        },
+      ],
     }),
   );
   const inst = run.Instances![0]!;
@@ -88,10 +109,19 @@ export async function applyKarpenterNodeClaim(cluster: ClusterClient, name: stri
     apiVersion: 'karpenter.sh/v1',
     kind: 'NodeClaim',
     metadata: { name, labels: { 'karpenter.sh/nodepool': 'general' } },
-    spec: { nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' }, requirements: [{ key: 'kubernetes.io/arch', operator: 'In', values: ['amd64'] }] },
+    spec: {
+      nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' },
+      requirements: [{ key: 'kubernetes.io/arch', operator: 'In', values: ['amd64'] }],
+    },
   });
   if (providerID === undefined) return;
-  const r = await adminRequest(cluster, 'PATCH', `/apis/karpenter.sh/v1/nodeclaims/${name}/status`, { status: { providerID } }, 'application/merge-patch+json');
+  const r = await adminRequest(
+    cluster,
+    'PATCH',
+    `/apis/karpenter.sh/v1/nodeclaims/${name}/status`,
+    { status: { providerID } },
+    'application/merge-patch+json',
+  );
   if (r.status !== 200) throw new Error(`setting the providerID of NodeClaim ${name}: HTTP ${r.status}`);
 }
 
@@ -117,7 +147,11 @@ export async function submitClientCsr(cluster: ClusterClient, dns: string): Prom
   const created = await api.createCertificateSigningRequest({
     body: {
       metadata: { generateName: 'csr-' },
-      spec: { request: Buffer.from(csr.csrPem).toString('base64'), signerName: 'kubernetes.io/kube-apiserver-client-kubelet', usages: ['digital signature', 'client auth'] },
+      spec: {
+        request: Buffer.from(csr.csrPem).toString('base64'),
+        signerName: 'kubernetes.io/kube-apiserver-client-kubelet',
+        usages: ['digital signature', 'client auth'],
+      },
     },
   });
   return created.metadata!.name!;

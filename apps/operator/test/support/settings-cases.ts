@@ -4,16 +4,56 @@
  * both must refuse each one, naming the same field.
  */
 export const invalidKarpenterSpecs: Array<{ name: string; spec: Record<string, unknown>; field: string; says: RegExp }> = [
-  { name: 'unknown feature gate', spec: { settings: { featureGates: { NodeRepair: true, Drift: true } } }, field: 'spec.settings.featureGates.Drift', says: /unknown field/ },
-  { name: 'feature gate not a boolean', spec: { settings: { featureGates: { NodeRepair: 'yes' } } }, field: 'spec.settings.featureGates.NodeRepair', says: /boolean/ },
-  { name: 'batchIdleDuration without a unit', spec: { settings: { batchIdleDuration: '10' } }, field: 'spec.settings.batchIdleDuration', says: /positive duration/ },
-  { name: 'batchMaxDuration zero', spec: { settings: { batchMaxDuration: '0s' } }, field: 'spec.settings.batchMaxDuration', says: /positive duration/ },
-  { name: 'vmMemoryOverheadPercent as a percentage', spec: { settings: { vmMemoryOverheadPercent: 7.5 } }, field: 'spec.settings.vmMemoryOverheadPercent', says: /fraction/ },
-  { name: 'vmMemoryOverheadPercent negative', spec: { settings: { vmMemoryOverheadPercent: -0.1 } }, field: 'spec.settings.vmMemoryOverheadPercent', says: /fraction/ },
+  {
+    name: 'unknown feature gate',
+    spec: { settings: { featureGates: { NodeRepair: true, Drift: true } } },
+    field: 'spec.settings.featureGates.Drift',
+    says: /unknown field/,
+  },
+  {
+    name: 'feature gate not a boolean',
+    spec: { settings: { featureGates: { NodeRepair: 'yes' } } },
+    field: 'spec.settings.featureGates.NodeRepair',
+    says: /boolean/,
+  },
+  {
+    name: 'batchIdleDuration without a unit',
+    spec: { settings: { batchIdleDuration: '10' } },
+    field: 'spec.settings.batchIdleDuration',
+    says: /positive duration/,
+  },
+  {
+    name: 'batchMaxDuration zero',
+    spec: { settings: { batchMaxDuration: '0s' } },
+    field: 'spec.settings.batchMaxDuration',
+    says: /positive duration/,
+  },
+  {
+    name: 'vmMemoryOverheadPercent as a percentage',
+    spec: { settings: { vmMemoryOverheadPercent: 7.5 } },
+    field: 'spec.settings.vmMemoryOverheadPercent',
+    says: /fraction/,
+  },
+  {
+    name: 'vmMemoryOverheadPercent negative',
+    spec: { settings: { vmMemoryOverheadPercent: -0.1 } },
+    field: 'spec.settings.vmMemoryOverheadPercent',
+    says: /fraction/,
+  },
   { name: 'reservedENIs negative', spec: { settings: { reservedENIs: -1 } }, field: 'spec.settings.reservedENIs', says: /negative/ },
-  { name: 'interruptionQueue as a URL', spec: { settings: { interruptionQueue: 'https://sqs.us-east-1.amazonaws.com/123456789012/q' } }, field: 'spec.settings.interruptionQueue', says: /SQS queue name/ },
+  {
+    name: 'interruptionQueue as a URL',
+    spec: { settings: { interruptionQueue: 'https://sqs.us-east-1.amazonaws.com/123456789012/q' } },
+    field: 'spec.settings.interruptionQueue',
+    says: /SQS queue name/,
+  },
   { name: 'replicas zero', spec: { replicas: 0 }, field: 'spec.replicas', says: /at least 1/ },
-  { name: 'resource quantity', spec: { resources: { requests: { memory: 'lots' } } }, field: 'spec.resources.requests.memory', says: /should match/ },
+  {
+    name: 'resource quantity',
+    spec: { resources: { requests: { memory: 'lots' } } },
+    field: 'spec.resources.requests.memory',
+    says: /should match/,
+  },
   { name: 'unknown setting', spec: { settings: { clusterName: 'x' } }, field: 'spec.settings.clusterName', says: /unknown field/ },
 ];
 

@@ -30,7 +30,9 @@ function parsed(): OperatorConfig {
 describe("HyperShift's karpenter-operator Deployment", () => {
   it('runs /usr/bin/karpenter-operator, which the operator image ships (images/operator.Containerfile)', async () => {
     expect(start.argv[0]).toBe('/usr/bin/karpenter-operator');
-    const { images } = (await import(join(repo, 'tools/image/runtime-tree.mjs'))) as { images: Record<string, { bin?: Record<string, string> }> };
+    const { images } = (await import(join(repo, 'tools/image/runtime-tree.mjs'))) as {
+      images: Record<string, { bin?: Record<string, string> }>;
+    };
     expect(Object.keys(images['operator']!.bin ?? {})).toContain(start.argv[0]);
   });
 
@@ -59,14 +61,20 @@ describe("HyperShift's karpenter-operator Deployment", () => {
   it('the files the operator reads are the Secrets HyperShift mounts, and metrics listen on the declared port', () => {
     const config = parsed();
     expect(secretFileAt(objects, container, config.guestKubeconfig!)).toEqual({ secret: 'hcco-kubeconfig', key: 'kubeconfig' });
-    expect(secretFileAt(objects, container, config.awsSharedCredentialsFile!)).toEqual({ secret: 'karpenter-credentials', key: 'credentials' });
+    expect(secretFileAt(objects, container, config.awsSharedCredentialsFile!)).toEqual({
+      secret: 'karpenter-credentials',
+      key: 'credentials',
+    });
     expect(container.ports?.find((p) => p.name === 'metrics')?.containerPort).toBe(config.metricsBindAddress.port);
   });
 
   it('derives the facts from the one HCP of the namespace, whose name differs from CLUSTER_NAME (the infra ID)', async () => {
     const config = parsed();
     const management = new MemoryClusterStore([
-      aHostedControlPlane({ metadata: { name: 'demo', namespace: pod.namespace }, spec: { infraID: config.clusterName, platform: { aws: { region: config.region } } } }),
+      aHostedControlPlane({
+        metadata: { name: 'demo', namespace: pod.namespace },
+        spec: { infraID: config.clusterName, platform: { aws: { region: config.region } } },
+      }),
     ]);
     const hcpName = soleHostedControlPlaneName(await management.list(HostedControlPlaneType, { namespace: pod.namespace }), pod.namespace);
     expect(hcpName).not.toBe(config.clusterName);

@@ -12,8 +12,7 @@ export function setCondition(
   nowIso: string,
 ): { conditions: Condition[]; changed: boolean } {
   const current = list.find((c) => c.type === next.type);
-  const lastTransitionTime =
-    current && current.status === next.status ? current.lastTransitionTime : nowIso;
+  const lastTransitionTime = current && current.status === next.status ? current.lastTransitionTime : nowIso;
   const merged: Condition = { ...next, lastTransitionTime };
   if (merged.observedGeneration === undefined) delete merged.observedGeneration;
   if (current && conditionEquals(current, merged)) return { conditions: [...list], changed: false };

@@ -2,11 +2,7 @@
 // polyfill loaded before the library's module body runs. This is the polyfill only; nothing here relies on
 // emitted decorator metadata.
 import 'reflect-metadata';
-import {
-  Pkcs10CertificateRequest,
-  PemConverter,
-  SubjectAlternativeNameExtension,
-} from '@peculiar/x509';
+import { Pkcs10CertificateRequest, PemConverter, SubjectAlternativeNameExtension } from '@peculiar/x509';
 import type { webcrypto } from 'node:crypto';
 import type { KubeObject } from '../model/kube.js';
 
@@ -22,10 +18,7 @@ export interface SubjectAttribute {
   value: string;
 }
 
-export type KeyAlgorithm =
-  | { kind: 'ECDSA'; namedCurve: string }
-  | { kind: 'RSA'; modulusLength: number }
-  | { kind: 'other'; name: string };
+export type KeyAlgorithm = { kind: 'ECDSA'; namedCurve: string } | { kind: 'RSA'; modulusLength: number } | { kind: 'other'; name: string };
 
 /** What the policy needs from a PKCS#10 request, as plain data. */
 export interface ParsedCertificateRequest {
@@ -43,8 +36,7 @@ export interface ParsedCertificateRequest {
 export type CsrParseFailureReason = 'MalformedRequest' | 'MultiplePemBlocks' | 'NotCertificateRequest' | 'BadSignature';
 
 export type CsrParseResult =
-  | { ok: true; request: ParsedCertificateRequest }
-  | { ok: false; reason: CsrParseFailureReason; message: string };
+  { ok: true; request: ParsedCertificateRequest } | { ok: false; reason: CsrParseFailureReason; message: string };
 
 const fail = (reason: CsrParseFailureReason, message: string): CsrParseResult => ({ ok: false, reason, message });
 

@@ -18,8 +18,14 @@ const CSR_NAMES = [...NAMES.slice(0, 2), 'IP-10-0-1-1.EC2.INTERNAL.', 'ip-10-0-1
 describe('CSR parsing never throws', () => {
   it('arbitrary text and PEM-shaped garbage are rejected with a reason', async () => {
     const pemLike = fc
-      .tuple(fc.constantFrom('CERTIFICATE REQUEST', 'CERTIFICATE', 'NEW CERTIFICATE REQUEST', 'X'), fc.base64String({ maxLength: 400 }), fc.nat(2))
-      .map(([type, body, copies]) => Array.from({ length: copies + 1 }, () => `-----BEGIN ${type}-----\n${body}\n-----END ${type}-----`).join('\n'));
+      .tuple(
+        fc.constantFrom('CERTIFICATE REQUEST', 'CERTIFICATE', 'NEW CERTIFICATE REQUEST', 'X'),
+        fc.base64String({ maxLength: 400 }),
+        fc.nat(2),
+      )
+      .map(([type, body, copies]) =>
+        Array.from({ length: copies + 1 }, () => `-----BEGIN ${type}-----\n${body}\n-----END ${type}-----`).join('\n'),
+      );
     await fc.assert(
       fc.asyncProperty(fc.oneof(fc.string({ maxLength: 300 }), pemLike, fc.constant(undefined)), async (input) => {
         const r = await parseCertificateRequestPem(input);
@@ -35,15 +41,22 @@ describe('CSR parsing never throws', () => {
 describe('CSR approval is sound: anything approved satisfies every rule, whatever the world', () => {
   const parsed = new Map<string, CsrParseResult>();
   beforeAll(async () => {
-    const keys = (await webcrypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
+    const keys = (await webcrypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, [
+      'sign',
+      'verify',
+    ])) as webcrypto.CryptoKeyPair;
     for (const n of CSR_NAMES) {
-      const csr = await Pkcs10CertificateRequestGenerator.create({ name: `CN=system:node:${n}, O=system:nodes`, keys, signingAlgorithm: { name: 'ECDSA', hash: 'SHA-256' } });
+      const csr = await Pkcs10CertificateRequestGenerator.create({
+        name: `CN=system:node:${n}, O=system:nodes`,
+        keys,
+        signingAlgorithm: { name: 'ECDSA', hash: 'SHA-256' },
+      });
       parsed.set(n, await parseCertificateRequestPem(csr.toString('pem')));
     }
   });
 
   const norm = (s: string) => s.toLowerCase().replace(/\.$/, '');
-  const mostly = <T,>(good: T, bad: fc.Arbitrary<T>) => fc.oneof({ weight: 4, arbitrary: fc.constant(good) }, { weight: 1, arbitrary: bad });
+  const mostly = <T>(good: T, bad: fc.Arbitrary<T>) => fc.oneof({ weight: 4, arbitrary: fc.constant(good) }, { weight: 1, arbitrary: bad });
   let approvals = 0;
 
   it('client CSRs', () => {
@@ -82,11 +95,19 @@ describe('CSR approval is sound: anything approved satisfies every rule, whateve
             metadata: { name: 'csr-x', creationTimestamp: new Date(createdMs).toISOString() },
             spec: { signerName, username, groups, usages, request: '' },
           };
-          const views: CsrNodeClaim[] = claims.map((c) => ({ ...c, ...(c.instanceId ? { providerID: `aws:///us-east-1a/${c.instanceId}` } : {}) }));
+          const views: CsrNodeClaim[] = claims.map((c) => ({
+            ...c,
+            ...(c.instanceId ? { providerID: `aws:///us-east-1a/${c.instanceId}` } : {}),
+          }));
           const byId = new Map<string, InstanceInfo & { readAtMs?: number }>(
             instances.map(({ readAfterCreatedMs, ...i }) => [
               i.instanceId,
-              { ...i, privateIpAddresses: [], publicIpAddresses: [], ...(readAfterCreatedMs !== undefined ? { readAtMs: createdMs + readAfterCreatedMs } : {}) } satisfies InstanceInfo,
+              {
+                ...i,
+                privateIpAddresses: [],
+                publicIpAddresses: [],
+                ...(readAfterCreatedMs !== undefined ? { readAtMs: createdMs + readAfterCreatedMs } : {}),
+              } satisfies InstanceInfo,
             ]),
           );
           const d = decideKubeletCsr({

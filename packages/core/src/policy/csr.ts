@@ -340,7 +340,11 @@ export function decideClientCsr(input: CsrDecisionInput): CsrDecision {
     return ignore('CsrPredatesNodeClaim', `CSR was created before NodeClaim ${nodeClaim.name}`, tied);
   }
   if (csr.createdMs > nodeClaim.createdMs + windowMs) {
-    return ignore('ApprovalWindowExpired', `CSR was created more than ${Math.round(windowMs / 60000)} min after NodeClaim ${nodeClaim.name}`, tied);
+    return ignore(
+      'ApprovalWindowExpired',
+      `CSR was created more than ${Math.round(windowMs / 60000)} min after NodeClaim ${nodeClaim.name}`,
+      tied,
+    );
   }
 
   // 18: one client certificate per NodeClaim.
@@ -415,7 +419,11 @@ export function decideServingCsr(input: CsrDecisionInput): CsrDecision {
   if (!nodeClaim) return ignore('NodeNotManagedByKarpenter', `no NodeClaim owns Node ${nodeName}`, about);
   const claimed: Partial<CsrDecision> = { nodeName, nodeClaim: nodeClaim.name };
   if (node.providerID !== undefined && nodeClaim.providerID !== undefined && node.providerID !== nodeClaim.providerID) {
-    return ignore('ProviderIdMismatch', `Node ${nodeName} has providerID ${node.providerID}, NodeClaim ${nodeClaim.name} has ${nodeClaim.providerID}`, claimed);
+    return ignore(
+      'ProviderIdMismatch',
+      `Node ${nodeName} has providerID ${node.providerID}, NodeClaim ${nodeClaim.name} has ${nodeClaim.providerID}`,
+      claimed,
+    );
   }
 
   // 14–16: the machine behind it.
@@ -432,7 +440,11 @@ export function decideServingCsr(input: CsrDecisionInput): CsrDecision {
   const live = checkInstance(instance, tied);
   if (live) return live;
   if (!instanceNamed(instance.privateDnsName, nodeName)) {
-    return ignore('NodeNameMismatch', `instance ${instance.instanceId} is ${instance.privateDnsName ?? '(no private DNS name)'}, not ${nodeName}`, tied);
+    return ignore(
+      'NodeNameMismatch',
+      `instance ${instance.instanceId} is ${instance.privateDnsName ?? '(no private DNS name)'}, not ${nodeName}`,
+      tied,
+    );
   }
 
   // 17: every name in the certificate is the machine's.
@@ -441,7 +453,11 @@ export function decideServingCsr(input: CsrDecisionInput): CsrDecision {
   const foreignDns = request.dnsNames.filter((d) => !dns.has(normalizeDns(d)));
   const foreignIps = request.ipAddresses.filter((ip) => !ips.has(normalizeIp(ip)));
   if (foreignDns.length || foreignIps.length) {
-    return ignore('SanNotInstanceAddress', `SANs ${[...foreignDns, ...foreignIps].join(', ')} are not addresses of instance ${instance.instanceId}`, tied);
+    return ignore(
+      'SanNotInstanceAddress',
+      `SANs ${[...foreignDns, ...foreignIps].join(', ')} are not addresses of instance ${instance.instanceId}`,
+      tied,
+    );
   }
 
   return {
@@ -550,8 +566,7 @@ function checkRequestShape(parsed: CsrParseResult, csr: CsrView, kind: 'client' 
   }
 
   const key = request.keyAlgorithm;
-  const keyOk =
-    (key.kind === 'ECDSA' && AllowedCurves.has(key.namedCurve)) || (key.kind === 'RSA' && key.modulusLength >= MinRsaBits);
+  const keyOk = (key.kind === 'ECDSA' && AllowedCurves.has(key.namedCurve)) || (key.kind === 'RSA' && key.modulusLength >= MinRsaBits);
   if (!keyOk) return ignore('UnsupportedKeyAlgorithm', `key ${describeKey(key)} is not ECDSA P-256/384/521 or RSA >= ${MinRsaBits}`, about);
 
   const required = kind === 'client' ? ClientUsages : ServingUsages;

@@ -76,7 +76,8 @@ export function pointerConfigProblem(userData: string): string | undefined {
     }
   }
   const cas = field(field(field(ignition, 'security'), 'tls'), 'certificateAuthorities');
-  if (!Array.isArray(cas) || cas.length === 0) return 'ignition.security.tls.certificateAuthorities holds no CA (the Machine Config Server CA)';
+  if (!Array.isArray(cas) || cas.length === 0)
+    return 'ignition.security.tls.certificateAuthorities holds no CA (the Machine Config Server CA)';
   for (const [i, ca] of cas.entries()) {
     const source = field(ca, 'source');
     if (typeof source !== 'string' || !/^data:[^,]*,.+/s.test(source)) {

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { isInvalidInputError } from '../errors.js';
 import { decodeInfrastructure } from './infrastructure.js';
 
-const maybe = <T,>(a: fc.Arbitrary<T>) => fc.oneof(a, fc.constant(undefined), fc.anything());
+const maybe = <T>(a: fc.Arbitrary<T>) => fc.oneof(a, fc.constant(undefined), fc.anything());
 
 describe('decodeInfrastructure on random input', () => {
   it('either decodes to well-formed facts or rejects naming a field; nothing else escapes', () => {
@@ -17,13 +17,23 @@ describe('decodeInfrastructure on random input', () => {
           platformStatus: maybe(
             fc.record({
               type: maybe(fc.constantFrom('AWS', 'Azure', 'GCP', '')),
-              aws: maybe(fc.record({ region: maybe(fc.constantFrom('us-east-1', '')), resourceTags: maybe(fc.array(fc.record({ key: maybe(fc.string()), value: maybe(fc.string()) }), { maxLength: 3 })) })),
+              aws: maybe(
+                fc.record({
+                  region: maybe(fc.constantFrom('us-east-1', '')),
+                  resourceTags: maybe(fc.array(fc.record({ key: maybe(fc.string()), value: maybe(fc.string()) }), { maxLength: 3 })),
+                }),
+              ),
             }),
           ),
         }),
         (status) => {
           try {
-            const f = decodeInfrastructure({ apiVersion: 'config.openshift.io/v1', kind: 'Infrastructure', metadata: { name: 'cluster' }, status });
+            const f = decodeInfrastructure({
+              apiVersion: 'config.openshift.io/v1',
+              kind: 'Infrastructure',
+              metadata: { name: 'cluster' },
+              status,
+            });
             decoded++;
             expect(f.platform.length).toBeGreaterThan(0);
             expect(f.infrastructureName.length).toBeGreaterThan(0);

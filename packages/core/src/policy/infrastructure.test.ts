@@ -39,9 +39,21 @@ describe('decodeInfrastructure', () => {
     { name: 'empty platform type', obj: anInfrastructure({ platformStatus: { type: '' } }), field: 'status.platformStatus.type' },
     { name: 'no infra ID', obj: anInfrastructure({ infrastructureName: undefined }), field: 'status.infrastructureName' },
     { name: 'API URL not https', obj: anInfrastructure({ apiServerInternalURI: 'http://x' }), field: 'status.apiServerInternalURI' },
-    { name: 'region not a string', obj: anInfrastructure({ platformStatus: { type: 'AWS', aws: { region: 7 } } }), field: 'status.platformStatus.aws.region' },
-    { name: 'tags not a list', obj: anInfrastructure({ platformStatus: { type: 'AWS', aws: { resourceTags: {} } } }), field: 'status.platformStatus.aws.resourceTags' },
-    { name: 'tag without value', obj: anInfrastructure({ platformStatus: { type: 'AWS', aws: { resourceTags: [{ key: 'a' }] } } }), field: 'status.platformStatus.aws.resourceTags[0]' },
+    {
+      name: 'region not a string',
+      obj: anInfrastructure({ platformStatus: { type: 'AWS', aws: { region: 7 } } }),
+      field: 'status.platformStatus.aws.region',
+    },
+    {
+      name: 'tags not a list',
+      obj: anInfrastructure({ platformStatus: { type: 'AWS', aws: { resourceTags: {} } } }),
+      field: 'status.platformStatus.aws.resourceTags',
+    },
+    {
+      name: 'tag without value',
+      obj: anInfrastructure({ platformStatus: { type: 'AWS', aws: { resourceTags: [{ key: 'a' }] } } }),
+      field: 'status.platformStatus.aws.resourceTags[0]',
+    },
   ])('rejects $name naming $field', ({ obj, field }) => {
     let err: unknown;
     try {

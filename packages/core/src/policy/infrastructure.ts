@@ -26,7 +26,12 @@ export function decodeInfrastructure(
   }
   const api = overrides.clusterEndpoint ?? status?.apiServerInternalURI;
   if (typeof api !== 'string' || !/^https:\/\/[^\s/]+/.test(api)) {
-    throw new InvalidInputError('InvalidInfrastructure', OBJ, 'status.apiServerInternalURI', `must be an https URL, got ${JSON.stringify(api ?? null)}`);
+    throw new InvalidInputError(
+      'InvalidInfrastructure',
+      OBJ,
+      'status.apiServerInternalURI',
+      `must be an https URL, got ${JSON.stringify(api ?? null)}`,
+    );
   }
   // platformStatus.<type lower-cased>: aws, azure, gcp, baremetal, openstack, vsphere, ibmcloud...
   const platformKey = platform.toLowerCase();
@@ -44,7 +49,12 @@ export function decodeInfrastructure(
     rawTags.forEach((t, i) => {
       const r = asRecord(t);
       if (typeof r?.key !== 'string' || typeof r.value !== 'string') {
-        throw new InvalidInputError('InvalidInfrastructure', OBJ, `status.platformStatus.${platformKey}.resourceTags[${i}]`, 'needs string key and value');
+        throw new InvalidInputError(
+          'InvalidInfrastructure',
+          OBJ,
+          `status.platformStatus.${platformKey}.resourceTags[${i}]`,
+          'needs string key and value',
+        );
       }
       tags.push({ key: r.key, value: r.value });
     });

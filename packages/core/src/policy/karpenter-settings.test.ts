@@ -1,14 +1,43 @@
 import { describe, expect, it } from 'vitest';
-import { canonicalQuantity, featureGatesValue, karpenterFeatureGates, karpenterSpecRules, NON_NEGATIVE_QUANTITY_PATTERN, operandSettings, parseDurationNs, schemaRuleFor, unknownFeatureGates } from './karpenter-settings.js';
+import {
+  canonicalQuantity,
+  featureGatesValue,
+  karpenterFeatureGates,
+  karpenterSpecRules,
+  NON_NEGATIVE_QUANTITY_PATTERN,
+  operandSettings,
+  parseDurationNs,
+  schemaRuleFor,
+  unknownFeatureGates,
+} from './karpenter-settings.js';
 import { decodeKarpenter } from '../topology/karpenter-cr.js';
 import { Types } from '../model/kube.js';
 
 describe('canonicalQuantity: as the API server stores a quantity', () => {
   it.each([
-    ['1', '1'], [1, '1'], ['1000m', '1'], ['1500m', '1500m'], ['1.5', '1500m'], ['0.1', '100m'], ['100m', '100m'],
-    ['1000', '1k'], ['1500000', '1500k'], ['1Gi', '1Gi'], ['1024Mi', '1Gi'], ['1536Mi', '1536Mi'], ['1.5Gi', '1536Mi'],
-    ['0.5Gi', '512Mi'], ['512Mi', '512Mi'], ['1Ki', '1Ki'], ['512', '512'], ['0', '0'], ['1e3', '1e3'], ['2147483648', '2147483648'],
-    ['1G', '1G'], ['1000M', '1G'], ['0.0000000001', '1n'],
+    ['1', '1'],
+    [1, '1'],
+    ['1000m', '1'],
+    ['1500m', '1500m'],
+    ['1.5', '1500m'],
+    ['0.1', '100m'],
+    ['100m', '100m'],
+    ['1000', '1k'],
+    ['1500000', '1500k'],
+    ['1Gi', '1Gi'],
+    ['1024Mi', '1Gi'],
+    ['1536Mi', '1536Mi'],
+    ['1.5Gi', '1536Mi'],
+    ['0.5Gi', '512Mi'],
+    ['512Mi', '512Mi'],
+    ['1Ki', '1Ki'],
+    ['512', '512'],
+    ['0', '0'],
+    ['1e3', '1e3'],
+    ['2147483648', '2147483648'],
+    ['1G', '1G'],
+    ['1000M', '1G'],
+    ['0.0000000001', '1n'],
   ])('%s → %s', (q, want) => {
     expect(canonicalQuantity(q)).toBe(want);
   });
@@ -19,8 +48,17 @@ describe('canonicalQuantity: as the API server stores a quantity', () => {
 
 describe('parseDurationNs: Go durations as Karpenter reads them', () => {
   it.each([
-    ['1s', 1e9], ['500ms', 5e8], ['1m30s', 90e9], ['1.5h', 5400e9], ['10us', 1e4], ['2µs', 2e3],
-    ['10', undefined], ['-1s', undefined], ['1 s', undefined], ['', undefined], ['1d', undefined],
+    ['1s', 1e9],
+    ['500ms', 5e8],
+    ['1m30s', 90e9],
+    ['1.5h', 5400e9],
+    ['10us', 1e4],
+    ['2µs', 2e3],
+    ['10', undefined],
+    ['-1s', undefined],
+    ['1 s', undefined],
+    ['', undefined],
+    ['1d', undefined],
   ])('%s → %s', (s, want) => {
     expect(parseDurationNs(s)).toBe(want);
   });
@@ -31,7 +69,11 @@ describe('karpenterSpecRules: the TypeScript side of each CEL rule', () => {
     { rule: 'replicas', ok: [1, 2, 5], bad: [0, -1, 1.5] },
     { rule: 'batchIdleDuration', ok: ['1s', '100ms', '1m30s'], bad: ['0s', '1', 'soon', '-1s'] },
     { rule: 'batchMaxDuration', ok: ['10s'], bad: ['0ms', '10 s'] },
-    { rule: 'interruptionQueue', ok: ['', 'mycluster-karpenter', 'a_b-1'], bad: ['https://sqs.us-east-1.amazonaws.com/1/q', 'x'.repeat(81), 'a.fifo', 'has space'] },
+    {
+      rule: 'interruptionQueue',
+      ok: ['', 'mycluster-karpenter', 'a_b-1'],
+      bad: ['https://sqs.us-east-1.amazonaws.com/1/q', 'x'.repeat(81), 'a.fifo', 'has space'],
+    },
     { rule: 'vmMemoryOverheadPercent', ok: [0, 0.075, 0.99], bad: [-0.1, 1, 7.5] },
     { rule: 'reservedENIs', ok: [0, 3], bad: [-1, 0.5] },
   ] as const)('$rule', ({ rule, ok, bad }) => {
@@ -46,18 +88,31 @@ describe('karpenterSpecRules: the TypeScript side of each CEL rule', () => {
     expect(unknownFeatureGates(Object.fromEntries(karpenterFeatureGates.map((g) => [g, true])))).toEqual([]);
   });
 
-  it.each([['500m', true], ['1Gi', true], ['2', true], ['1e3', true], ['.5', true], ['-1', false], ['lots', false], ['1 GB', false], ['1gi', false]])('quantity pattern: %s → %s', (q, ok) => {
+  it.each([
+    ['500m', true],
+    ['1Gi', true],
+    ['2', true],
+    ['1e3', true],
+    ['.5', true],
+    ['-1', false],
+    ['lots', false],
+    ['1 GB', false],
+    ['1gi', false],
+  ])('quantity pattern: %s → %s', (q, ok) => {
     expect(new RegExp(NON_NEGATIVE_QUANTITY_PATTERN).test(q)).toBe(ok);
   });
 
   it('each message names its field', () => {
-    for (const [name, r] of Object.entries(karpenterSpecRules)) expect(r.message, name).toMatch(/^spec\.(replicas|resources|settings\.\w+)/);
+    for (const [name, r] of Object.entries(karpenterSpecRules))
+      expect(r.message, name).toMatch(/^spec\.(replicas|resources|settings\.\w+)/);
   });
 });
 
 describe('operandSettings', () => {
   it('sets env only for what is set, feature gates in Karpenter order', () => {
-    expect(operandSettings({ settings: { featureGates: { CapacityBuffer: true, NodeRepair: false } } }).env).toEqual([{ name: 'FEATURE_GATES', value: 'NodeRepair=false,CapacityBuffer=true' }]);
+    expect(operandSettings({ settings: { featureGates: { CapacityBuffer: true, NodeRepair: false } } }).env).toEqual([
+      { name: 'FEATURE_GATES', value: 'NodeRepair=false,CapacityBuffer=true' },
+    ]);
     expect(operandSettings({}).env).toEqual([]);
     expect(featureGatesValue({})).toBeUndefined();
   });
@@ -70,10 +125,21 @@ describe('decodeKarpenter: settings', () => {
       logLevel: 'info',
       replicas: 3,
       resources: { requests: { cpu: '500m' }, limits: { memory: '2Gi' } },
-      settings: { batchIdleDuration: '1s', batchMaxDuration: '10s', featureGates: { NodeRepair: true }, interruptionQueue: 'q', vmMemoryOverheadPercent: 0.075, reservedENIs: 1 },
+      settings: {
+        batchIdleDuration: '1s',
+        batchMaxDuration: '10s',
+        featureGates: { NodeRepair: true },
+        interruptionQueue: 'q',
+        vmMemoryOverheadPercent: 0.075,
+        reservedENIs: 1,
+      },
     };
     const r = decodeKarpenter(cr(spec));
-    expect({ replicas: r.replicas, resources: r.resources, settings: r.settings }).toEqual({ replicas: 3, resources: spec.resources, settings: spec.settings });
+    expect({ replicas: r.replicas, resources: r.resources, settings: r.settings }).toEqual({
+      replicas: 3,
+      resources: spec.resources,
+      settings: spec.settings,
+    });
   });
   it.each([
     { spec: { replicas: 0 }, field: 'spec.replicas' },

@@ -6,7 +6,14 @@ import { Types, type KubeObject } from '../model/kube.js';
  * (`sigs.k8s.io/karpenter/pkg/operator/options`); a gate it does not know would be ignored there, so the
  * CRD refuses it instead.
  */
-export const karpenterFeatureGates = ['NodeRepair', 'ReservedCapacity', 'SpotToSpotConsolidation', 'NodeOverlay', 'StaticCapacity', 'CapacityBuffer'] as const;
+export const karpenterFeatureGates = [
+  'NodeRepair',
+  'ReservedCapacity',
+  'SpotToSpotConsolidation',
+  'NodeOverlay',
+  'StaticCapacity',
+  'CapacityBuffer',
+] as const;
 export type KarpenterFeatureGate = (typeof karpenterFeatureGates)[number];
 
 /**
@@ -21,13 +28,14 @@ export interface SchemaRule {
 
 // Go's time.ParseDuration syntax (what Karpenter reads these env vars with), without signs or a bare 0.
 const DURATION = '^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$';
-const DURATION_UNITS_NS: Record<string, number> = { ns: 1, us: 1e3, 'µs': 1e3, ms: 1e6, s: 1e9, m: 60e9, h: 3600e9 };
+const DURATION_UNITS_NS: Record<string, number> = { ns: 1, us: 1e3, µs: 1e3, ms: 1e6, s: 1e9, m: 60e9, h: 3600e9 };
 
 /** Nanoseconds of a Go duration string, or undefined when it is not one `DURATION` accepts. Pure. */
 export function parseDurationNs(s: string): number | undefined {
   if (!new RegExp(DURATION).test(s)) return undefined;
   let total = 0;
-  for (const m of s.matchAll(/([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)/g)) total += Number(m[1]) * (DURATION_UNITS_NS[m[2] as string] as number);
+  for (const m of s.matchAll(/([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)/g))
+    total += Number(m[1]) * (DURATION_UNITS_NS[m[2] as string] as number);
   return total;
 }
 
@@ -53,10 +61,14 @@ const QUEUE_NAME = '^[A-Za-z0-9_-]{1,80}$';
 const fixed = (rule: string, message: string, holds: (v: unknown) => boolean): SchemaRule => ({ rule, message, holds });
 
 const durationRule = (field: string, example: string): SchemaRule =>
-  fixed(`self.matches('${DURATION}') && duration(self) > duration('0s')`, `${field} must be a positive duration such as ${example}, 500ms or 1m30s`, (v) => {
-    const ns = typeof v === 'string' ? parseDurationNs(v) : undefined;
-    return ns !== undefined && ns > 0;
-  });
+  fixed(
+    `self.matches('${DURATION}') && duration(self) > duration('0s')`,
+    `${field} must be a positive duration such as ${example}, 500ms or 1m30s`,
+    (v) => {
+      const ns = typeof v === 'string' ? parseDurationNs(v) : undefined;
+      return ns !== undefined && ns > 0;
+    },
+  );
 
 /** The CEL rules of the Karpenter CRD's spec fields, by field. */
 export const karpenterSpecRules = {
@@ -73,7 +85,11 @@ export const karpenterSpecRules = {
     'spec.settings.vmMemoryOverheadPercent must be a fraction from 0 up to (not including) 1, such as 0.075',
     (v) => typeof v === 'number' && v >= 0 && v < 1,
   ),
-  reservedENIs: fixed('self >= 0', 'spec.settings.reservedENIs must not be negative', (v) => typeof v === 'number' && Number.isInteger(v) && v >= 0),
+  reservedENIs: fixed(
+    'self >= 0',
+    'spec.settings.reservedENIs must not be negative',
+    (v) => typeof v === 'number' && Number.isInteger(v) && v >= 0,
+  ),
 } satisfies Record<string, SchemaRule>;
 
 /** A rule above by its CEL text and message: how `render` finds the TypeScript check for a rule of the schema. */
@@ -126,7 +142,8 @@ export function operandSettings(request: Pick<KarpenterRequest, 'replicas' | 're
     const resources: OperandResources = {};
     for (const k of ['requests', 'limits'] as const) {
       const list = request.resources[k];
-      if (list && Object.keys(list).length) resources[k] = Object.fromEntries(Object.entries(list).map(([name, q]) => [name, canonicalQuantity(q)]));
+      if (list && Object.keys(list).length)
+        resources[k] = Object.fromEntries(Object.entries(list).map(([name, q]) => [name, canonicalQuantity(q)]));
     }
     out.resources = resources;
   }

@@ -71,11 +71,28 @@ const envOf = (c: Obj): Record<string, unknown> =>
 
 describe('renderOperand: images', () => {
   it.each([
-    { name: 'settings only', images: undefined, operand: 'registry.example.com/karpenter@sha256:abc', operator: 'registry.example.com/op:1' },
-    { name: 'request overrides both', images: { operand: 'quay.io/o/k:2', operator: 'quay.io/o/op:2' }, operand: 'quay.io/o/k:2', operator: 'quay.io/o/op:2' },
-    { name: 'request overrides the operand only', images: { operand: 'quay.io/o/k:3' }, operand: 'quay.io/o/k:3', operator: 'registry.example.com/op:1' },
+    {
+      name: 'settings only',
+      images: undefined,
+      operand: 'registry.example.com/karpenter@sha256:abc',
+      operator: 'registry.example.com/op:1',
+    },
+    {
+      name: 'request overrides both',
+      images: { operand: 'quay.io/o/k:2', operator: 'quay.io/o/op:2' },
+      operand: 'quay.io/o/k:2',
+      operator: 'quay.io/o/op:2',
+    },
+    {
+      name: 'request overrides the operand only',
+      images: { operand: 'quay.io/o/k:3' },
+      operand: 'quay.io/o/k:3',
+      operator: 'registry.example.com/op:1',
+    },
   ])('$name', ({ images, operand, operator }) => {
-    const objs = renderOperand(input({ settings: settings({ operatorImage: 'registry.example.com/op:1' }), request: request(images ? { images } : {}) }));
+    const objs = renderOperand(
+      input({ settings: settings({ operatorImage: 'registry.example.com/op:1' }), request: request(images ? { images } : {}) }),
+    );
     expect(controller(objs)['image']).toBe(operand);
     expect(podSpec(objs)['initContainers'][0]['image']).toBe(operator);
   });
@@ -99,10 +116,37 @@ describe('renderOperand: objects', () => {
   });
 
   it.each([
-    { name: 'every object carries app and managed labels', check: (o: KubeObject) => isSubset({ app: 'karpenter', [Names.managedLabel]: 'true' }, o.metadata.labels) },
-    { name: 'every object is controlled by the Karpenter CR with blockOwnerDeletion', check: (o: KubeObject) => isSubset([{ apiVersion: 'autoscaling.openshift.io/v1alpha1', kind: 'Karpenter', name: 'default', uid: 'uid-karpenter', controller: true, blockOwnerDeletion: true }], o.metadata.ownerReferences) },
-    { name: 'bindings name the operand ServiceAccount', check: (o: KubeObject) => !o.kind.endsWith('Binding') || isSubset([{ kind: 'ServiceAccount', name: 'karpenter', namespace: 'openshift-karpenter' }], o['subjects']) },
-    { name: 'bindings reference a role of their own name', check: (o: KubeObject) => !o.kind.endsWith('Binding') || (o['roleRef'] as Obj)['name'] === o.metadata.name },
+    {
+      name: 'every object carries app and managed labels',
+      check: (o: KubeObject) => isSubset({ app: 'karpenter', [Names.managedLabel]: 'true' }, o.metadata.labels),
+    },
+    {
+      name: 'every object is controlled by the Karpenter CR with blockOwnerDeletion',
+      check: (o: KubeObject) =>
+        isSubset(
+          [
+            {
+              apiVersion: 'autoscaling.openshift.io/v1alpha1',
+              kind: 'Karpenter',
+              name: 'default',
+              uid: 'uid-karpenter',
+              controller: true,
+              blockOwnerDeletion: true,
+            },
+          ],
+          o.metadata.ownerReferences,
+        ),
+    },
+    {
+      name: 'bindings name the operand ServiceAccount',
+      check: (o: KubeObject) =>
+        !o.kind.endsWith('Binding') ||
+        isSubset([{ kind: 'ServiceAccount', name: 'karpenter', namespace: 'openshift-karpenter' }], o['subjects']),
+    },
+    {
+      name: 'bindings reference a role of their own name',
+      check: (o: KubeObject) => !o.kind.endsWith('Binding') || (o['roleRef'] as Obj)['name'] === o.metadata.name,
+    },
   ])('$name', ({ check }) => {
     for (const o of renderOperand(input())) expect(check(o), `${o.kind} ${o.metadata.name}`).toBe(true);
   });
@@ -115,10 +159,27 @@ describe('renderOperand: objects', () => {
   });
 
   it.each([
-    { name: 'core role writes nodeclaims finalizers', role: 'karpenter-core', rule: { apiGroups: ['karpenter.sh'], resources: ['nodeclaims/finalizers', 'nodepools/finalizers'], verbs: ['update'] } },
+    {
+      name: 'core role writes nodeclaims finalizers',
+      role: 'karpenter-core',
+      rule: { apiGroups: ['karpenter.sh'], resources: ['nodeclaims/finalizers', 'nodepools/finalizers'], verbs: ['update'] },
+    },
     { name: 'core role evicts pods', role: 'karpenter-core', rule: { apiGroups: [''], resources: ['pods/eviction'], verbs: ['create'] } },
-    { name: 'lease role updates only the leader lease', role: 'karpenter', rule: { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['patch', 'update'], resourceNames: ['karpenter-leader-election'] } },
-    { name: 'dns role reads kube-dns', role: 'karpenter-dns', rule: { apiGroups: [''], resources: ['services'], verbs: ['get'], resourceNames: ['kube-dns'] } },
+    {
+      name: 'lease role updates only the leader lease',
+      role: 'karpenter',
+      rule: {
+        apiGroups: ['coordination.k8s.io'],
+        resources: ['leases'],
+        verbs: ['patch', 'update'],
+        resourceNames: ['karpenter-leader-election'],
+      },
+    },
+    {
+      name: 'dns role reads kube-dns',
+      role: 'karpenter-dns',
+      rule: { apiGroups: [''], resources: ['services'], verbs: ['get'], resourceNames: ['kube-dns'] },
+    },
   ])('$name', ({ role, rule }) => {
     const r = renderOperand(input()).find((o) => (o.kind === 'ClusterRole' || o.kind === 'Role') && o.metadata.name === role);
     expect(r?.['rules']).toContainEqual(rule);
@@ -142,11 +203,26 @@ describe('renderOperand: objects', () => {
 
 describe('renderOperand: Deployment', () => {
   it.each([
-    { name: 'SYSTEM_NAMESPACE from the downward API', key: 'SYSTEM_NAMESPACE', value: { fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.namespace' } }, over: {} },
+    {
+      name: 'SYSTEM_NAMESPACE from the downward API',
+      key: 'SYSTEM_NAMESPACE',
+      value: { fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.namespace' } },
+      over: {},
+    },
     { name: 'CLUSTER_NAME is the infra ID', key: 'CLUSTER_NAME', value: 'mycluster-x7k2p', over: {} },
     { name: 'CLUSTER_NAME override', key: 'CLUSTER_NAME', value: 'other', over: { settings: settings({ clusterNameOverride: 'other' }) } },
-    { name: 'CLUSTER_ENDPOINT is the internal API URL', key: 'CLUSTER_ENDPOINT', value: 'https://api-int.mycluster.example.com:6443', over: {} },
-    { name: 'CLUSTER_ENDPOINT override', key: 'CLUSTER_ENDPOINT', value: 'https://x:6443', over: { settings: settings({ clusterEndpointOverride: 'https://x:6443' }) } },
+    {
+      name: 'CLUSTER_ENDPOINT is the internal API URL',
+      key: 'CLUSTER_ENDPOINT',
+      value: 'https://api-int.mycluster.example.com:6443',
+      over: {},
+    },
+    {
+      name: 'CLUSTER_ENDPOINT override',
+      key: 'CLUSTER_ENDPOINT',
+      value: 'https://x:6443',
+      over: { settings: settings({ clusterEndpointOverride: 'https://x:6443' }) },
+    },
     { name: 'webhooks disabled', key: 'DISABLE_WEBHOOK', value: 'true', over: {} },
     { name: 'health probe port', key: 'HEALTH_PROBE_PORT', value: '8081', over: {} },
     { name: 'metrics port', key: 'METRICS_PORT', value: '8080', over: {} },
@@ -166,14 +242,46 @@ describe('renderOperand: Deployment', () => {
   });
 
   it.each([
-    { name: 'container drops ALL capabilities', path: (o: KubeObject[]) => controller(o)['securityContext'].capabilities, want: { drop: ['ALL'] } },
-    { name: 'container: no privilege escalation', path: (o: KubeObject[]) => controller(o)['securityContext'].allowPrivilegeEscalation, want: false },
-    { name: 'container: read-only root filesystem', path: (o: KubeObject[]) => controller(o)['securityContext'].readOnlyRootFilesystem, want: true },
-    { name: 'pod: runAsNonRoot and RuntimeDefault seccomp only', path: (o: KubeObject[]) => podSpec(o)['securityContext'], want: { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } } },
-    { name: 'requests 1 CPU / 1Gi, no limits', path: (o: KubeObject[]) => controller(o)['resources'], want: { requests: { cpu: '1', memory: '1Gi' } } },
-    { name: 'ports metrics and http', path: (o: KubeObject[]) => controller(o)['ports'].map((p: Obj) => `${p['name']}:${p['containerPort']}`), want: ['metrics:8080', 'http:8081'] },
-    { name: 'liveness /healthz', path: (o: KubeObject[]) => controller(o)['livenessProbe'].httpGet, want: { path: '/healthz', port: 'http' } },
-    { name: 'readiness /readyz', path: (o: KubeObject[]) => controller(o)['readinessProbe'].httpGet, want: { path: '/readyz', port: 'http' } },
+    {
+      name: 'container drops ALL capabilities',
+      path: (o: KubeObject[]) => controller(o)['securityContext'].capabilities,
+      want: { drop: ['ALL'] },
+    },
+    {
+      name: 'container: no privilege escalation',
+      path: (o: KubeObject[]) => controller(o)['securityContext'].allowPrivilegeEscalation,
+      want: false,
+    },
+    {
+      name: 'container: read-only root filesystem',
+      path: (o: KubeObject[]) => controller(o)['securityContext'].readOnlyRootFilesystem,
+      want: true,
+    },
+    {
+      name: 'pod: runAsNonRoot and RuntimeDefault seccomp only',
+      path: (o: KubeObject[]) => podSpec(o)['securityContext'],
+      want: { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } },
+    },
+    {
+      name: 'requests 1 CPU / 1Gi, no limits',
+      path: (o: KubeObject[]) => controller(o)['resources'],
+      want: { requests: { cpu: '1', memory: '1Gi' } },
+    },
+    {
+      name: 'ports metrics and http',
+      path: (o: KubeObject[]) => controller(o)['ports'].map((p: Obj) => `${p['name']}:${p['containerPort']}`),
+      want: ['metrics:8080', 'http:8081'],
+    },
+    {
+      name: 'liveness /healthz',
+      path: (o: KubeObject[]) => controller(o)['livenessProbe'].httpGet,
+      want: { path: '/healthz', port: 'http' },
+    },
+    {
+      name: 'readiness /readyz',
+      path: (o: KubeObject[]) => controller(o)['readinessProbe'].httpGet,
+      want: { path: '/readyz', port: 'http' },
+    },
     { name: 'image from settings', path: (o: KubeObject[]) => controller(o)['image'], want: 'registry.example.com/karpenter@sha256:abc' },
     {
       name: 'credentials, the bound ServiceAccount token (STS) and the trusted CA bundle mounted read-only',
@@ -189,26 +297,56 @@ describe('renderOperand: Deployment', () => {
       path: (o: KubeObject[]) => podSpec(o)['volumes'],
       want: [
         { name: 'provider-creds', secret: { secretName: 'karpenter-cloud-credentials' } },
-        { name: 'bound-sa-token', projected: { sources: [{ serviceAccountToken: { audience: 'openshift', expirationSeconds: 3600, path: 'token' } }] } },
-        { name: 'trusted-ca-bundle', configMap: { name: 'karpenter-trusted-ca-bundle', items: [{ key: 'ca-bundle.crt', path: 'tls-ca-bundle.pem' }], optional: true } },
+        {
+          name: 'bound-sa-token',
+          projected: { sources: [{ serviceAccountToken: { audience: 'openshift', expirationSeconds: 3600, path: 'token' } }] },
+        },
+        {
+          name: 'trusted-ca-bundle',
+          configMap: { name: 'karpenter-trusted-ca-bundle', items: [{ key: 'ca-bundle.crt', path: 'tls-ca-bundle.pem' }], optional: true },
+        },
       ],
     },
 
     { name: 'system-node-critical', path: (o: KubeObject[]) => podSpec(o)['priorityClassName'], want: 'system-node-critical' },
     { name: 'grace period 10 s', path: (o: KubeObject[]) => podSpec(o)['terminationGracePeriodSeconds'], want: 10 },
     { name: 'runs as the operand ServiceAccount', path: (o: KubeObject[]) => podSpec(o)['serviceAccountName'], want: 'karpenter' },
-    { name: 'control-plane nodeSelector', path: (o: KubeObject[]) => podSpec(o)['nodeSelector'], want: { 'node-role.kubernetes.io/control-plane': '' } },
-    { name: 'tolerates master and control-plane NoSchedule; fails over from a lost node in 120 s', path: (o: KubeObject[]) => podSpec(o)['tolerations'], want: [
-      { key: 'node-role.kubernetes.io/master', operator: 'Exists', effect: 'NoSchedule' },
-      { key: 'node-role.kubernetes.io/control-plane', operator: 'Exists', effect: 'NoSchedule' },
-      { key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 120 },
-      { key: 'node.kubernetes.io/unreachable', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 120 },
-    ] },
+    {
+      name: 'control-plane nodeSelector',
+      path: (o: KubeObject[]) => podSpec(o)['nodeSelector'],
+      want: { 'node-role.kubernetes.io/control-plane': '' },
+    },
+    {
+      name: 'tolerates master and control-plane NoSchedule; fails over from a lost node in 120 s',
+      path: (o: KubeObject[]) => podSpec(o)['tolerations'],
+      want: [
+        { key: 'node-role.kubernetes.io/master', operator: 'Exists', effect: 'NoSchedule' },
+        { key: 'node-role.kubernetes.io/control-plane', operator: 'Exists', effect: 'NoSchedule' },
+        { key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 120 },
+        { key: 'node.kubernetes.io/unreachable', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 120 },
+      ],
+    },
     { name: 'two replicas', path: (o: KubeObject[]) => deployment(o)['spec'].replicas, want: 2 },
-    { name: 'preferred anti-affinity by hostname', path: (o: KubeObject[]) => podSpec(o)['affinity'].podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm, want: { topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: { app: 'karpenter' } } } },
-    { name: 'selector matches the pod labels', path: (o: KubeObject[]) => [deployment(o)['spec'].selector.matchLabels, deployment(o)['spec'].template.metadata.labels], want: [{ app: 'karpenter' }, { app: 'karpenter' }] },
-    { name: 'management workload annotation', path: (o: KubeObject[]) => deployment(o)['spec'].template.metadata.annotations['target.workload.openshift.io/management'], want: '{"effect": "PreferredDuringScheduling"}' },
-    { name: 'credentials hash on the pod template', path: (o: KubeObject[]) => deployment(o)['spec'].template.metadata.annotations[OperandNames.credentialsHashAnnotation], want: 'hash-1' },
+    {
+      name: 'preferred anti-affinity by hostname',
+      path: (o: KubeObject[]) => podSpec(o)['affinity'].podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm,
+      want: { topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: { app: 'karpenter' } } },
+    },
+    {
+      name: 'selector matches the pod labels',
+      path: (o: KubeObject[]) => [deployment(o)['spec'].selector.matchLabels, deployment(o)['spec'].template.metadata.labels],
+      want: [{ app: 'karpenter' }, { app: 'karpenter' }],
+    },
+    {
+      name: 'management workload annotation',
+      path: (o: KubeObject[]) => deployment(o)['spec'].template.metadata.annotations['target.workload.openshift.io/management'],
+      want: '{"effect": "PreferredDuringScheduling"}',
+    },
+    {
+      name: 'credentials hash on the pod template',
+      path: (o: KubeObject[]) => deployment(o)['spec'].template.metadata.annotations[OperandNames.credentialsHashAnnotation],
+      want: 'hash-1',
+    },
     { name: 'no init container without an operator image', path: (o: KubeObject[]) => podSpec(o)['initContainers'], want: undefined },
   ])('$name', ({ path, want }) => {
     expect(path(renderOperand(input()))).toEqual(want);
@@ -286,7 +424,11 @@ describe('planOperand: layouts', () => {
     const scopes = operandScopes(i.layout);
     for (const p of planOperand(i).filter((x) => x.object.kind !== 'Deployment')) {
       const covered = scopes.some(
-        (s) => s.type.kind === p.object.kind && s.type.apiVersion === p.object.apiVersion && s.cluster === p.cluster && (s.namespace === undefined || s.namespace === p.object.metadata.namespace),
+        (s) =>
+          s.type.kind === p.object.kind &&
+          s.type.apiVersion === p.object.apiVersion &&
+          s.cluster === p.cluster &&
+          (s.namespace === undefined || s.namespace === p.object.metadata.namespace),
       );
       expect(covered, `${p.cluster}: ${id(p)}`).toBe(true);
     }
@@ -300,10 +442,15 @@ describe('planOperand: layouts', () => {
     expect(envOf(controller(renderOperand(input())))[key]).toBeUndefined();
   });
 
-  it('a layout naming its credentials Secret points the provider\'s credentials volume at it, other volumes kept', () => {
+  it("a layout naming its credentials Secret points the provider's credentials volume at it, other volumes kept", () => {
     const c = { ...cloud, volumes: [...cloud.volumes, { name: 'other', secret: { secretName: 'other' } }] };
-    const objs = renderOperand(input({ cloud: c, layout: { ...standaloneOperandLayout('openshift-karpenter'), credentialsSecret: 'host-credentials' } }));
-    expect((podSpec(objs)['volumes'] as Obj[]).filter((v) => v['secret']).map((v) => `${v['name']}=${v['secret'].secretName}`)).toEqual(['provider-creds=host-credentials', 'other=other']);
+    const objs = renderOperand(
+      input({ cloud: c, layout: { ...standaloneOperandLayout('openshift-karpenter'), credentialsSecret: 'host-credentials' } }),
+    );
+    expect((podSpec(objs)['volumes'] as Obj[]).filter((v) => v['secret']).map((v) => `${v['name']}=${v['secret'].secretName}`)).toEqual([
+      'provider-creds=host-credentials',
+      'other=other',
+    ]);
   });
 
   it('standalone: identity is the operand ServiceAccount', () => {
@@ -311,8 +458,14 @@ describe('planOperand: layouts', () => {
   });
 
   it('standalone places everything but the Deployment and its ServiceAccount on the workload cluster (one cluster there)', () => {
-    const control = planOperand(input()).filter((p) => p.cluster === 'control').map(id);
-    expect(control).toEqual(['ServiceAccount openshift-karpenter/karpenter', 'PodDisruptionBudget openshift-karpenter/karpenter', 'Deployment openshift-karpenter/karpenter']);
+    const control = planOperand(input())
+      .filter((p) => p.cluster === 'control')
+      .map(id);
+    expect(control).toEqual([
+      'ServiceAccount openshift-karpenter/karpenter',
+      'PodDisruptionBudget openshift-karpenter/karpenter',
+      'Deployment openshift-karpenter/karpenter',
+    ]);
   });
 });
 
@@ -347,15 +500,42 @@ describe('renderOperand: the Karpenter CR settings', () => {
   const tuned = (over: Partial<KarpenterRequest>, i: Partial<OperandInput> = {}) => renderOperand(input({ request: request(over), ...i }));
   it.each([
     { name: 'no settings: Karpenter defaults (no settings env)', over: {}, want: {} },
-    { name: 'batching window', over: { settings: { batchIdleDuration: '2s', batchMaxDuration: '30s' } }, want: { BATCH_IDLE_DURATION: '2s', BATCH_MAX_DURATION: '30s' } },
-    { name: 'feature gates in Karpenter order', over: { settings: { featureGates: { SpotToSpotConsolidation: true, NodeRepair: true } } }, want: { FEATURE_GATES: 'NodeRepair=true,SpotToSpotConsolidation=true' } },
-    { name: 'interruption queue', over: { settings: { interruptionQueue: 'mycluster-karpenter' } }, want: { INTERRUPTION_QUEUE: 'mycluster-karpenter' } },
+    {
+      name: 'batching window',
+      over: { settings: { batchIdleDuration: '2s', batchMaxDuration: '30s' } },
+      want: { BATCH_IDLE_DURATION: '2s', BATCH_MAX_DURATION: '30s' },
+    },
+    {
+      name: 'feature gates in Karpenter order',
+      over: { settings: { featureGates: { SpotToSpotConsolidation: true, NodeRepair: true } } },
+      want: { FEATURE_GATES: 'NodeRepair=true,SpotToSpotConsolidation=true' },
+    },
+    {
+      name: 'interruption queue',
+      over: { settings: { interruptionQueue: 'mycluster-karpenter' } },
+      want: { INTERRUPTION_QUEUE: 'mycluster-karpenter' },
+    },
     { name: 'empty interruption queue: handling off, no env', over: { settings: { interruptionQueue: '' } }, want: {} },
-    { name: 'memory overhead and reserved ENIs', over: { settings: { vmMemoryOverheadPercent: 0.1, reservedENIs: 2 } }, want: { VM_MEMORY_OVERHEAD_PERCENT: '0.1', RESERVED_ENIS: '2' } },
-    { name: 'zero values are still set', over: { settings: { vmMemoryOverheadPercent: 0, reservedENIs: 0 } }, want: { VM_MEMORY_OVERHEAD_PERCENT: '0', RESERVED_ENIS: '0' } },
+    {
+      name: 'memory overhead and reserved ENIs',
+      over: { settings: { vmMemoryOverheadPercent: 0.1, reservedENIs: 2 } },
+      want: { VM_MEMORY_OVERHEAD_PERCENT: '0.1', RESERVED_ENIS: '2' },
+    },
+    {
+      name: 'zero values are still set',
+      over: { settings: { vmMemoryOverheadPercent: 0, reservedENIs: 0 } },
+      want: { VM_MEMORY_OVERHEAD_PERCENT: '0', RESERVED_ENIS: '0' },
+    },
   ])('env: $name', ({ over, want }) => {
     const env = envOf(controller(tuned(over)));
-    const names = ['BATCH_IDLE_DURATION', 'BATCH_MAX_DURATION', 'FEATURE_GATES', 'INTERRUPTION_QUEUE', 'VM_MEMORY_OVERHEAD_PERCENT', 'RESERVED_ENIS'];
+    const names = [
+      'BATCH_IDLE_DURATION',
+      'BATCH_MAX_DURATION',
+      'FEATURE_GATES',
+      'INTERRUPTION_QUEUE',
+      'VM_MEMORY_OVERHEAD_PERCENT',
+      'RESERVED_ENIS',
+    ];
     expect(Object.fromEntries(names.filter((n) => env[n] !== undefined).map((n) => [n, env[n]]))).toEqual(want);
     expect(controller(tuned(over))['args']).toEqual(['--log-level=info']);
   });
@@ -366,10 +546,18 @@ describe('renderOperand: the Karpenter CR settings', () => {
   });
 
   it("a layout's feature gates stand unless the request sets gates", () => {
-    const hs = { namespace: 'clusters-x', layout: { ...twoClusterLayout('clusters-x'), featureGates: 'Drift=true' }, request: request({ owner: { apiVersion: 'hypershift.openshift.io/v1beta1', kind: 'HostedControlPlane', name: 'x', namespace: 'clusters-x', uid: 'u' } }) };
+    const hs = {
+      namespace: 'clusters-x',
+      layout: { ...twoClusterLayout('clusters-x'), featureGates: 'Drift=true' },
+      request: request({
+        owner: { apiVersion: 'hypershift.openshift.io/v1beta1', kind: 'HostedControlPlane', name: 'x', namespace: 'clusters-x', uid: 'u' },
+      }),
+    };
     expect(envOf(controller(renderOperand(input(hs))))['FEATURE_GATES']).toBe('Drift=true');
     const gated = renderOperand(input({ ...hs, request: { ...hs.request, settings: { featureGates: { NodeRepair: true } } } }));
-    expect((controller(gated)['env'] as Obj[]).filter((e) => e['name'] === 'FEATURE_GATES')).toEqual([{ name: 'FEATURE_GATES', value: 'NodeRepair=true' }]);
+    expect((controller(gated)['env'] as Obj[]).filter((e) => e['name'] === 'FEATURE_GATES')).toEqual([
+      { name: 'FEATURE_GATES', value: 'NodeRepair=true' },
+    ]);
   });
 
   it.each([
@@ -388,14 +576,20 @@ describe('renderOperand: the Karpenter CR settings', () => {
   });
 
   it('two clusters (no leader election) stay at one replica, whatever the request says', () => {
-    const objs = renderOperand(input({ namespace: 'clusters-a', layout: twoClusterLayout('clusters-a'), request: request({ replicas: 3 }) }));
+    const objs = renderOperand(
+      input({ namespace: 'clusters-a', layout: twoClusterLayout('clusters-a'), request: request({ replicas: 3 }) }),
+    );
     expect(deployment(objs)['spec'].replicas).toBe(1);
     expect(objs.some((o) => o.kind === 'PodDisruptionBudget')).toBe(false);
   });
 
   it.each([
     { name: 'default requests', over: {}, want: { requests: { cpu: '1', memory: '1Gi' } } },
-    { name: 'CR resources replace the default, canonical', over: { resources: { requests: { cpu: '1500m', memory: '1024Mi' }, limits: { memory: 2147483648 } } }, want: { requests: { cpu: '1500m', memory: '1Gi' }, limits: { memory: '2147483648' } } },
+    {
+      name: 'CR resources replace the default, canonical',
+      over: { resources: { requests: { cpu: '1500m', memory: '1024Mi' }, limits: { memory: 2147483648 } } },
+      want: { requests: { cpu: '1500m', memory: '1Gi' }, limits: { memory: '2147483648' } },
+    },
     { name: 'limits only', over: { resources: { limits: { cpu: 2 } } }, want: { limits: { cpu: '2' } } },
   ] as Array<{ name: string; over: Partial<KarpenterRequest>; want: unknown }>)('resources: $name', ({ over, want }) => {
     expect(controller(tuned(over))['resources']).toEqual(want);

@@ -34,10 +34,18 @@ const ro = ['get', 'list', 'watch'];
  */
 export const operandCoreRules: readonly PolicyRule[] = [
   // Read
-  { apiGroups: ['karpenter.sh'], resources: ['nodepools', 'nodepools/status', 'nodeclaims', 'nodeclaims/status', 'nodeoverlays', 'nodeoverlays/status'], verbs: ro },
+  {
+    apiGroups: ['karpenter.sh'],
+    resources: ['nodepools', 'nodepools/status', 'nodeclaims', 'nodeclaims/status', 'nodeoverlays', 'nodeoverlays/status'],
+    verbs: ro,
+  },
   { apiGroups: ['autoscaling.x-k8s.io'], resources: ['capacitybuffers', 'capacitybuffers/status'], verbs: ro },
   { apiGroups: [''], resources: ['podtemplates'], verbs: ro },
-  { apiGroups: [''], resources: ['pods', 'nodes', 'persistentvolumes', 'persistentvolumeclaims', 'replicationcontrollers', 'namespaces'], verbs: ro },
+  {
+    apiGroups: [''],
+    resources: ['pods', 'nodes', 'persistentvolumes', 'persistentvolumeclaims', 'replicationcontrollers', 'namespaces'],
+    verbs: ro,
+  },
   { apiGroups: ['storage.k8s.io'], resources: ['storageclasses', 'csinodes', 'volumeattachments'], verbs: ro },
   { apiGroups: ['apps'], resources: ['daemonsets', 'deployments', 'replicasets', 'statefulsets'], verbs: ro },
   { apiGroups: ['policy'], resources: ['poddisruptionbudgets'], verbs: ro },
@@ -109,7 +117,10 @@ const CONTAINER_LISTS = ['env', 'envFrom', 'volumeMounts', 'volumeDevices', 'por
  * others' keys stay. Pure.
  */
 export function operandOwnedWhole(deployment: KubeObject): OwnedPath[] {
-  const pod = ((deployment.spec as { template?: { spec?: Record<string, unknown> } } | undefined)?.template?.spec ?? {}) as Record<string, unknown>;
+  const pod = ((deployment.spec as { template?: { spec?: Record<string, unknown> } } | undefined)?.template?.spec ?? {}) as Record<
+    string,
+    unknown
+  >;
   return [
     ...['containers', 'initContainers'].flatMap((list) => [`${POD}.${list}`, ...CONTAINER_LISTS.map((f) => `${POD}.${list}[].${f}`)]),
     `${POD}.volumes`,
@@ -223,18 +234,26 @@ export interface OperandScope {
  * namespaces. Pure.
  */
 export function operandScopes(layout: OperandLayout): OperandScope[] {
-  const serviceAccounts: OperandScope[] = [{ type: Types.ServiceAccount, cluster: 'control', namespace: layout.podServiceAccount.namespace }];
+  const serviceAccounts: OperandScope[] = [
+    { type: Types.ServiceAccount, cluster: 'control', namespace: layout.podServiceAccount.namespace },
+  ];
   if (!sameServiceAccount(layout.podServiceAccount, layout.apiIdentity)) {
     serviceAccounts.push({ type: Types.ServiceAccount, cluster: 'workload', namespace: layout.apiIdentity.namespace });
   }
-  const roleNamespaces = layout.leaderElection ? [layout.podServiceAccount.namespace, OperandNames.dnsNamespace] : [OperandNames.dnsNamespace];
+  const roleNamespaces = layout.leaderElection
+    ? [layout.podServiceAccount.namespace, OperandNames.dnsNamespace]
+    : [OperandNames.dnsNamespace];
   return [
     ...serviceAccounts,
-    ...[Types.Role, Types.RoleBinding].flatMap((type) => roleNamespaces.map((namespace): OperandScope => ({ type, cluster: 'workload', namespace }))),
+    ...[Types.Role, Types.RoleBinding].flatMap((type) =>
+      roleNamespaces.map((namespace): OperandScope => ({ type, cluster: 'workload', namespace })),
+    ),
     { type: Types.ClusterRole, cluster: 'workload' },
     { type: Types.ClusterRoleBinding, cluster: 'workload' },
     // More than one replica needs leader election; they then get a PodDisruptionBudget (`operandDisruptionBudget`).
-    ...(layout.leaderElection ? [{ type: Types.PodDisruptionBudget, cluster: 'control' as const, namespace: layout.podServiceAccount.namespace }] : []),
+    ...(layout.leaderElection
+      ? [{ type: Types.PodDisruptionBudget, cluster: 'control' as const, namespace: layout.podServiceAccount.namespace }]
+      : []),
   ];
 }
 
@@ -258,7 +277,12 @@ export function planOperand(input: OperandInput): PlacedObject[] {
     metadata: meta(name, ns),
     rules: rules.map((r) => structuredClone(r)),
   });
-  const binding = (kind: 'RoleBinding' | 'ClusterRoleBinding', roleKind: 'Role' | 'ClusterRole', name: string, ns?: string): KubeObject => ({
+  const binding = (
+    kind: 'RoleBinding' | 'ClusterRoleBinding',
+    roleKind: 'Role' | 'ClusterRole',
+    name: string,
+    ns?: string,
+  ): KubeObject => ({
     ...(kind === 'RoleBinding' ? Types.RoleBinding : Types.ClusterRoleBinding),
     metadata: meta(name, ns),
     roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: roleKind, name },
@@ -414,7 +438,11 @@ function replicasFor(facts: ClusterFacts, layout: OperandLayout): number {
 type EnvVar = OperandCloudConfig['env'][number];
 
 /** The guest kubeconfig volume, its mount and the env pointing Karpenter at it; empty when Karpenter runs in its workload cluster. */
-function guestKubeconfig(layout: OperandLayout): { env: EnvVar[]; volumes: Array<Record<string, unknown>>; volumeMounts: Array<Record<string, unknown>> } {
+function guestKubeconfig(layout: OperandLayout): {
+  env: EnvVar[];
+  volumes: Array<Record<string, unknown>>;
+  volumeMounts: Array<Record<string, unknown>>;
+} {
   const secretName = layout.guestKubeconfigSecret;
   if (secretName === undefined) return { env: [], volumes: [], volumeMounts: [] };
   const { guestKubeconfigVolume: name, guestKubeconfigDir: dir, guestKubeconfigKey: key } = OperandNames;
@@ -437,9 +465,13 @@ export function operandPodLabels(): Record<string, string> {
 function applyPodOverrides(podSpec: Record<string, unknown>, o: OperandPodOverrides | undefined): void {
   if (!o) return;
   if (o.nodeSelector && Object.keys(o.nodeSelector).length) podSpec['nodeSelector'] = { ...o.nodeSelector };
-  if (o.tolerations?.length) podSpec['tolerations'] = [...((podSpec['tolerations'] as unknown[] | undefined) ?? []), ...o.tolerations.map((t) => ({ ...t }))];
+  if (o.tolerations?.length)
+    podSpec['tolerations'] = [...((podSpec['tolerations'] as unknown[] | undefined) ?? []), ...o.tolerations.map((t) => ({ ...t }))];
   if (o.priorityClassName) podSpec['priorityClassName'] = o.priorityClassName;
-  for (const c of [...((podSpec['initContainers'] as Array<Record<string, unknown>> | undefined) ?? []), ...(podSpec['containers'] as Array<Record<string, unknown>>)]) {
+  for (const c of [
+    ...((podSpec['initContainers'] as Array<Record<string, unknown>> | undefined) ?? []),
+    ...(podSpec['containers'] as Array<Record<string, unknown>>),
+  ]) {
     const extra = o.requests?.[c['name'] as string];
     if (!extra) continue;
     const resources = (c['resources'] ?? {}) as { requests?: Record<string, string> };
@@ -469,7 +501,9 @@ function renderDeployment(input: OperandInput, layout: OperandLayout): KubeObjec
     // Karpenter has no webhooks since v1.1.
     { name: 'DISABLE_WEBHOOK', value: 'true' },
     ...(layout.leaderElection ? [] : [{ name: 'DISABLE_LEADER_ELECTION', value: 'true' }]),
-    ...(layout.featureGates === undefined || tuned.env.some((e) => e.name === 'FEATURE_GATES') ? [] : [{ name: 'FEATURE_GATES', value: layout.featureGates }]),
+    ...(layout.featureGates === undefined || tuned.env.some((e) => e.name === 'FEATURE_GATES')
+      ? []
+      : [{ name: 'FEATURE_GATES', value: layout.featureGates }]),
     { name: 'METRICS_PORT', value: String(OperandNames.metricsPort) },
     { name: 'HEALTH_PROBE_PORT', value: String(OperandNames.healthPort) },
     { name: 'LOG_LEVEL', value: request.logLevel },
@@ -520,7 +554,9 @@ function renderDeployment(input: OperandInput, layout: OperandLayout): KubeObjec
       image: operatorImage,
       imagePullPolicy: 'IfNotPresent',
       args: ['check-credentials'],
-      env: [...clusterEnv, ...cloud.env, ...(settings.proxyEnv ?? []), ...(mountsTrustedCa ? nodeSystemCaEnv : [])].map((e) => structuredClone(e)),
+      env: [...clusterEnv, ...cloud.env, ...(settings.proxyEnv ?? []), ...(mountsTrustedCa ? nodeSystemCaEnv : [])].map((e) =>
+        structuredClone(e),
+      ),
       resources: { requests: { cpu: '10m', memory: '64Mi' } },
       securityContext: restrictedContainerSecurityContext(),
       terminationMessagePolicy: 'FallbackToLogsOnError',
@@ -531,7 +567,10 @@ function renderDeployment(input: OperandInput, layout: OperandLayout): KubeObjec
   }
   if (place.sidecars?.length) {
     // Before the check: it (and Karpenter) need what they provide.
-    podSpec['initContainers'] = [...place.sidecars.map((c) => structuredClone(c)), ...((podSpec['initContainers'] as unknown[] | undefined) ?? [])];
+    podSpec['initContainers'] = [
+      ...place.sidecars.map((c) => structuredClone(c)),
+      ...((podSpec['initContainers'] as unknown[] | undefined) ?? []),
+    ];
   }
   if (place.nodeSelector) podSpec['nodeSelector'] = { ...place.nodeSelector };
   if (place.tolerations) podSpec['tolerations'] = place.tolerations.map((t) => ({ ...t }));
@@ -552,7 +591,10 @@ function renderDeployment(input: OperandInput, layout: OperandLayout): KubeObjec
   const podAnnotations: Record<string, string> = { ...place.annotations };
   if (credentialsHash !== undefined) podAnnotations[OperandNames.credentialsHashAnnotation] = credentialsHash;
   applyPodOverrides(podSpec, request.podOverrides);
-  const template: Record<string, unknown> = { metadata: { labels: { ...place.labels, ...request.podOverrides?.labels, ...selector } }, spec: podSpec };
+  const template: Record<string, unknown> = {
+    metadata: { labels: { ...place.labels, ...request.podOverrides?.labels, ...selector } },
+    spec: podSpec,
+  };
   if (Object.keys(podAnnotations).length) (template['metadata'] as Record<string, unknown>)['annotations'] = podAnnotations;
 
   return {

@@ -108,7 +108,7 @@ export function effectiveRules(objects: readonly KubeObject[], subject: RbacSubj
     const ref = b['roleRef'] as { kind: string; name: string } | undefined;
     if (!ref) continue;
     const role = ref.kind === 'ClusterRole' ? find('ClusterRole', ref.name) : clusterWide ? undefined : find('Role', ref.name, namespace);
-    rules.push(...(((role?.['rules'] as PolicyRule[] | undefined) ?? [])));
+    rules.push(...((role?.['rules'] as PolicyRule[] | undefined) ?? []));
   }
   return rules;
 }

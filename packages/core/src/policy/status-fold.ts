@@ -167,8 +167,11 @@ export function foldStatus(input: StatusInputs): FoldedStatus {
 function degradedCondition(input: StatusInputs): ConditionInput {
   const gen = input.generation;
   const mk = (status: 'True' | 'False', reason: string, message: string): ConditionInput =>
-    gen === undefined ? { type: 'Degraded', status, reason, message } : { type: 'Degraded', status, reason, message, observedGeneration: gen };
-  if (input.unsupported && input.unknownPlatform) return mk('True', Reasons.UnknownPlatform, unsupportedMessage(input.unsupported, input.strandedOperand));
+    gen === undefined
+      ? { type: 'Degraded', status, reason, message }
+      : { type: 'Degraded', status, reason, message, observedGeneration: gen };
+  if (input.unsupported && input.unknownPlatform)
+    return mk('True', Reasons.UnknownPlatform, unsupportedMessage(input.unsupported, input.strandedOperand));
   if (input.factsError && input.request === 'present') return mk('True', Reasons.InvalidInfrastructure, input.factsError);
   const failed = input.failures
     .filter((f) => f.consecutiveFailures >= input.degradedAfter)

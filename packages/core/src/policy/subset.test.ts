@@ -6,7 +6,9 @@ const pool = (nodeSelector: unknown) => ({ spec: { nodeSelector, paused: false }
 const POOL = wholeSelector('spec.nodeSelector');
 const want = pool({ matchLabels: { nc: 'default' } });
 
-const deployment = (containers: unknown[], extra: Record<string, unknown> = {}) => ({ spec: { template: { spec: { containers, ...extra } } } });
+const deployment = (containers: unknown[], extra: Record<string, unknown> = {}) => ({
+  spec: { template: { spec: { containers, ...extra } } },
+});
 const DEP = ['spec.template.spec.containers', 'spec.template.spec.containers[].env', 'spec.template.spec.volumes'];
 const controller = (env: unknown[]) => ({ name: 'controller', image: 'k:1', env });
 const wantDep = deployment([controller([{ name: 'A', value: '1' }])]);
@@ -29,7 +31,13 @@ describe('foreignEntries / isApplied / replacingPatch', () => {
       owned: POOL,
       foreign: ['spec.nodeSelector.matchExpressions'],
     },
-    { name: 'extra key, path not owned', desired: want, current: pool({ matchLabels: { nc: 'default', team: 'x' } }), owned: [], foreign: [] },
+    {
+      name: 'extra key, path not owned',
+      desired: want,
+      current: pool({ matchLabels: { nc: 'default', team: 'x' } }),
+      owned: [],
+      foreign: [],
+    },
     {
       name: 'server defaults on an owned container',
       desired: wantDep,
@@ -47,7 +55,12 @@ describe('foreignEntries / isApplied / replacingPatch', () => {
     {
       name: 'a foreign env var in an owned container',
       desired: wantDep,
-      current: deployment([controller([{ name: 'A', value: '1' }, { name: 'HTTPS_PROXY', value: 'http://evil:3128' }])]),
+      current: deployment([
+        controller([
+          { name: 'A', value: '1' },
+          { name: 'HTTPS_PROXY', value: 'http://evil:3128' },
+        ]),
+      ]),
       owned: DEP,
       foreign: ['spec.template.spec.containers[controller].env[HTTPS_PROXY]'],
     },
@@ -69,7 +82,10 @@ describe('foreignEntries / isApplied / replacingPatch', () => {
   });
 
   it('nulls only foreign map keys and keeps fields outside the owned paths', () => {
-    const current = { metadata: { labels: { user: 'x' } }, spec: { nodeSelector: { matchLabels: { nc: 'default', team: 'x' } }, paused: true } };
+    const current = {
+      metadata: { labels: { user: 'x' } },
+      spec: { nodeSelector: { matchLabels: { nc: 'default', team: 'x' } }, paused: true },
+    };
     const desired = { metadata: { labels: { managed: 'true' } }, spec: { nodeSelector: { matchLabels: { nc: 'default' } } } };
     expect(replacingPatch(desired, current, POOL)).toEqual({
       metadata: { labels: { managed: 'true' } },

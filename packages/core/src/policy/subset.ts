@@ -13,9 +13,7 @@ export function isSubset(desired: unknown, current: unknown): boolean {
   if (typeof desired === 'object' && desired !== undefined) {
     if (typeof current !== 'object' || current === null || Array.isArray(current)) return false;
     const cur = current as Record<string, unknown>;
-    return Object.entries(desired as Record<string, unknown>).every(
-      ([k, v]) => v === undefined || isSubset(v, cur[k]),
-    );
+    return Object.entries(desired as Record<string, unknown>).every(([k, v]) => v === undefined || isSubset(v, cur[k]));
   }
   return desired === current;
 }

@@ -4,5 +4,4 @@
  */
 export type ServiceIdentifier<T> = symbol & { readonly __service?: T };
 
-export const token = <T>(name: string): ServiceIdentifier<T> =>
-  Symbol.for(`karpenter-operator/${name}`) as ServiceIdentifier<T>;
+export const token = <T>(name: string): ServiceIdentifier<T> => Symbol.for(`karpenter-operator/${name}`) as ServiceIdentifier<T>;

@@ -28,7 +28,9 @@ describe('ClusterStore.updateFinalizers', () => {
     const store = seeded(['other.example.com/keep']);
     const rv = (await store.get(ref))!.metadata.resourceVersion;
     await store.updateFinalizers(ref, { add: ['mine'] });
-    expect(store.writes.map((w) => w.body)).toEqual([{ metadata: { finalizers: ['other.example.com/keep', 'mine'], resourceVersion: rv } }]);
+    expect(store.writes.map((w) => w.body)).toEqual([
+      { metadata: { finalizers: ['other.example.com/keep', 'mine'], resourceVersion: rv } },
+    ]);
     await store.updateFinalizers(ref, { remove: ['mine'] });
     expect((await store.get(ref))!.metadata.finalizers).toEqual(['other.example.com/keep']);
     expect((store.writes[1]!.body as { metadata: { resourceVersion?: string } }).metadata.resourceVersion).toBeDefined();

@@ -23,7 +23,10 @@ const RBAC_KINDS = new Set(['ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBi
  * package: `describeCloudProviderContract('aws', () => fixture)`. A provider that is not supported yet (its
  * `assertSupported` throws) is held to the "fails clearly, never crashes" half only.
  */
-export function describeCloudProviderContract(name: string, factory: () => CloudProviderContractFixture | Promise<CloudProviderContractFixture>): void {
+export function describeCloudProviderContract(
+  name: string,
+  factory: () => CloudProviderContractFixture | Promise<CloudProviderContractFixture>,
+): void {
   describe(`CloudProvider contract: ${name}`, () => {
     const supported = async () => {
       const f = await factory();
@@ -93,7 +96,9 @@ export function describeCloudProviderContract(name: string, factory: () => Cloud
     it('supported: renders a default NodeClass of its kind, and rejects an empty cluster naming a field', async () => {
       const { f, ok } = await supported();
       if (!ok) {
-        expect(() => f.provider.renderDefaultNodeClass({ facts: f.facts, machineSets: [], secrets: [], maxPods: 250 })).toThrow(UnsupportedPlatformError);
+        expect(() => f.provider.renderDefaultNodeClass({ facts: f.facts, machineSets: [], secrets: [], maxPods: 250 })).toThrow(
+          UnsupportedPlatformError,
+        );
         return;
       }
       expect(f.discovery, 'supported providers give a discovery fixture').toBeDefined();

@@ -22,7 +22,13 @@ const defaultNodeClass = (input: DiscoveryInput) => {
   return { object: { ...nodeClassType, metadata: { name: 'default' }, spec: {} }, protectedSpec: {} };
 };
 
-const facts = { platform: 'AWS', region: 'us-east-1', infrastructureName: 'demo-x1', apiServerInternalURL: 'https://api-int.demo:6443', resourceTags: [] };
+const facts = {
+  platform: 'AWS',
+  region: 'us-east-1',
+  infrastructureName: 'demo-x1',
+  apiServerInternalURL: 'https://api-int.demo:6443',
+  resourceTags: [],
+};
 
 describeCloudProviderContract('fake', () => ({
   provider: new FakeCloudProvider({
@@ -32,7 +38,12 @@ describeCloudProviderContract('fake', () => ({
   }),
   facts,
   settings: { namespace: 'openshift-karpenter', releaseVersion: '4.21.0', operandImage: '', crdDir: '/nonexistent' },
-  discovery: { facts, machineSets: [{ apiVersion: 'machine.openshift.io/v1beta1', kind: 'MachineSet', metadata: { name: 'w' } }], secrets: [], maxPods: 250 },
+  discovery: {
+    facts,
+    machineSets: [{ apiVersion: 'machine.openshift.io/v1beta1', kind: 'MachineSet', metadata: { name: 'w' } }],
+    secrets: [],
+    maxPods: 250,
+  },
   nodeClass: { ...nodeClassType, metadata: { name: 'default' }, spec: {} },
   unreachable: () => {
     const down = new FakeCloudProvider({ nodeClassType });

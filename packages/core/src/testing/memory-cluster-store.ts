@@ -40,7 +40,10 @@ export class MemoryClusterStore implements ClusterStore {
   private uidSeq = 0;
   private rv = 0;
 
-  constructor(initial: KubeObject[] = [], private readonly now: () => string = () => new Date(0).toISOString()) {
+  constructor(
+    initial: KubeObject[] = [],
+    private readonly now: () => string = () => new Date(0).toISOString(),
+  ) {
     for (const o of initial) this.seed(o);
   }
 
@@ -87,9 +90,7 @@ export class MemoryClusterStore implements ClusterStore {
           v === undefined ? o.metadata.labels?.[k] !== undefined : o.metadata.labels?.[k] === v,
         ),
       )
-      .sort((a, b) =>
-        `${a.metadata.namespace ?? ''}/${a.metadata.name}`.localeCompare(`${b.metadata.namespace ?? ''}/${b.metadata.name}`),
-      )
+      .sort((a, b) => `${a.metadata.namespace ?? ''}/${a.metadata.name}`.localeCompare(`${b.metadata.namespace ?? ''}/${b.metadata.name}`))
       .map((o) => clone(o) as T);
   }
 
@@ -158,7 +159,9 @@ export class MemoryClusterStore implements ClusterStore {
     // Like the API server: a patch naming a resourceVersion applies only over that version.
     const precondition = (patch.metadata as { resourceVersion?: unknown } | undefined)?.resourceVersion;
     if (precondition !== undefined && precondition !== current.metadata.resourceVersion) {
-      throw new ConflictError(`patching ${ref.kind} ${ref.name}: the object has been modified (resourceVersion ${String(precondition)}, now ${current.metadata.resourceVersion})`);
+      throw new ConflictError(
+        `patching ${ref.kind} ${ref.name}: the object has been modified (resourceVersion ${String(precondition)}, now ${current.metadata.resourceVersion})`,
+      );
     }
     const merged = mergePatch(current, patch) as KubeObject;
     this.bump(merged, false);
@@ -205,4 +208,3 @@ export class MemoryClusterStore implements ClusterStore {
     return { changed: true, object: clone(current) };
   }
 }
-

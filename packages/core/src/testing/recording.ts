@@ -21,7 +21,10 @@ export class RecordingMetrics implements Metrics {
   readonly gauges = new Map<string, number>();
   readonly observations: Array<{ name: string; value: number; labels?: Labels }> = [];
   private key(name: string, labels?: Labels): string {
-    const l = Object.entries(labels ?? {}).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => `${k}=${v}`).join(',');
+    const l = Object.entries(labels ?? {})
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([k, v]) => `${k}=${v}`)
+      .join(',');
     return l ? `${name}{${l}}` : name;
   }
   inc(name: string, labels?: Labels, value = 1): void {

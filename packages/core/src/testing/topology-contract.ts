@@ -81,7 +81,12 @@ export function describeTopologyContract(name: string, factory: () => TopologyCo
 
     it('lays the operand out in its own namespace, with a way to the workload API when that is another cluster', () => {
       const f = factory();
-      const layout = f.topology.operandLayout({ namespace: f.topology.operandNamespace, releaseVersion: '1', operandImage: 'img', crdDir: '/crds' });
+      const layout = f.topology.operandLayout({
+        namespace: f.topology.operandNamespace,
+        releaseVersion: '1',
+        operandImage: 'img',
+        crdDir: '/crds',
+      });
       expect(layout.podServiceAccount.namespace).toBe(f.topology.operandNamespace);
       expect(layout.singleCluster).toBe(f.topology.controlStore === f.topology.workloadStore);
       if (!layout.singleCluster) expect(layout.guestKubeconfigSecret).toBeTruthy();
@@ -94,7 +99,12 @@ export function describeTopologyContract(name: string, factory: () => TopologyCo
       f.seedRequest();
       const req = await f.topology.readRequest();
       await f.topology.reportStatus(report, req);
-      const snap = (objs: KubeObject[]) => JSON.stringify(objs.map((o) => (o.status as { conditions?: Array<{ lastTransitionTime?: string }> } | undefined)?.conditions?.map((c) => c.lastTransitionTime)));
+      const snap = (objs: KubeObject[]) =>
+        JSON.stringify(
+          objs.map((o) =>
+            (o.status as { conditions?: Array<{ lastTransitionTime?: string }> } | undefined)?.conditions?.map((c) => c.lastTransitionTime),
+          ),
+        );
       const before = snap(f.control.all());
       await f.topology.reportStatus({ ...report, conditions: report.conditions.map((c) => ({ ...c, message: 'changed' })) }, req);
       expect(snap(f.control.all())).toBe(before);

@@ -2,7 +2,13 @@ import { InvalidInputError } from '../errors.js';
 import type { KarpenterRequest, KarpenterSettings, LogLevel, OperandResources } from '../model/cluster.js';
 import type { KubeObject } from '../model/kube.js';
 import { Types } from '../model/kube.js';
-import { karpenterFeatureGates, karpenterSpecRules, NON_NEGATIVE_QUANTITY_PATTERN, unknownFeatureGates, type SchemaRule } from '../policy/karpenter-settings.js';
+import {
+  karpenterFeatureGates,
+  karpenterSpecRules,
+  NON_NEGATIVE_QUANTITY_PATTERN,
+  unknownFeatureGates,
+  type SchemaRule,
+} from '../policy/karpenter-settings.js';
 
 const LEVELS: readonly LogLevel[] = ['debug', 'info', 'error'];
 
@@ -16,7 +22,12 @@ export function decodeKarpenter(obj: KubeObject): KarpenterRequest {
   }
   const raw = (spec as Record<string, unknown> | undefined)?.logLevel ?? 'info';
   if (typeof raw !== 'string' || !LEVELS.includes(raw as LogLevel)) {
-    throw new InvalidInputError('KarpenterCheckFailed', where, 'spec.logLevel', `must be one of ${LEVELS.join(', ')}, got ${JSON.stringify(raw)}`);
+    throw new InvalidInputError(
+      'KarpenterCheckFailed',
+      where,
+      'spec.logLevel',
+      `must be one of ${LEVELS.join(', ')}, got ${JSON.stringify(raw)}`,
+    );
   }
   const req: KarpenterRequest = {
     owner: { ...Types.Karpenter, name: obj.metadata.name, uid: obj.metadata.uid },
@@ -61,7 +72,8 @@ function decodeSettings(spec: Spec | undefined, where: string): Pick<KarpenterRe
       if (!isMap(list)) throw bad(`spec.resources.${k}`, 'must be a map of resource name to quantity');
       for (const [name, q] of Object.entries(list)) {
         const ok = (typeof q === 'number' && q >= 0) || (typeof q === 'string' && new RegExp(NON_NEGATIVE_QUANTITY_PATTERN).test(q));
-        if (!ok) throw bad(`spec.resources.${k}.${name}`, `must be a non-negative quantity such as 500m, 1 or 1Gi, got ${JSON.stringify(q)}`);
+        if (!ok)
+          throw bad(`spec.resources.${k}.${name}`, `must be a non-negative quantity such as 500m, 1 or 1Gi, got ${JSON.stringify(q)}`);
       }
       resources[k] = { ...(list as Record<string, string | number>) };
     }
@@ -86,8 +98,13 @@ function decodeSettings(spec: Spec | undefined, where: string): Pick<KarpenterRe
           settings[k] = v as number;
           break;
         case 'featureGates':
-          if (!isMap(v) || Object.values(v).some((g) => typeof g !== 'boolean')) throw bad(field, 'must be a map of gate name to true or false');
-          if (unknownFeatureGates(v).length) throw bad(field, `unknown feature gate ${unknownFeatureGates(v).join(', ')}; Karpenter v1.14.1 knows ${karpenterFeatureGates.join(', ')}`);
+          if (!isMap(v) || Object.values(v).some((g) => typeof g !== 'boolean'))
+            throw bad(field, 'must be a map of gate name to true or false');
+          if (unknownFeatureGates(v).length)
+            throw bad(
+              field,
+              `unknown feature gate ${unknownFeatureGates(v).join(', ')}; Karpenter v1.14.1 knows ${karpenterFeatureGates.join(', ')}`,
+            );
           settings.featureGates = { ...(v as Record<string, boolean>) };
           break;
         default:

@@ -9,7 +9,11 @@ describeTopologyContract('standalone', () => {
   const infra = (infrastructureName: string) => ({
     ...Types.Infrastructure,
     metadata: { name: 'cluster' },
-    status: { infrastructureName, apiServerInternalURI: 'https://api-int.x:6443', platformStatus: { type: 'AWS', aws: { region: 'us-east-1' } } },
+    status: {
+      infrastructureName,
+      apiServerInternalURI: 'https://api-int.x:6443',
+      platformStatus: { type: 'AWS', aws: { region: 'us-east-1' } },
+    },
   });
   return {
     topology: new StandaloneTopology({ store, namespace: 'openshift-karpenter', clock }),

@@ -5,7 +5,13 @@ import { Types } from '../model/kube.js';
 import { Names } from '../model/names.js';
 import { setConditions } from '../policy/conditions.js';
 import { decodeInfrastructure } from '../policy/infrastructure.js';
-import { boundServiceAccountToken, controlPlanePlacement, operandPodServiceAccount, trustedCaBundle, type OperandLayout } from '../policy/operand.js';
+import {
+  boundServiceAccountToken,
+  controlPlanePlacement,
+  operandPodServiceAccount,
+  trustedCaBundle,
+  type OperandLayout,
+} from '../policy/operand.js';
 import { isoNow, type Clock } from '../ports/clock.js';
 import type { ClusterStore } from '../ports/cluster-store.js';
 import type { StatusReport, Topology } from '../ports/topology.js';
@@ -108,7 +114,7 @@ export class StandaloneTopology implements Topology {
       const crRef: ObjectRef = { ...Types.Karpenter, name: request.owner.name };
       const cr = await store.get<KubeObject>(crRef);
       if (!cr) return;
-      const crConditions = ((cr.status as { conditions?: Condition[] } | undefined)?.conditions ?? []);
+      const crConditions = (cr.status as { conditions?: Condition[] } | undefined)?.conditions ?? [];
       const next = [...report.conditions.filter((c) => CR_CONDITIONS.has(c.type)), ...(report.useCaseConditions ?? [])].map((c) => ({
         ...c,
         observedGeneration: request.generation,

@@ -20,7 +20,13 @@ describe('whileKarpenterRuns', () => {
     const cloud = new FakeCloudProvider({ crds: [crd('nodepools.karpenter.sh', false)] });
     const topology = new StandaloneTopology({ store, namespace: 'ns', clock });
     let runs = 0;
-    const inner: Reconciler = { name: 'x.y', watches: [], keysFor: () => ['k'], resyncKeys: async () => ['k'], reconcile: async () => ((runs += 1), {}) };
+    const inner: Reconciler = {
+      name: 'x.y',
+      watches: [],
+      keysFor: () => ['k'],
+      resyncKeys: async () => ['k'],
+      reconcile: async () => ((runs += 1), {}),
+    };
     let gets = 0;
     const get = store.get.bind(store);
     store.get = async (ref) => ((gets += ref.kind === 'CustomResourceDefinition' ? 1 : 0), get(ref));
@@ -57,7 +63,11 @@ describe('whileKarpenterRuns', () => {
     expect(await gate.check()).toEqual({ open: false, requeueAfterMs: CrdsPendingRequeueMs });
     store.seed(crd('nodepools.karpenter.sh', true));
     expect(await gate.check()).toMatchObject({ open: true, request: { deleting: false, owner: { kind: 'Karpenter' } } });
-    store.seed({ ...Types.Karpenter, metadata: { name: 'default', deletionTimestamp: '2026-01-01T00:00:00Z', finalizers: ['x'] }, spec: {} });
+    store.seed({
+      ...Types.Karpenter,
+      metadata: { name: 'default', deletionTimestamp: '2026-01-01T00:00:00Z', finalizers: ['x'] },
+      spec: {},
+    });
     expect(await gate.check()).toEqual({ open: false });
   });
 });

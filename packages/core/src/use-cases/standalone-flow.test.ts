@@ -20,7 +20,11 @@ const aCrd = (plural: string, group: string, kind: string): KubeObject => ({
   metadata: { name: `${plural}.${group}` },
   spec: { group, names: { kind, plural }, scope: 'Cluster', versions: [{ name: 'v1', served: true, storage: true }] },
 });
-const crds = [aCrd('nodepools', 'karpenter.sh', 'NodePool'), aCrd('nodeclaims', 'karpenter.sh', 'NodeClaim'), aCrd('ec2nodeclasses', 'karpenter.k8s.aws', 'EC2NodeClass')];
+const crds = [
+  aCrd('nodepools', 'karpenter.sh', 'NodePool'),
+  aCrd('nodeclaims', 'karpenter.sh', 'NodeClaim'),
+  aCrd('ec2nodeclasses', 'karpenter.k8s.aws', 'EC2NodeClass'),
+];
 
 const infrastructure: KubeObject = {
   ...Types.Infrastructure,
@@ -46,7 +50,10 @@ function settle(store: MemoryClusterStore): void {
     }
     if (o.kind === 'Deployment') {
       const replicas = (o.spec as { replicas?: number }).replicas ?? 1;
-      store.seed({ ...o, status: { observedGeneration: o.metadata.generation, replicas, updatedReplicas: replicas, availableReplicas: replicas } });
+      store.seed({
+        ...o,
+        status: { observedGeneration: o.metadata.generation, replicas, updatedReplicas: replicas, availableReplicas: replicas },
+      });
     }
   }
 }
@@ -58,7 +65,12 @@ describe('standalone flow (in memory)', () => {
   let board: StatusBoard;
   let reconcilers: { crds: CrdsReconciler; operand: OperandReconciler; status: StatusReconciler; teardown: TeardownReconciler };
   const co = () => store.get({ ...Types.ClusterOperator, name: 'karpenter' });
-  const cond = async (type: string) => ((await co())?.status as { conditions: Array<{ type: string; status: string; reason: string; message: string; lastTransitionTime: string }> }).conditions.find((c) => c.type === type)!;
+  const cond = async (type: string) =>
+    (
+      (await co())?.status as {
+        conditions: Array<{ type: string; status: string; reason: string; message: string; lastTransitionTime: string }>;
+      }
+    ).conditions.find((c) => c.type === type)!;
   const all = async () => {
     for (const r of [reconcilers.teardown, reconcilers.crds, reconcilers.operand, reconcilers.status]) await r.reconcile();
   };
@@ -111,7 +123,9 @@ describe('standalone flow (in memory)', () => {
     expect((await cond('Progressing')).status).toBe('False');
     expect(((await co())?.status as { versions: unknown }).versions).toEqual([{ name: 'operator', version: '4.22.0' }]);
     const cr = await store.get({ ...Types.Karpenter, name: 'default' });
-    expect((cr?.status as { conditions: Array<{ type: string; observedGeneration: number }> }).conditions.map((c) => c.type).sort()).toEqual(['Available', 'Degraded', 'Progressing']);
+    expect(
+      (cr?.status as { conditions: Array<{ type: string; observedGeneration: number }> }).conditions.map((c) => c.type).sort(),
+    ).toEqual(['Available', 'Degraded', 'Progressing']);
     expect(cr?.metadata.finalizers).toContain(Names.karpenterFinalizer);
 
     store.clearWrites();
@@ -125,14 +139,26 @@ describe('standalone flow (in memory)', () => {
     await all();
     settle(store);
     await all();
-    const crStatus = async () => (await store.get({ ...Types.Karpenter, name: 'default' }))?.status as { observedGeneration: number; conditions: Array<{ type: string; status: string; reason: string; observedGeneration: number }> };
+    const crStatus = async () =>
+      (await store.get({ ...Types.Karpenter, name: 'default' }))?.status as {
+        observedGeneration: number;
+        conditions: Array<{ type: string; status: string; reason: string; observedGeneration: number }>;
+      };
     expect((await crStatus()).observedGeneration).toBe(1);
     const cr = (await store.get({ ...Types.Karpenter, name: 'default' }))!;
-    store.seed({ ...cr, metadata: { ...cr.metadata, generation: 2 }, spec: { ...(cr.spec as object), settings: { batchMaxDuration: '30s' } } });
+    store.seed({
+      ...cr,
+      metadata: { ...cr.metadata, generation: 2 },
+      spec: { ...(cr.spec as object), settings: { batchMaxDuration: '30s' } },
+    });
     await all();
     const rolling = await crStatus();
     expect(rolling.observedGeneration).toBe(2);
-    expect(rolling.conditions.find((c) => c.type === 'Progressing')).toMatchObject({ status: 'True', reason: 'OperandRollingOut', observedGeneration: 2 });
+    expect(rolling.conditions.find((c) => c.type === 'Progressing')).toMatchObject({
+      status: 'True',
+      reason: 'OperandRollingOut',
+      observedGeneration: 2,
+    });
     const dep = await store.get({ ...Types.Deployment, namespace: NS, name: 'karpenter' });
     expect(JSON.stringify(dep?.spec)).toContain('"name":"BATCH_MAX_DURATION","value":"30s"');
     settle(store);
@@ -211,7 +237,7 @@ describe('standalone flow (in memory)', () => {
     const operand = new OperandReconciler({ topology, cloud, settings: next, events, logger: silentLogger });
     await status.reconcile();
     expect(await versions()).toEqual([{ name: 'operator', version: '4.22.0' }]);
-    expect((await cond('Progressing'))).toMatchObject({ status: 'True', reason: 'OperandRollingOut' });
+    expect(await cond('Progressing')).toMatchObject({ status: 'True', reason: 'OperandRollingOut' });
 
     // Applied, not rolled out: the old version stays.
     await operand.reconcile();
@@ -241,7 +267,10 @@ describe('standalone flow (in memory)', () => {
     const ref = { ...Types.Deployment, namespace: NS, name: 'karpenter' };
     const dep = (await store.get(ref))!;
     // The API server bumps a Deployment's generation on an annotation change; the controller has not observed it yet.
-    store.seed({ ...dep, metadata: { ...dep.metadata, annotations: { 'example.com/note': 'x' }, generation: (dep.metadata.generation ?? 1) + 1 } });
+    store.seed({
+      ...dep,
+      metadata: { ...dep.metadata, annotations: { 'example.com/note': 'x' }, generation: (dep.metadata.generation ?? 1) + 1 },
+    });
     store.clearWrites();
     await all();
     expect(store.writes).toEqual([]);
@@ -291,7 +320,9 @@ describe('standalone flow (in memory)', () => {
     clock.advance(6 * 60_000);
     const r = await reconcilers.teardown.reconcile();
     expect(r.requeueAfterMs).toBeGreaterThan(0);
-    expect((await store.get({ ...Types.NodeClaim, name: 'general-abc' }))?.metadata.annotations?.[Names.terminationAnnotation]).toBeDefined();
+    expect(
+      (await store.get({ ...Types.NodeClaim, name: 'general-abc' }))?.metadata.annotations?.[Names.terminationAnnotation],
+    ).toBeDefined();
     expect(events.events.map((e) => e.reason)).toContain('ForcingNodeClaimTermination');
 
     // Karpenter finishes the NodeClaim.
@@ -300,6 +331,8 @@ describe('standalone flow (in memory)', () => {
     expect(await store.get({ ...Types.Deployment, namespace: NS, name: 'karpenter' })).toBeUndefined();
     await reconcilers.teardown.reconcile();
     expect(await store.get({ ...Types.Karpenter, name: 'default' })).toBeUndefined();
-    expect(events.events.map((e) => e.reason)).toEqual(expect.arrayContaining(['DeletingNodePool', 'DeletingNodeClaim', 'DeletingOperand', 'TeardownComplete']));
+    expect(events.events.map((e) => e.reason)).toEqual(
+      expect.arrayContaining(['DeletingNodePool', 'DeletingNodeClaim', 'DeletingOperand', 'TeardownComplete']),
+    );
   });
 });

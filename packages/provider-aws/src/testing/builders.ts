@@ -103,7 +103,9 @@ export function aMachineSet(o: MachineSetOverrides = {}): KubeObject {
 export function aUserDataSecret(o: { name?: string; userData?: string; as?: 'data' | 'stringData' } = {}): KubeObject {
   const userData = o.userData ?? pointerUserData();
   const body =
-    o.as === 'stringData' ? { stringData: { userData } } : { data: { userData: Buffer.from(userData).toString('base64'), disableTemplating: 'dHJ1ZQ==' } };
+    o.as === 'stringData'
+      ? { stringData: { userData } }
+      : { data: { userData: Buffer.from(userData).toString('base64'), disableTemplating: 'dHJ1ZQ==' } };
   return {
     apiVersion: 'v1',
     kind: 'Secret',
@@ -118,7 +120,12 @@ export function aBootImagesConfigMap(images: Record<string, Record<string, strin
   const architectures = Object.fromEntries(
     Object.entries(images).map(([arch, regions]) => [
       arch,
-      { artifacts: {}, images: { aws: { regions: Object.fromEntries(Object.entries(regions).map(([r, image]) => [r, { release: '9.6.20250101-0', image }])) } } },
+      {
+        artifacts: {},
+        images: {
+          aws: { regions: Object.fromEntries(Object.entries(regions).map(([r, image]) => [r, { release: '9.6.20250101-0', image }])) },
+        },
+      },
     ]),
   );
   return {

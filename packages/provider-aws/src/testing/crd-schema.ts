@@ -66,7 +66,8 @@ export function validateSchema(schema: Schema, value: unknown, path = ''): strin
   if (schema.enum && !schema.enum.includes(value)) errs.push(`${at}: ${JSON.stringify(value)} not in enum ${JSON.stringify(schema.enum)}`);
   if (typeof value === 'string') {
     // Go's RE2 and JavaScript agree on the patterns the Karpenter CRDs use.
-    if (schema.pattern && !new RegExp(schema.pattern).test(value)) errs.push(`${at}: ${JSON.stringify(value)} does not match ${schema.pattern}`);
+    if (schema.pattern && !new RegExp(schema.pattern).test(value))
+      errs.push(`${at}: ${JSON.stringify(value)} does not match ${schema.pattern}`);
     if (schema.maxLength !== undefined && value.length > schema.maxLength) errs.push(`${at}: longer than ${schema.maxLength}`);
     if (schema.minLength !== undefined && value.length < schema.minLength) errs.push(`${at}: shorter than ${schema.minLength}`);
   }
@@ -83,20 +84,23 @@ export function validateSchema(schema: Schema, value: unknown, path = ''): strin
   if (t === 'object') {
     const obj = value as Record<string, unknown>;
     for (const r of schema.required ?? []) if (!(r in obj)) errs.push(`${at}: missing required ${r}`);
-    if (schema.maxProperties !== undefined && Object.keys(obj).length > schema.maxProperties) errs.push(`${at}: more than ${schema.maxProperties} properties`);
+    if (schema.maxProperties !== undefined && Object.keys(obj).length > schema.maxProperties)
+      errs.push(`${at}: more than ${schema.maxProperties} properties`);
     for (const [k, v] of Object.entries(obj)) {
       const sub = `${path ? `${path}.` : ''}${k}`;
       const prop = schema.properties?.[k];
       if (prop) errs.push(...validateSchema(prop, v, sub));
       else if (typeof schema.additionalProperties === 'object') errs.push(...validateSchema(schema.additionalProperties, v, sub));
-      else if (schema.properties && !schema['x-kubernetes-preserve-unknown-fields'] && path !== 'metadata') errs.push(`${sub}: unknown field`);
+      else if (schema.properties && !schema['x-kubernetes-preserve-unknown-fields'] && path !== 'metadata')
+        errs.push(`${sub}: unknown field`);
     }
   }
   return errs;
 }
 
 type Spec = Record<string, unknown>;
-const terms = (spec: Spec, key: string): Array<Record<string, unknown>> => (Array.isArray(spec[key]) ? (spec[key] as Array<Record<string, unknown>>) : []);
+const terms = (spec: Spec, key: string): Array<Record<string, unknown>> =>
+  Array.isArray(spec[key]) ? (spec[key] as Array<Record<string, unknown>>) : [];
 const has = (o: Record<string, unknown>, k: string): boolean => o[k] !== undefined;
 
 /**
@@ -113,19 +117,24 @@ export function ec2NodeClassCelChecks(spec: Spec): string[] {
   if (spec.instanceProfile === '' || spec.role === '') errs.push('spec: instanceProfile/role cannot be empty');
   const ami = terms(spec, 'amiSelectorTerms');
   // self.all(x, has(x.tags) || has(x.id) || has(x.name) || has(x.alias) || has(x.ssmParameter))
-  if (!ami.every((x) => ['tags', 'id', 'name', 'alias', 'ssmParameter'].some((k) => has(x, k)))) errs.push('spec.amiSelectorTerms: empty term');
+  if (!ami.every((x) => ['tags', 'id', 'name', 'alias', 'ssmParameter'].some((k) => has(x, k))))
+    errs.push('spec.amiSelectorTerms: empty term');
   // !self.exists(x, has(x.id) && (has(x.alias) || has(x.tags) || has(x.name) || has(x.owner)))
-  if (ami.some((x) => has(x, 'id') && ['alias', 'tags', 'name', 'owner'].some((k) => has(x, k)))) errs.push("spec.amiSelectorTerms: 'id' is mutually exclusive");
+  if (ami.some((x) => has(x, 'id') && ['alias', 'tags', 'name', 'owner'].some((k) => has(x, k))))
+    errs.push("spec.amiSelectorTerms: 'id' is mutually exclusive");
   // self.amiSelectorTerms.exists(x, has(x.alias)) ? true : has(self.amiFamily)
-  if (!ami.some((x) => has(x, 'alias')) && !has(spec, 'amiFamily')) errs.push('spec: must specify amiFamily if amiSelectorTerms does not contain an alias');
+  if (!ami.some((x) => has(x, 'alias')) && !has(spec, 'amiFamily'))
+    errs.push('spec: must specify amiFamily if amiSelectorTerms does not contain an alias');
   for (const key of ['subnetSelectorTerms', 'securityGroupSelectorTerms']) {
     const ts = terms(spec, key);
     // self.size() != 0
     if (!ts.length) errs.push(`spec.${key}: cannot be empty`);
     // self.all(x, has(x.tags) || has(x.id) [|| has(x.name)])
-    if (!ts.every((x) => has(x, 'tags') || has(x, 'id') || (key !== 'subnetSelectorTerms' && has(x, 'name')))) errs.push(`spec.${key}: empty term`);
+    if (!ts.every((x) => has(x, 'tags') || has(x, 'id') || (key !== 'subnetSelectorTerms' && has(x, 'name'))))
+      errs.push(`spec.${key}: empty term`);
     // '!self.all(x, has(x.id) && has(x.tags))' (sic: upstream uses all, not exists)
-    if (ts.length && ts.every((x) => has(x, 'id') && (has(x, 'tags') || has(x, 'name')))) errs.push(`spec.${key}: 'id' is mutually exclusive`);
+    if (ts.length && ts.every((x) => has(x, 'id') && (has(x, 'tags') || has(x, 'name'))))
+      errs.push(`spec.${key}: 'id' is mutually exclusive`);
   }
   // tags: self.all(k, k != '' && self[k] != '') on every selector-term tag map
   for (const key of ['amiSelectorTerms', 'subnetSelectorTerms', 'securityGroupSelectorTerms']) {
@@ -153,7 +162,8 @@ export function ec2NodeClassCelChecks(spec: Spec): string[] {
   for (const b of bdm) {
     const ebs = (b.ebs ?? {}) as Record<string, unknown>;
     // has(self.snapshotID) || has(self.volumeSize)
-    if (b.ebs && !has(ebs, 'snapshotID') && !has(ebs, 'volumeSize')) errs.push('spec.blockDeviceMappings: snapshotID or volumeSize must be defined');
+    if (b.ebs && !has(ebs, 'snapshotID') && !has(ebs, 'volumeSize'))
+      errs.push('spec.blockDeviceMappings: snapshotID or volumeSize must be defined');
   }
   return errs;
 }

@@ -12,7 +12,13 @@ import {
   type Tag,
 } from '@aws-sdk/client-ec2';
 import type { ClusterClient } from '../access.js';
-import { KWOK_NODE_ANNOTATION, KWOK_NODE_ANNOTATION_VALUE, startCluster, type ClusterHandle, type StartClusterOptions } from '../cluster.js';
+import {
+  KWOK_NODE_ANNOTATION,
+  KWOK_NODE_ANNOTATION_VALUE,
+  startCluster,
+  type ClusterHandle,
+  type StartClusterOptions,
+} from '../cluster.js';
 import { ec2ClientConfig, iamCall, type MotoAmi } from '../ec2-emulator.js';
 import { applyObject, applyStatus, installCrds, listObjects, type KubeObj } from '../resources.js';
 import { waitFor } from '../wait.js';
@@ -140,11 +146,23 @@ export function aClusterVersion(f: OpenShiftAwsFacts = openShiftAws): KubeObj {
     spec: { clusterID: f.clusterID, channel: `stable-${f.version.split('.').slice(0, 2).join('.')}` },
     status: {
       desired: { version: f.version, image: f.releaseImage },
-      history: [{ state: 'Completed', startedTime: at, completionTime: '2026-02-01T10:40:00Z', version: f.version, image: f.releaseImage, verified: false }],
+      history: [
+        {
+          state: 'Completed',
+          startedTime: at,
+          completionTime: '2026-02-01T10:40:00Z',
+          version: f.version,
+          image: f.releaseImage,
+          verified: false,
+        },
+      ],
       observedGeneration: 1,
       versionHash: 'x7k2pHash01=',
       availableUpdates: null,
-      capabilities: { enabledCapabilities: ['CloudCredential', 'MachineAPI', 'baremetal'], knownCapabilities: ['CloudCredential', 'MachineAPI', 'baremetal'] },
+      capabilities: {
+        enabledCapabilities: ['CloudCredential', 'MachineAPI', 'baremetal'],
+        knownCapabilities: ['CloudCredential', 'MachineAPI', 'baremetal'],
+      },
       conditions: [
         { type: 'Available', status: 'True', lastTransitionTime: at, reason: 'AsExpected', message: `Done applying ${f.version}` },
         { type: 'Failing', status: 'False', lastTransitionTime: at, reason: 'AsExpected', message: '' },
@@ -235,13 +253,22 @@ export function aNode(n: NodeSpecInput, f: OpenShiftAwsFacts = openShiftAws): Ku
         { type: 'InternalDNS', address: n.name },
       ],
       capacity: { cpu, memory, pods: '250', 'ephemeral-storage': '125293548Ki' },
-      allocatable: { cpu: controlPlane ? '7500m' : '3500m', memory: controlPlane ? '31Gi' : '15Gi', pods: '250', 'ephemeral-storage': '114396791822' },
+      allocatable: {
+        cpu: controlPlane ? '7500m' : '3500m',
+        memory: controlPlane ? '31Gi' : '15Gi',
+        pods: '250',
+        'ephemeral-storage': '114396791822',
+      },
     },
   };
 }
 
 /** The AWS providerSpec of a worker MachineSet, as the installer writes it (filters, not ids). */
-export function anAwsProviderSpec(zone: string, f: OpenShiftAwsFacts = openShiftAws, overrides: Record<string, unknown> = {}): Record<string, unknown> {
+export function anAwsProviderSpec(
+  zone: string,
+  f: OpenShiftAwsFacts = openShiftAws,
+  overrides: Record<string, unknown> = {},
+): Record<string, unknown> {
   const subnet = f.privateSubnets.find((s) => s.zone === zone);
   if (!subnet) throw new Error(`no private subnet in zone ${zone}`);
   return {
@@ -267,7 +294,11 @@ export function anAwsProviderSpec(zone: string, f: OpenShiftAwsFacts = openShift
   };
 }
 
-export function aWorkerMachineSet(zone: string, f: OpenShiftAwsFacts = openShiftAws, opts: { name?: string; replicas?: number; providerSpec?: Record<string, unknown> } = {}): KubeObj {
+export function aWorkerMachineSet(
+  zone: string,
+  f: OpenShiftAwsFacts = openShiftAws,
+  opts: { name?: string; replicas?: number; providerSpec?: Record<string, unknown> } = {},
+): KubeObj {
   const name = opts.name ?? `${f.infraId}-worker-${zone}`;
   const replicas = opts.replicas ?? 1;
   const selector = { 'machine.openshift.io/cluster-api-cluster': f.infraId, 'machine.openshift.io/cluster-api-machineset': name };
@@ -278,13 +309,23 @@ export function aWorkerMachineSet(zone: string, f: OpenShiftAwsFacts = openShift
       name,
       namespace: MACHINE_API,
       labels: { 'machine.openshift.io/cluster-api-cluster': f.infraId },
-      annotations: { 'machine.openshift.io/vCPU': '4', 'machine.openshift.io/memoryMb': '16384', 'capacity.cluster-autoscaler.kubernetes.io/labels': 'kubernetes.io/arch=amd64' },
+      annotations: {
+        'machine.openshift.io/vCPU': '4',
+        'machine.openshift.io/memoryMb': '16384',
+        'capacity.cluster-autoscaler.kubernetes.io/labels': 'kubernetes.io/arch=amd64',
+      },
     },
     spec: {
       replicas,
       selector: { matchLabels: selector },
       template: {
-        metadata: { labels: { ...selector, 'machine.openshift.io/cluster-api-machine-role': 'worker', 'machine.openshift.io/cluster-api-machine-type': 'worker' } },
+        metadata: {
+          labels: {
+            ...selector,
+            'machine.openshift.io/cluster-api-machine-role': 'worker',
+            'machine.openshift.io/cluster-api-machine-type': 'worker',
+          },
+        },
         spec: { lifecycleHooks: {}, metadata: {}, providerSpec: { value: opts.providerSpec ?? anAwsProviderSpec(zone, f) } },
       },
     },
@@ -297,7 +338,9 @@ export function workerPointerConfig(caPem: string, f: OpenShiftAwsFacts = openSh
   return JSON.stringify({
     ignition: {
       config: { merge: [{ source: f.mcsWorkerConfigURL }] },
-      security: { tls: { certificateAuthorities: [{ source: `data:text/plain;charset=utf-8;base64,${Buffer.from(caPem).toString('base64')}` }] } },
+      security: {
+        tls: { certificateAuthorities: [{ source: `data:text/plain;charset=utf-8;base64,${Buffer.from(caPem).toString('base64')}` }] },
+      },
       version: '3.2.0',
     },
   });
@@ -370,7 +413,11 @@ export function nodeBootstrapperObjects(): KubeObj[] {
       apiVersion: 'rbac.authorization.k8s.io/v1',
       kind: 'ClusterRoleBinding',
       metadata: { name: 'system-bootstrap-node-renewal' },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'system:certificates.k8s.io:certificatesigningrequests:selfnodeclient' },
+      roleRef: {
+        apiGroup: 'rbac.authorization.k8s.io',
+        kind: 'ClusterRole',
+        name: 'system:certificates.k8s.io:certificatesigningrequests:selfnodeclient',
+      },
       subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'system:nodes' }],
     },
   ];
@@ -458,7 +505,10 @@ function readdirSafe(dir: string): string[] {
  */
 export async function seedCluster(cluster: ClusterClient, f: OpenShiftAwsFacts = openShiftAws): Promise<SeededWorld> {
   const kc = cluster.kubeConfig();
-  await installCrds(kc, CRD_GROUPS_SEEDED.flatMap((g) => crdFiles(cluster.info.crdDir, g)));
+  await installCrds(
+    kc,
+    CRD_GROUPS_SEEDED.flatMap((g) => crdFiles(cluster.info.crdDir, g)),
+  );
   const caPem = readFileSync(cluster.info.caFile, 'utf8');
   const objects = openShiftAwsObjects(caPem, f);
   const seedOne = async (obj: KubeObj) => {
@@ -475,7 +525,9 @@ export async function seedCluster(cluster: ClusterClient, f: OpenShiftAwsFacts =
     `simulated nodes ${nodeNames.join(', ')} to be Ready`,
     async () => {
       const nodes = await listObjects<KubeObj & { status?: { conditions?: Array<{ type: string; status: string }> } }>(kc, 'v1', 'Node');
-      const ready = new Set(nodes.filter((n) => n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).map((n) => n.metadata.name));
+      const ready = new Set(
+        nodes.filter((n) => n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).map((n) => n.metadata.name),
+      );
       return nodeNames.every((n) => ready.has(n));
     },
     { timeoutMs: 60_000, intervalMs: 500 },
@@ -498,14 +550,30 @@ export async function seedEc2(endpoint: string, f: OpenShiftAwsFacts = openShift
     const byName = [{ Name: 'tag:Name', Values: [f.vpc.name] }];
     let vpcId = (await ec2.send(new DescribeVpcsCommand({ Filters: byName }))).Vpcs?.[0]?.VpcId;
     if (!vpcId) {
-      const res = await ec2.send(new CreateVpcCommand({ CidrBlock: f.vpc.cidr, TagSpecifications: [{ ResourceType: 'vpc', Tags: tags(f.vpc.name, f) }] }));
+      const res = await ec2.send(
+        new CreateVpcCommand({ CidrBlock: f.vpc.cidr, TagSpecifications: [{ ResourceType: 'vpc', Tags: tags(f.vpc.name, f) }] }),
+      );
       vpcId = res.Vpc!.VpcId!;
     }
     const subnet = async (s: { zone: string; name: string; cidr: string }, role: Tag) => {
-      const found = (await ec2.send(new DescribeSubnetsCommand({ Filters: [{ Name: 'tag:Name', Values: [s.name] }, { Name: 'vpc-id', Values: [vpcId!] }] }))).Subnets?.[0];
+      const found = (
+        await ec2.send(
+          new DescribeSubnetsCommand({
+            Filters: [
+              { Name: 'tag:Name', Values: [s.name] },
+              { Name: 'vpc-id', Values: [vpcId!] },
+            ],
+          }),
+        )
+      ).Subnets?.[0];
       if (found?.SubnetId) return found.SubnetId;
       const res = await ec2.send(
-        new CreateSubnetCommand({ VpcId: vpcId, CidrBlock: s.cidr, AvailabilityZone: s.zone, TagSpecifications: [{ ResourceType: 'subnet', Tags: tags(s.name, f, [role]) }] }),
+        new CreateSubnetCommand({
+          VpcId: vpcId,
+          CidrBlock: s.cidr,
+          AvailabilityZone: s.zone,
+          TagSpecifications: [{ ResourceType: 'subnet', Tags: tags(s.name, f, [role]) }],
+        }),
       );
       return res.Subnet!.SubnetId!;
     };
@@ -514,17 +582,36 @@ export async function seedEc2(endpoint: string, f: OpenShiftAwsFacts = openShift
     const publicSubnetIds: Record<string, string> = {};
     for (const s of f.publicSubnets) publicSubnetIds[s.zone] = await subnet(s, { Key: 'kubernetes.io/role/elb', Value: '1' });
     const group = async (name: string, description: string) => {
-      const found = (await ec2.send(new DescribeSecurityGroupsCommand({ Filters: [{ Name: 'group-name', Values: [name] }, { Name: 'vpc-id', Values: [vpcId!] }] }))).SecurityGroups?.[0];
+      const found = (
+        await ec2.send(
+          new DescribeSecurityGroupsCommand({
+            Filters: [
+              { Name: 'group-name', Values: [name] },
+              { Name: 'vpc-id', Values: [vpcId!] },
+            ],
+          }),
+        )
+      ).SecurityGroups?.[0];
       if (found?.GroupId) return found.GroupId;
       const res = await ec2.send(
-        new CreateSecurityGroupCommand({ GroupName: name, Description: description, VpcId: vpcId, TagSpecifications: [{ ResourceType: 'security-group', Tags: tags(name, f) }] }),
+        new CreateSecurityGroupCommand({
+          GroupName: name,
+          Description: description,
+          VpcId: vpcId,
+          TagSpecifications: [{ ResourceType: 'security-group', Tags: tags(name, f) }],
+        }),
       );
       return res.GroupId!;
     };
     const node = await group(f.securityGroups.node, 'Cluster node group');
     const lb = await group(f.securityGroups.lb, 'Cluster load balancer group');
     await ec2
-      .send(new AuthorizeSecurityGroupIngressCommand({ GroupId: node, IpPermissions: [{ IpProtocol: 'tcp', FromPort: 10250, ToPort: 10250, UserIdGroupPairs: [{ GroupId: node }] }] }))
+      .send(
+        new AuthorizeSecurityGroupIngressCommand({
+          GroupId: node,
+          IpPermissions: [{ IpProtocol: 'tcp', FromPort: 10250, ToPort: 10250, UserIdGroupPairs: [{ GroupId: node }] }],
+        }),
+      )
       .catch((e: Error) => {
         if (e.name !== 'InvalidPermission.Duplicate') throw e;
       });
@@ -542,7 +629,10 @@ async function seedInstanceProfile(endpoint: string, f: OpenShiftAwsFacts): Prom
   } catch (e) {
     if ((e as { code?: string }).code !== 'NoSuchEntity') throw e;
   }
-  const assume = JSON.stringify({ Version: '2012-10-17', Statement: [{ Effect: 'Allow', Principal: { Service: 'ec2.amazonaws.com' }, Action: 'sts:AssumeRole' }] });
+  const assume = JSON.stringify({
+    Version: '2012-10-17',
+    Statement: [{ Effect: 'Allow', Principal: { Service: 'ec2.amazonaws.com' }, Action: 'sts:AssumeRole' }],
+  });
   await iamCall(endpoint, 'CreateRole', { RoleName: f.workerRole, AssumeRolePolicyDocument: assume, Path: '/' });
   const created = await iamCall(endpoint, 'CreateInstanceProfile', { InstanceProfileName: f.instanceProfile, Path: '/' });
   await iamCall(endpoint, 'AddRoleToInstanceProfile', { InstanceProfileName: f.instanceProfile, RoleName: f.workerRole });

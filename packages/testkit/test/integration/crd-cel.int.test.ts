@@ -45,7 +45,12 @@ describe('the real EC2NodeClass CRD (karpenter-provider-aws) on the local cluste
 
   it.each([
     { name: 'id alone', terms: [{ id: 'ami-0c5b2a1e9d3f47a61' }], code: 201, message: '' },
-    { name: 'id with tags', terms: [{ id: 'ami-0c5b2a1e9d3f47a61', tags: { Name: 'rhcos' } }], code: 422, message: "'id' is mutually exclusive" },
+    {
+      name: 'id with tags',
+      terms: [{ id: 'ami-0c5b2a1e9d3f47a61', tags: { Name: 'rhcos' } }],
+      code: 422,
+      message: "'id' is mutually exclusive",
+    },
     { name: 'empty term', terms: [{}], code: 422, message: 'expected at least one, got none' },
     { name: 'unsupported alias family', terms: [{ alias: 'rhcos@latest' }], code: 422, message: 'family is not supported' },
   ])('amiSelectorTerms $name → HTTP $code', async ({ name, terms, code, message }) => {

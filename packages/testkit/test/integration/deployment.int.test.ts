@@ -22,7 +22,11 @@ describe('workloads on simulated nodes', () => {
           selector: { matchLabels: labels },
           template: {
             metadata: { labels },
-            spec: { containers: [{ name: 'probe', image: 'registry.example.com/probe:1', resources: { requests: { cpu: '100m', memory: '64Mi' } } }] },
+            spec: {
+              containers: [
+                { name: 'probe', image: 'registry.example.com/probe:1', resources: { requests: { cpu: '100m', memory: '64Mi' } } },
+              ],
+            },
           },
         },
       },
@@ -32,7 +36,9 @@ describe('workloads on simulated nodes', () => {
       'Deployment probe to be Available',
       async () => {
         const d: V1Deployment = await apps.readNamespacedDeployment({ name: 'probe', namespace: NS });
-        return d.status?.conditions?.some((c) => c.type === 'Available' && c.status === 'True') && d.status.availableReplicas === 1 ? d : undefined;
+        return d.status?.conditions?.some((c) => c.type === 'Available' && c.status === 'True') && d.status.availableReplicas === 1
+          ? d
+          : undefined;
       },
       { timeoutMs: 60_000, intervalMs: 500 },
     );

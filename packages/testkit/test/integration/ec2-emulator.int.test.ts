@@ -1,4 +1,10 @@
-import { DescribeImagesCommand, DescribeSecurityGroupsCommand, DescribeSubnetsCommand, DescribeVpcsCommand, EC2Client } from '@aws-sdk/client-ec2';
+import {
+  DescribeImagesCommand,
+  DescribeSecurityGroupsCommand,
+  DescribeSubnetsCommand,
+  DescribeVpcsCommand,
+  EC2Client,
+} from '@aws-sdk/client-ec2';
 import { afterAll, describe, expect, it } from 'vitest';
 import { seedEc2 } from '../../src/seed/openshift-aws.js';
 import { seededWorld, testCluster } from '../../src/test-env.js';
@@ -17,7 +23,11 @@ describe('the seeded EC2 emulator', () => {
         ],
       }),
     );
-    const found = (res.Subnets ?? []).map((s) => ({ id: s.SubnetId, zone: s.AvailabilityZone, name: s.Tags?.find((t) => t.Key === 'Name')?.Value }));
+    const found = (res.Subnets ?? []).map((s) => ({
+      id: s.SubnetId,
+      zone: s.AvailabilityZone,
+      name: s.Tags?.find((t) => t.Key === 'Name')?.Value,
+    }));
     expect(found.sort((a, b) => a.zone!.localeCompare(b.zone!))).toEqual(
       facts.privateSubnets.map((s) => ({ id: ids?.privateSubnetIds[s.zone], zone: s.zone, name: s.name })),
     );

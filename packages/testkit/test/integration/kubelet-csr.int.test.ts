@@ -28,14 +28,28 @@ describe('kubelet client CSRs', () => {
     const name = created.metadata!.name!;
     // The API server records who asked: this is what an approver checks.
     expect(created.spec.username).toBe(BOOTSTRAPPER);
-    expect(created.spec.groups).toEqual(expect.arrayContaining(['system:serviceaccounts', `system:serviceaccounts:${MCO}`, 'system:authenticated']));
+    expect(created.spec.groups).toEqual(
+      expect.arrayContaining(['system:serviceaccounts', `system:serviceaccounts:${MCO}`, 'system:authenticated']),
+    );
 
     // The bootstrapper may not approve its own request.
     const approval: V1CertificateSigningRequest = {
       ...created,
-      status: { conditions: [{ type: 'Approved', status: 'True', reason: 'TestkitApproved', message: 'approved by the integration test', lastUpdateTime: new Date() }] },
+      status: {
+        conditions: [
+          {
+            type: 'Approved',
+            status: 'True',
+            reason: 'TestkitApproved',
+            message: 'approved by the integration test',
+            lastUpdateTime: new Date(),
+          },
+        ],
+      },
     };
-    await expect(asBootstrapper.replaceCertificateSigningRequestApproval({ name, body: approval })).rejects.toSatisfy((e) => e instanceof ApiException && e.code === 403);
+    await expect(asBootstrapper.replaceCertificateSigningRequestApproval({ name, body: approval })).rejects.toSatisfy(
+      (e) => e instanceof ApiException && e.code === 403,
+    );
 
     // No auto-approval (the CSR approving controller is off: approval is the operator's job).
     await new Promise((r) => setTimeout(r, 2000));
@@ -54,6 +68,8 @@ describe('kubelet client CSRs', () => {
     const cert = new X509Certificate(Buffer.from(signed, 'base64'));
     expect(cert.subject.split('\n').sort()).toEqual([`CN=system:node:${NODE}`, 'O=system:nodes']);
     expect(cert.checkIssued(new X509Certificate(readFileSync(cluster.info.caFile)))).toBe(true);
-    expect(cert.publicKey.export({ type: 'spki', format: 'pem' })).toBe(createPublicKey(csr.publicKeyPem).export({ type: 'spki', format: 'pem' }));
+    expect(cert.publicKey.export({ type: 'spki', format: 'pem' })).toBe(
+      createPublicKey(csr.publicKeyPem).export({ type: 'spki', format: 'pem' }),
+    );
   });
 });

@@ -22,10 +22,17 @@ describe('moto, as launched for the real Karpenter', () => {
     const tc = loadToolchain();
     const python = join(dirname(tc.motoServer), 'python');
     // Pretend moto is another version: the launcher must stop before serving.
-    const r = spawnSync(python, ['-c', `import moto, runpy, sys; moto.__version__ = "0.0.0"; sys.argv = ["launch_moto.py", "-p", "0"]; runpy.run_path(${JSON.stringify(motoLauncherPath())}, run_name="__main__")`], {
-      encoding: 'utf8',
-      timeout: 60_000,
-    });
+    const r = spawnSync(
+      python,
+      [
+        '-c',
+        `import moto, runpy, sys; moto.__version__ = "0.0.0"; sys.argv = ["launch_moto.py", "-p", "0"]; runpy.run_path(${JSON.stringify(motoLauncherPath())}, run_name="__main__")`,
+      ],
+      {
+        encoding: 'utf8',
+        timeout: 60_000,
+      },
+    );
     expect(r.status).not.toBe(0);
     expect(r.stderr).toMatch(/moto 0\.0\.0 is installed but its fixes are pinned to \d+\.\d+\.\d+/);
   });

@@ -31,7 +31,11 @@ describe('a test-owned cluster (chaos hooks)', () => {
     expect(cm.data).toEqual({ k: 'v' });
     // The controllers reconnected: a new namespace still gets its default ServiceAccount.
     await core.createNamespace({ body: { metadata: { name: 'after-restart' } } });
-    await waitFor('ServiceAccount after-restart/default', () => core.readNamespacedServiceAccount({ name: 'default', namespace: 'after-restart' }), { timeoutMs: 60_000 });
+    await waitFor(
+      'ServiceAccount after-restart/default',
+      () => core.readNamespacedServiceAccount({ name: 'default', namespace: 'after-restart' }),
+      { timeoutMs: 60_000 },
+    );
 
     const dir = cluster.info.baseDir;
     expect(processesUsing(dir).length).toBeGreaterThanOrEqual(5);

@@ -8,7 +8,9 @@ import { HcpFinalizerReconciler } from './finalizer.js';
 const NS = 'clusters-demo';
 const ROLE = 'arn:aws:iam::123456789012:role/karpenter';
 
-function hcp(extra: { finalizers?: string[]; deletionTimestamp?: string; autoNode?: boolean; status?: Record<string, unknown> } = {}): KubeObject {
+function hcp(
+  extra: { finalizers?: string[]; deletionTimestamp?: string; autoNode?: boolean; status?: Record<string, unknown> } = {},
+): KubeObject {
   return {
     apiVersion: 'hypershift.openshift.io/v1beta1',
     kind: 'HostedControlPlane',
@@ -21,24 +23,47 @@ function hcp(extra: { finalizers?: string[]; deletionTimestamp?: string; autoNod
     },
     spec: {
       infraID: 'demo-x',
-      ...(extra.autoNode === false ? {} : { autoNode: { provisionerConfig: { name: 'Karpenter', karpenter: { platform: 'AWS', aws: { roleARN: ROLE } } } } }),
+      ...(extra.autoNode === false
+        ? {}
+        : { autoNode: { provisionerConfig: { name: 'Karpenter', karpenter: { platform: 'AWS', aws: { roleARN: ROLE } } } } }),
     },
     ...(extra.status ? { status: extra.status } : {}),
   };
 }
 
-const node = (name: string, pool = true): KubeObject => ({ ...Types.Node, metadata: { name, ...(pool ? { labels: { 'karpenter.sh/nodepool': 'default' } } : {}) } });
-const claim = (name: string, nodeName: string, cpu: string): KubeObject => ({ ...Types.NodeClaim, metadata: { name }, status: { nodeName, capacity: { cpu } } });
+const node = (name: string, pool = true): KubeObject => ({
+  ...Types.Node,
+  metadata: { name, ...(pool ? { labels: { 'karpenter.sh/nodepool': 'default' } } : {}) },
+});
+const claim = (name: string, nodeName: string, cpu: string): KubeObject => ({
+  ...Types.NodeClaim,
+  metadata: { name },
+  status: { nodeName, capacity: { cpu } },
+});
 
 describe('AutoNodeStatusReconciler', () => {
   it('writes status.autoNode, keeps conditions, and writes nothing on a second reconcile', async () => {
-    const conditions = [{ type: 'Available', status: 'True', reason: 'AsExpected', message: '', lastTransitionTime: '2026-01-01T00:00:00Z' }];
+    const conditions = [
+      { type: 'Available', status: 'True', reason: 'AsExpected', message: '', lastTransitionTime: '2026-01-01T00:00:00Z' },
+    ];
     const management = new MemoryClusterStore([hcp({ status: { conditions, version: '4.20' } })]);
-    const guest = new MemoryClusterStore([node('n1'), node('n2'), node('other', false), claim('c1', 'n1', '4'), claim('c2', 'n2', '3500m'), claim('c3', 'gone', '8')]);
+    const guest = new MemoryClusterStore([
+      node('n1'),
+      node('n2'),
+      node('other', false),
+      claim('c1', 'n1', '4'),
+      claim('c2', 'n2', '3500m'),
+      claim('c3', 'gone', '8'),
+    ]);
     const r = new AutoNodeStatusReconciler({ management, guest, namespace: NS });
     expect(await r.resyncKeys()).toEqual(['demo']);
     await r.reconcile('demo');
-    const got = await management.get({ apiVersion: 'hypershift.openshift.io/v1beta1', kind: 'HostedControlPlane', namespace: NS, name: 'demo' });
+    const got = await management.get({
+      apiVersion: 'hypershift.openshift.io/v1beta1',
+      kind: 'HostedControlPlane',
+      namespace: NS,
+      name: 'demo',
+    });
     expect(got?.status).toEqual({ conditions, version: '4.20', autoNode: { nodeCount: 2, nodeClaimCount: 3, vcpus: 8 } });
     management.clearWrites();
     await r.reconcile('demo');
@@ -78,13 +103,28 @@ function finalizerWrites(store: MemoryClusterStore): unknown[] {
 
 describe('HcpFinalizerReconciler', () => {
   const deletedAt = '2026-01-01T00:00:00Z';
-  const reconciler = (management: MemoryClusterStore, guest: ClusterStore, more: { clock?: FakeClock; events?: RecordingEvents; unreachableAfterMs?: number; probeGuest?: () => Promise<void> } = {}) =>
-    new HcpFinalizerReconciler({ management, guest, namespace: NS, clock: more.clock ?? new FakeClock(), events: more.events ?? new RecordingEvents(), retryMs: 1_000, ...more });
+  const reconciler = (
+    management: MemoryClusterStore,
+    guest: ClusterStore,
+    more: { clock?: FakeClock; events?: RecordingEvents; unreachableAfterMs?: number; probeGuest?: () => Promise<void> } = {},
+  ) =>
+    new HcpFinalizerReconciler({
+      management,
+      guest,
+      namespace: NS,
+      clock: more.clock ?? new FakeClock(),
+      events: more.events ?? new RecordingEvents(),
+      retryMs: 1_000,
+      ...more,
+    });
 
   it.each([
     { name: 'AutoNode on, no finalizer: the operator adds it, not the adapter', obj: hcp() },
     { name: 'AutoNode on, finalizer there', obj: hcp({ finalizers: [HCP_KARPENTER_FINALIZER] }) },
-    { name: 'AutoNode off, finalizer there (the operator tears down)', obj: hcp({ finalizers: [HCP_KARPENTER_FINALIZER], autoNode: false }) },
+    {
+      name: 'AutoNode off, finalizer there (the operator tears down)',
+      obj: hcp({ finalizers: [HCP_KARPENTER_FINALIZER], autoNode: false }),
+    },
   ])('never writes while the HCP is not being deleted: $name', async ({ obj }) => {
     const management = new MemoryClusterStore([obj]);
     expect(await reconciler(management, new MemoryClusterStore()).reconcile('demo')).toEqual({});
@@ -126,8 +166,10 @@ describe('HcpFinalizerReconciler', () => {
     expect(await r.reconcile('demo')).toEqual({});
   });
 
-  it('with a cached guest that still lists claims, a failing live probe releases only HyperShift\'s finalizer after the bound', async () => {
-    const management = new MemoryClusterStore([hcp({ finalizers: [Names.karpenterFinalizer, HCP_KARPENTER_FINALIZER, 'other'], deletionTimestamp: deletedAt })]);
+  it("with a cached guest that still lists claims, a failing live probe releases only HyperShift's finalizer after the bound", async () => {
+    const management = new MemoryClusterStore([
+      hcp({ finalizers: [Names.karpenterFinalizer, HCP_KARPENTER_FINALIZER, 'other'], deletionTimestamp: deletedAt }),
+    ]);
     const guest = new MemoryClusterStore([claim('c1', 'n1', '4')]);
     const clock = new FakeClock();
     const events = new RecordingEvents();
@@ -163,13 +205,30 @@ describe('HcpFinalizerReconciler', () => {
 
   it('a release over a changed HCP is a conflict, not a lost finalizer', async () => {
     const management = new MemoryClusterStore([hcp({ finalizers: [HCP_KARPENTER_FINALIZER], deletionTimestamp: deletedAt })]);
-    const read = (await management.get({ apiVersion: 'hypershift.openshift.io/v1beta1', kind: 'HostedControlPlane', namespace: NS, name: 'demo' }))!;
+    const read = (await management.get({
+      apiVersion: 'hypershift.openshift.io/v1beta1',
+      kind: 'HostedControlPlane',
+      namespace: NS,
+      name: 'demo',
+    }))!;
     // Another controller adds its finalizer between our read and our write.
     const stale = Object.assign(Object.create(management) as MemoryClusterStore, { get: async () => read });
     management.seed({ ...read, metadata: { ...read.metadata, finalizers: [HCP_KARPENTER_FINALIZER, 'late'] } });
-    const r = new HcpFinalizerReconciler({ management: stale, guest: unreachable(), namespace: NS, clock: new FakeClock(), events: new RecordingEvents(), unreachableAfterMs: 0 });
+    const r = new HcpFinalizerReconciler({
+      management: stale,
+      guest: unreachable(),
+      namespace: NS,
+      clock: new FakeClock(),
+      events: new RecordingEvents(),
+      unreachableAfterMs: 0,
+    });
     await expect(r.reconcile('demo')).rejects.toBeInstanceOf(ConflictError);
-    const now = await management.get({ apiVersion: 'hypershift.openshift.io/v1beta1', kind: 'HostedControlPlane', namespace: NS, name: 'demo' });
+    const now = await management.get({
+      apiVersion: 'hypershift.openshift.io/v1beta1',
+      kind: 'HostedControlPlane',
+      namespace: NS,
+      name: 'demo',
+    });
     expect(now?.metadata.finalizers).toEqual([HCP_KARPENTER_FINALIZER, 'late']);
   });
 });

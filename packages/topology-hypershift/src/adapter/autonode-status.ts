@@ -51,7 +51,9 @@ export class AutoNodeStatusReconciler implements Reconciler {
   async reconcile(key: string): Promise<Result> {
     const { management, guest, namespace } = this.deps;
     const targets =
-      key === '*' ? await this.hcps() : [await management.get({ ...HostedControlPlaneType, namespace, name: key })].filter((o): o is KubeObject => !!o);
+      key === '*'
+        ? await this.hcps()
+        : [await management.get({ ...HostedControlPlaneType, namespace, name: key })].filter((o): o is KubeObject => !!o);
     if (!targets.length) return {};
     let counts: ReturnType<typeof autoNodeStatus> | undefined;
     for (const obj of targets) {
@@ -64,7 +66,13 @@ export class AutoNodeStatusReconciler implements Reconciler {
       if (!hcp.autoNode || hcp.deleting) continue;
       counts ??= autoNodeStatus(await guest.list(Types.Node), await guest.list(Types.NodeClaim));
       const current = (obj.status as { autoNode?: Record<string, unknown> } | undefined)?.autoNode;
-      if (current && current.nodeCount === counts.nodeCount && current.nodeClaimCount === counts.nodeClaimCount && current.vcpus === counts.vcpus) continue;
+      if (
+        current &&
+        current.nodeCount === counts.nodeCount &&
+        current.nodeClaimCount === counts.nodeClaimCount &&
+        current.vcpus === counts.vcpus
+      )
+        continue;
       await management.patchStatus(hcp.ref, { autoNode: { ...counts } });
     }
     return {};

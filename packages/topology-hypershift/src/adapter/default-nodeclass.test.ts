@@ -11,7 +11,9 @@ const hcp: KubeObject = {
   metadata: { name: 'demo', namespace: NS, uid: 'u1', annotations: { [HcpAnnotations.defaultInstanceProfile]: 'demo-worker' } },
   spec: {
     infraID: 'demo-x',
-    autoNode: { provisionerConfig: { name: 'Karpenter', karpenter: { platform: 'AWS', aws: { roleARN: 'arn:aws:iam::123456789012:role/k' } } } },
+    autoNode: {
+      provisionerConfig: { name: 'Karpenter', karpenter: { platform: 'AWS', aws: { roleARN: 'arn:aws:iam::123456789012:role/k' } } },
+    },
   },
 };
 const crd: KubeObject = { ...Types.CustomResourceDefinition, metadata: { name: EC2NODECLASS_CRD } };
@@ -32,7 +34,11 @@ const EC2NodeClass = { apiVersion: 'karpenter.k8s.aws/v1', kind: 'EC2NodeClass' 
 const cloud = {
   nodeClassType: EC2NodeClass,
   renderNodeClass: (s: NodeClassSource) => ({
-    object: { ...EC2NodeClass, metadata: { name: 'default' }, spec: { amiFamily: 'Custom', amiSelectorTerms: s.imageSelectorTerms, userData: s.userData, instanceProfile: s.instanceProfile } },
+    object: {
+      ...EC2NodeClass,
+      metadata: { name: 'default' },
+      spec: { amiFamily: 'Custom', amiSelectorTerms: s.imageSelectorTerms, userData: s.userData, instanceProfile: s.instanceProfile },
+    },
     protectedSpec: {},
   }),
 };
@@ -49,7 +55,12 @@ describe('HcpDefaultNodeClassReconciler', () => {
     guest.seed(crd);
     await r.reconcile();
     const nc = await guest.get(defaultRef);
-    expect(nc?.spec).toMatchObject({ amiFamily: 'Custom', userData: '{"ignition":{}}', amiSelectorTerms: [{ id: 'ami-0abc' }], instanceProfile: 'demo-worker' });
+    expect(nc?.spec).toMatchObject({
+      amiFamily: 'Custom',
+      userData: '{"ignition":{}}',
+      amiSelectorTerms: [{ id: 'ami-0abc' }],
+      instanceProfile: 'demo-worker',
+    });
     guest.clearWrites();
     await r.reconcile();
     expect(guest.writes).toEqual([]);

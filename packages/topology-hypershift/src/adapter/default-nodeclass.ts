@@ -80,7 +80,8 @@ export class HcpDefaultNodeClassReconciler implements Reconciler {
       const { source } = hcpNodeClassSource({ hcp, nodeClassInputs, ...(currentTags ? { nodeClassTags: currentTags } : {}) });
       const rendered = this.deps.cloud.renderNodeClass(source);
       const r = await guest.apply(rendered.object, { fieldManager: ADAPTER_FIELD_MANAGER, force: true });
-      if (r.changed) events.record(hcp.ref, 'Normal', 'DefaultNodeClassApplied', `EC2NodeClass ${Names.defaultNodeClass} follows the ignition Secrets`);
+      if (r.changed)
+        events.record(hcp.ref, 'Normal', 'DefaultNodeClassApplied', `EC2NodeClass ${Names.defaultNodeClass} follows the ignition Secrets`);
     } catch (e) {
       if (!isInvalidInputError(e)) throw e;
       problems.push(e.message);

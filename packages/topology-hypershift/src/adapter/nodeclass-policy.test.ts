@@ -2,10 +2,22 @@ import type { KubeObject } from '@karpenter-operator/core';
 import { MemoryClusterStore } from '@karpenter-operator/core/testing';
 import { describe, expect, it } from 'vitest';
 import { aHostedControlPlane, HCP_NAME, HCP_NAMESPACE } from '../testing/builders.js';
-import { NODECLASS_POLICY_NAME, NodeClassPolicyReconciler, renderNodeClassPolicy, ValidatingAdmissionPolicyBindingType, ValidatingAdmissionPolicyType } from './nodeclass-policy.js';
+import {
+  NODECLASS_POLICY_NAME,
+  NodeClassPolicyReconciler,
+  renderNodeClassPolicy,
+  ValidatingAdmissionPolicyBindingType,
+  ValidatingAdmissionPolicyType,
+} from './nodeclass-policy.js';
 
 const ME = 'system:serviceaccount:kube-system:karpenter-operator';
-type Obj = KubeObject & { spec: { validations: Array<{ expression: string }>; matchConditions: Array<{ expression: string }>; matchConstraints: { resourceRules: Array<{ operations: string[]; resources: string[] }> } } };
+type Obj = KubeObject & {
+  spec: {
+    validations: Array<{ expression: string }>;
+    matchConditions: Array<{ expression: string }>;
+    matchConstraints: { resourceRules: Array<{ operations: string[]; resources: string[] }> };
+  };
+};
 
 function setup(hcp: KubeObject | undefined, exempt: () => Promise<readonly string[] | undefined> = async () => [ME]) {
   const management = new MemoryClusterStore(hcp ? [hcp] : []);
@@ -19,7 +31,9 @@ const binding = (guest: MemoryClusterStore) => guest.get({ ...ValidatingAdmissio
 describe('renderNodeClassPolicy', () => {
   it('guards spec updates of EC2NodeClass default, lets the exempt identities (sorted, once each) through, denies through its binding', () => {
     const [p, b] = renderNodeClassPolicy([ME, 'system:serviceaccount:kube-system:b', ME]) as [Obj, KubeObject];
-    expect(p.spec.matchConstraints.resourceRules).toEqual([{ apiGroups: ['karpenter.k8s.aws'], apiVersions: ['*'], operations: ['UPDATE', 'DELETE'], resources: ['ec2nodeclasses'] }]);
+    expect(p.spec.matchConstraints.resourceRules).toEqual([
+      { apiGroups: ['karpenter.k8s.aws'], apiVersions: ['*'], operations: ['UPDATE', 'DELETE'], resources: ['ec2nodeclasses'] },
+    ]);
     expect(p.spec.matchConditions[0]!.expression).toBe("(request.operation == 'DELETE' ? oldObject : object).metadata.name == 'default'");
     expect(p.spec.validations[0]!.expression).toBe(
       `(request.operation != 'DELETE' && object.spec == oldObject.spec) || request.userInfo.username in ['system:serviceaccount:kube-system:b', '${ME}']`,

@@ -1,12 +1,26 @@
-import { Names, type ClusterStore, type KubeObject, type Reconciler, type Result, type TypeRef, type Watch } from '@karpenter-operator/core';
+import {
+  Names,
+  type ClusterStore,
+  type KubeObject,
+  type Reconciler,
+  type Result,
+  type TypeRef,
+  type Watch,
+} from '@karpenter-operator/core';
 import { decodeHostedControlPlane, HostedControlPlaneType } from '../hcp.js';
 import { ADAPTER_FIELD_MANAGER } from './default-nodeclass.js';
 
 export const NODECLASS_POLICY_CONTROLLER = 'validatingadmissionpolicy.managed-nodeclass';
 export const NODECLASS_POLICY_NAME = 'karpenter-operator-managed-nodeclass';
 
-export const ValidatingAdmissionPolicyType = { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicy' } as const satisfies TypeRef;
-export const ValidatingAdmissionPolicyBindingType = { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicyBinding' } as const satisfies TypeRef;
+export const ValidatingAdmissionPolicyType = {
+  apiVersion: 'admissionregistration.k8s.io/v1',
+  kind: 'ValidatingAdmissionPolicy',
+} as const satisfies TypeRef;
+export const ValidatingAdmissionPolicyBindingType = {
+  apiVersion: 'admissionregistration.k8s.io/v1',
+  kind: 'ValidatingAdmissionPolicyBinding',
+} as const satisfies TypeRef;
 
 /** A CEL string literal. Usernames are Kubernetes names and `system:` prefixes; escape anyway. */
 const celString = (s: string): string => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
@@ -27,10 +41,17 @@ export function renderNodeClassPolicy(exempt: readonly string[]): KubeObject[] {
       spec: {
         failurePolicy: 'Fail',
         matchConstraints: {
-          resourceRules: [{ apiGroups: ['karpenter.k8s.aws'], apiVersions: ['*'], operations: ['UPDATE', 'DELETE'], resources: ['ec2nodeclasses'] }],
+          resourceRules: [
+            { apiGroups: ['karpenter.k8s.aws'], apiVersions: ['*'], operations: ['UPDATE', 'DELETE'], resources: ['ec2nodeclasses'] },
+          ],
         },
         // On DELETE `object` is null: the name is the old object's.
-        matchConditions: [{ name: 'operator-managed', expression: `(request.operation == 'DELETE' ? oldObject : object).metadata.name == ${celString(Names.defaultNodeClass)}` }],
+        matchConditions: [
+          {
+            name: 'operator-managed',
+            expression: `(request.operation == 'DELETE' ? oldObject : object).metadata.name == ${celString(Names.defaultNodeClass)}`,
+          },
+        ],
         validations: [
           {
             expression: `(request.operation != 'DELETE' && object.spec == oldObject.spec) || request.userInfo.username in [${users.map(celString).join(', ')}]`,
@@ -98,7 +119,8 @@ export class NodeClassPolicyReconciler implements Reconciler {
     }
     if (!enabled) {
       // Teardown deletes NodeClasses' users first; the policy only guards updates, so it may go at once.
-      for (const type of [ValidatingAdmissionPolicyBindingType, ValidatingAdmissionPolicyType]) await guest.delete({ ...type, name: NODECLASS_POLICY_NAME });
+      for (const type of [ValidatingAdmissionPolicyBindingType, ValidatingAdmissionPolicyType])
+        await guest.delete({ ...type, name: NODECLASS_POLICY_NAME });
       return {};
     }
     const exempt = await this.deps.exempt();

@@ -52,7 +52,9 @@ export function anIgnitionSecret(o: IgnitionSecretOptions = {}): KubeObject {
   if (o.ami !== undefined) labels[IgnitionLabels.ami] = o.ami;
   else if (o.arm64Ami === undefined && !o.noAmi) labels[IgnitionLabels.ami] = 'ami-0123456789abcdef0';
   if (o.arm64Ami !== undefined) labels[IgnitionLabels.arm64Ami] = o.arm64Ami;
-  const annotations: Record<string, string> = { [IgnitionAnnotations.nodePool]: nodePoolAnnotationFor(namespace, o.nodeClass ?? 'default') };
+  const annotations: Record<string, string> = {
+    [IgnitionAnnotations.nodePool]: nodePoolAnnotationFor(namespace, o.nodeClass ?? 'default'),
+  };
   if (o.token) annotations[IgnitionAnnotations.ignitionConfig] = 'true';
   const userData = o.userData ?? '{"ignition":{"version":"3.4.0","config":{"merge":[{"source":"https://ignition.demo:443/ignition"}]}}}';
   return {

@@ -18,14 +18,21 @@ const childEnv = (): NodeJS.ProcessEnv =>
 
 const run = (cwd: string, args: string[]): Promise<Run> =>
   new Promise((resolve) => {
-    execFile('npx', args, { cwd, env: { ...childEnv(), NX_DAEMON: 'false', NX_TUI: 'false', NX_NO_CLOUD: 'true' }, maxBuffer: 64 << 20 }, (err, stdout, stderr) => {
-      const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
-      resolve({ code, out: `${stdout}${stderr}` });
-    });
+    execFile(
+      'npx',
+      args,
+      { cwd, env: { ...childEnv(), NX_DAEMON: 'false', NX_TUI: 'false', NX_NO_CLOUD: 'true' }, maxBuffer: 64 << 20 },
+      (err, stdout, stderr) => {
+        const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
+        resolve({ code, out: `${stdout}${stderr}` });
+      },
+    );
   });
 
 const git = (args: string[]): Promise<string> =>
-  new Promise((resolve, reject) => execFile('git', args, { cwd: repo, maxBuffer: 64 << 20 }, (err, stdout) => (err ? reject(err) : resolve(stdout))));
+  new Promise((resolve, reject) =>
+    execFile('git', args, { cwd: repo, maxBuffer: 64 << 20 }, (err, stdout) => (err ? reject(err) : resolve(stdout))),
+  );
 
 /**
  * The working tree (tracked and untracked, not ignored) copied to a scratch directory. node_modules is a
@@ -45,7 +52,8 @@ async function scratchCopy(): Promise<string> {
   for (const e of readdirSync(nm)) if (e !== '@karpenter-operator') symlinkSync(join(nm, e), join(dir, 'node_modules', e));
   for (const group of ['packages', 'apps']) {
     for (const p of readdirSync(join(dir, group))) {
-      if (existsSync(join(dir, group, p, 'package.json'))) symlinkSync(join('..', '..', group, p), join(dir, 'node_modules', '@karpenter-operator', p));
+      if (existsSync(join(dir, group, p, 'package.json')))
+        symlinkSync(join('..', '..', group, p), join(dir, 'node_modules', '@karpenter-operator', p));
       // npm puts a package's own versions (e.g. yaml 2 next to a root yaml 1) in its node_modules.
       const own = join(repo, group, p, 'node_modules');
       if (existsSync(own)) symlinkSync(own, join(dir, group, p, 'node_modules'));
@@ -77,12 +85,17 @@ describe('npx nx g @karpenter-operator/tools:provider, in a scratch copy of the 
     expect(generate.code, generate.out).toBe(0);
     expect(generate.out).toContain('CREATE packages/provider-foo/src/foo-cloud-provider.ts');
     expect(readFileSync(join(dir, 'apps/operator/src/container.ts'), 'utf8')).toContain('  Foo: () => fooProviderModule(),');
-    expect(readFileSync(join(dir, 'apps/operator/src/providers.ts'), 'utf8')).toContain("if (platform === 'Foo') return new FooCloudProvider();");
+    expect(readFileSync(join(dir, 'apps/operator/src/providers.ts'), 'utf8')).toContain(
+      "if (platform === 'Foo') return new FooCloudProvider();",
+    );
     expect(existsSync(join(dir, 'node_modules/@karpenter-operator/provider-foo/src/index.ts'))).toBe(true);
   });
 
   it('builds, lints, and the composition root compiles with it', async () => {
-    writeFileSync(join(dir, 'tsconfig.wiring.json'), JSON.stringify({ extends: './tsconfig.base.json', files: ['apps/operator/src/container.ts', 'apps/operator/src/providers.ts'] }));
+    writeFileSync(
+      join(dir, 'tsconfig.wiring.json'),
+      JSON.stringify({ extends: './tsconfig.base.json', files: ['apps/operator/src/container.ts', 'apps/operator/src/providers.ts'] }),
+    );
     // One after the other: on a two-core machine, parallel compilers only slow each other down.
     const pkg = await run(dir, ['tsc', '-p', 'packages/provider-foo/tsconfig.json', '--noEmit']);
     expect(pkg.code, pkg.out).toBe(0);
@@ -102,7 +115,11 @@ describe('npx nx g @karpenter-operator/tools:provider, in a scratch copy of the 
     expect(tests.length).toBeGreaterThan(0);
     expect(failed.length).toBeGreaterThan(0);
     for (const t of failed) expect(t.failureMessages.join('\n'), t.title).toMatch(/provider-foo: implement [A-Za-z]+: \S/);
-    const members = new Set(failed.flatMap((t) => [...t.failureMessages.join('\n').matchAll(/provider-foo: implement ([A-Za-z]+):/g)].map((m) => m[1])));
-    expect([...members].sort()).toEqual(expect.arrayContaining(['crds', 'describeInstances', 'operandCloudConfig', 'renderDefaultNodeClass']));
+    const members = new Set(
+      failed.flatMap((t) => [...t.failureMessages.join('\n').matchAll(/provider-foo: implement ([A-Za-z]+):/g)].map((m) => m[1])),
+    );
+    expect([...members].sort()).toEqual(
+      expect.arrayContaining(['crds', 'describeInstances', 'operandCloudConfig', 'renderDefaultNodeClass']),
+    );
   }, 60_000);
 });

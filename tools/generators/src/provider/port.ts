@@ -23,7 +23,21 @@ export interface PortMember {
   typeNames: string[];
 }
 
-const GLOBAL_TYPES = new Set(['Promise', 'Array', 'ReadonlyArray', 'Record', 'Partial', 'Required', 'Readonly', 'Pick', 'Omit', 'Map', 'Set', 'Date', 'Error']);
+const GLOBAL_TYPES = new Set([
+  'Promise',
+  'Array',
+  'ReadonlyArray',
+  'Record',
+  'Partial',
+  'Required',
+  'Readonly',
+  'Pick',
+  'Omit',
+  'Map',
+  'Set',
+  'Date',
+  'Error',
+]);
 
 const oneLine = (s: string): string => s.replace(/\s+/g, ' ').trim();
 
@@ -72,7 +86,11 @@ export function readPort(source: string, interfaceName = 'CloudProvider', fileNa
         name,
         kind: 'method',
         readonly: false,
-        params: m.parameters.map((p) => ({ name: p.name.getText(sf), type: p.type ? oneLine(p.type.getText(sf)) : 'unknown', optional: !!p.questionToken })),
+        params: m.parameters.map((p) => ({
+          name: p.name.getText(sf),
+          type: p.type ? oneLine(p.type.getText(sf)) : 'unknown',
+          optional: !!p.questionToken,
+        })),
         type: m.type ? oneLine(m.type.getText(sf)) : 'void',
         doc: docOf(m),
         typeNames: [...names],

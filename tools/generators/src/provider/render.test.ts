@@ -5,7 +5,16 @@ import { describe, expect, it } from 'vitest';
 import { scaffoldProvider, type FileTree } from './generator.js';
 import { CLOUD_PROVIDER_PORT, readPort } from './port.js';
 import { providerNames, quote, renderProviderPackage, type ProviderOptions } from './render.js';
-import { CONTAINER_FILE, insertAbove, MARKERS, OPERATOR_PACKAGE, PROVIDERS_FILE, wireContainer, wireOperatorPackage, wireProviders } from './wire.js';
+import {
+  CONTAINER_FILE,
+  insertAbove,
+  MARKERS,
+  OPERATOR_PACKAGE,
+  PROVIDERS_FILE,
+  wireContainer,
+  wireOperatorPackage,
+  wireProviders,
+} from './wire.js';
 
 const root = join(fileURLToPath(new URL('.', import.meta.url)), '../../../..');
 const repoFile = (p: string): string => readFileSync(join(root, p), 'utf8');
@@ -35,13 +44,47 @@ const repoTree = () =>
 
 describe('providerNames', () => {
   it.each([
-    { name: 'one word', o: { name: 'foo' }, className: 'FooCloudProvider', moduleFactory: 'fooProviderModule', platform: 'Foo', kind: 'FooNodeClass' },
-    { name: 'kebab-case', o: { name: 'ibm-cloud' }, className: 'IbmCloudCloudProvider', moduleFactory: 'ibmCloudProviderModule', platform: 'IbmCloud', kind: 'IbmCloudNodeClass' },
-    { name: 'platform given', o: { name: 'gcp', platform: 'GCP' }, className: 'GcpCloudProvider', moduleFactory: 'gcpProviderModule', platform: 'GCP', kind: 'GCPNodeClass' },
-    { name: 'kind given', o: { name: 'gcp', platform: 'GCP', nodeClassKind: 'GCENodeClass' }, className: 'GcpCloudProvider', moduleFactory: 'gcpProviderModule', platform: 'GCP', kind: 'GCENodeClass' },
+    {
+      name: 'one word',
+      o: { name: 'foo' },
+      className: 'FooCloudProvider',
+      moduleFactory: 'fooProviderModule',
+      platform: 'Foo',
+      kind: 'FooNodeClass',
+    },
+    {
+      name: 'kebab-case',
+      o: { name: 'ibm-cloud' },
+      className: 'IbmCloudCloudProvider',
+      moduleFactory: 'ibmCloudProviderModule',
+      platform: 'IbmCloud',
+      kind: 'IbmCloudNodeClass',
+    },
+    {
+      name: 'platform given',
+      o: { name: 'gcp', platform: 'GCP' },
+      className: 'GcpCloudProvider',
+      moduleFactory: 'gcpProviderModule',
+      platform: 'GCP',
+      kind: 'GCPNodeClass',
+    },
+    {
+      name: 'kind given',
+      o: { name: 'gcp', platform: 'GCP', nodeClassKind: 'GCENodeClass' },
+      className: 'GcpCloudProvider',
+      moduleFactory: 'gcpProviderModule',
+      platform: 'GCP',
+      kind: 'GCENodeClass',
+    },
   ])('$name', ({ o, className, moduleFactory, platform, kind }) => {
     const n = providerNames(o);
-    expect(n).toMatchObject({ className, moduleFactory, platform, dir: `packages/provider-${o.name}`, packageName: `@karpenter-operator/provider-${o.name}` });
+    expect(n).toMatchObject({
+      className,
+      moduleFactory,
+      platform,
+      dir: `packages/provider-${o.name}`,
+      packageName: `@karpenter-operator/provider-${o.name}`,
+    });
     expect(n.nodeClassType.kind).toBe(kind);
   });
 
@@ -62,7 +105,16 @@ describe('readPort', () => {
 
   it('reads every CloudProvider member with its TSDoc', () => {
     expect(port.map((m) => m.name)).toEqual(
-      expect.arrayContaining(['platform', 'nodeClassType', 'assertSupported', 'crds', 'renderDefaultNodeClass', 'verifyNodeClass', 'describeInstances', 'checkCredentials']),
+      expect.arrayContaining([
+        'platform',
+        'nodeClassType',
+        'assertSupported',
+        'crds',
+        'renderDefaultNodeClass',
+        'verifyNodeClass',
+        'describeInstances',
+        'checkCredentials',
+      ]),
     );
     for (const m of port) expect(m.doc.length, `${m.name} has TSDoc`).toBeGreaterThan(10);
     expect(port.find((m) => m.name === 'verifyNodeClass')).toMatchObject({
@@ -89,10 +141,23 @@ describe('renderProviderPackage', () => {
 
   it('writes the package shape of provider-azure-stub', () => {
     expect(Object.keys(files).sort()).toEqual(
-      ['package.json', 'project.json', 'tsconfig.json', 'src/index.ts', 'src/module.ts', 'src/foo-cloud-provider.ts', 'src/contract.test.ts'].map((f) => `packages/provider-foo/${f}`).sort(),
+      [
+        'package.json',
+        'project.json',
+        'tsconfig.json',
+        'src/index.ts',
+        'src/module.ts',
+        'src/foo-cloud-provider.ts',
+        'src/contract.test.ts',
+      ]
+        .map((f) => `packages/provider-foo/${f}`)
+        .sort(),
     );
     expect(JSON.parse(files['packages/provider-foo/project.json']!)).toMatchObject({ name: 'provider-foo', tags: ['type:adapter'] });
-    expect(JSON.parse(files['packages/provider-foo/package.json']!)).toMatchObject({ name: '@karpenter-operator/provider-foo', type: 'module' });
+    expect(JSON.parse(files['packages/provider-foo/package.json']!)).toMatchObject({
+      name: '@karpenter-operator/provider-foo',
+      type: 'module',
+    });
   });
 
   it('gives every port method except assertSupported a body that says what to implement, from its TSDoc', () => {
@@ -104,7 +169,9 @@ describe('renderProviderPackage', () => {
   });
 
   it('imports inversify in module.ts only', () => {
-    const importers = Object.entries(files).filter(([, s]) => s.includes("from 'inversify'")).map(([p]) => p);
+    const importers = Object.entries(files)
+      .filter(([, s]) => s.includes("from 'inversify'"))
+      .map(([p]) => p);
     expect(importers).toEqual(['packages/provider-foo/src/module.ts']);
   });
 });
@@ -117,8 +184,21 @@ describe('wiring', () => {
   });
 
   it.each([
-    { name: 'container.ts', file: CONTAINER_FILE, wire: wireContainer, lines: ["import { fooProviderModule } from '@karpenter-operator/provider-foo';", '  Foo: () => fooProviderModule(),'] },
-    { name: 'providers.ts', file: PROVIDERS_FILE, wire: wireProviders, lines: ["import { FooCloudProvider } from '@karpenter-operator/provider-foo';", "  if (platform === 'Foo') return new FooCloudProvider();"] },
+    {
+      name: 'container.ts',
+      file: CONTAINER_FILE,
+      wire: wireContainer,
+      lines: ["import { fooProviderModule } from '@karpenter-operator/provider-foo';", '  Foo: () => fooProviderModule(),'],
+    },
+    {
+      name: 'providers.ts',
+      file: PROVIDERS_FILE,
+      wire: wireProviders,
+      lines: [
+        "import { FooCloudProvider } from '@karpenter-operator/provider-foo';",
+        "  if (platform === 'Foo') return new FooCloudProvider();",
+      ],
+    },
   ])('$name: the repository file carries the markers; one import and one line, refused twice', ({ file, wire, lines }) => {
     const before = repoFile(file);
     const after = wire(before, n);
@@ -147,12 +227,22 @@ describe('scaffoldProvider', () => {
     const tree = repoTree();
     scaffoldProvider(tree, { name: 'foo' });
     expect(tree.writes).toHaveLength(10);
-    expect(tree.writes).toEqual(expect.arrayContaining([CONTAINER_FILE, PROVIDERS_FILE, OPERATOR_PACKAGE, 'packages/provider-foo/src/contract.test.ts']));
+    expect(tree.writes).toEqual(
+      expect.arrayContaining([CONTAINER_FILE, PROVIDERS_FILE, OPERATOR_PACKAGE, 'packages/provider-foo/src/contract.test.ts']),
+    );
   });
 
   it.each([
-    { name: 'package exists', setup: (t: MemoryTree) => t.files.set('packages/provider-foo/package.json', '{}'), error: /packages\/provider-foo already exists/ },
-    { name: 'marker removed', setup: (t: MemoryTree) => t.files.set(PROVIDERS_FILE, t.files.get(PROVIDERS_FILE)!.replace(MARKERS.providerFor, '//')), error: /generator:provider-for/ },
+    {
+      name: 'package exists',
+      setup: (t: MemoryTree) => t.files.set('packages/provider-foo/package.json', '{}'),
+      error: /packages\/provider-foo already exists/,
+    },
+    {
+      name: 'marker removed',
+      setup: (t: MemoryTree) => t.files.set(PROVIDERS_FILE, t.files.get(PROVIDERS_FILE)!.replace(MARKERS.providerFor, '//')),
+      error: /generator:provider-for/,
+    },
     { name: 'port missing', setup: (t: MemoryTree) => t.files.delete(CLOUD_PROVIDER_PORT), error: /cloud-provider.ts not found/ },
   ])('refuses without writing anything: $name', ({ setup, error }) => {
     const tree = repoTree();

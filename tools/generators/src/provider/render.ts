@@ -42,13 +42,18 @@ export function providerNames(o: ProviderOptions): ProviderNames {
   const name = o.name;
   if (!PROVIDER_NAME.test(name)) throw new Error(`provider name ${JSON.stringify(name)} must be kebab-case (e.g. gcp, ibm-cloud)`);
   if (name.startsWith('provider-')) throw new Error(`provider name ${JSON.stringify(name)}: give it without the "provider-" prefix`);
-  if (RESERVED.has(name)) throw new Error(`provider name ${JSON.stringify(name)} is taken: packages/provider-${name} exists in this repository`);
+  if (RESERVED.has(name))
+    throw new Error(`provider name ${JSON.stringify(name)} is taken: packages/provider-${name} exists in this repository`);
   const platform = o.platform ?? pascal(name);
-  if (!PLATFORM.test(platform)) throw new Error(`platform ${JSON.stringify(platform)} must be letters only, starting upper-case, as Infrastructure reports it (e.g. GCP)`);
+  if (!PLATFORM.test(platform))
+    throw new Error(
+      `platform ${JSON.stringify(platform)} must be letters only, starting upper-case, as Infrastructure reports it (e.g. GCP)`,
+    );
   const kind = o.nodeClassKind ?? `${platform}NodeClass`;
   if (!KIND.test(kind)) throw new Error(`NodeClass kind ${JSON.stringify(kind)} must be PascalCase`);
   const apiVersion = o.nodeClassApiVersion ?? `karpenter.${name}.example.com/v1`;
-  if (!API_VERSION.test(apiVersion)) throw new Error(`NodeClass apiVersion ${JSON.stringify(apiVersion)} must look like <group>/v<version>`);
+  if (!API_VERSION.test(apiVersion))
+    throw new Error(`NodeClass apiVersion ${JSON.stringify(apiVersion)} must look like <group>/v<version>`);
   const p = pascal(name);
   return {
     name,
@@ -107,7 +112,7 @@ function memberSource(n: ProviderNames, m: PortMember): string {
     if (m.name === 'platform') return `  readonly platform = ${quote(n.platform)};`;
     if (m.name === 'nodeClassType') {
       return [
-        '  // The upstream Karpenter provider\'s NodeClass group, version and kind.',
+        "  // The upstream Karpenter provider's NodeClass group, version and kind.",
         `  readonly nodeClassType: ${m.type} = { apiVersion: ${quote(n.nodeClassType.apiVersion)}, kind: ${quote(n.nodeClassType.kind)} };`,
       ].join('\n');
     }
@@ -132,7 +137,7 @@ function providerSource(n: ProviderNames, port: PortMember[]): string {
     ...types.map((t) => `  type ${t},`),
     "} from '@karpenter-operator/core';",
     '',
-    '// Every member below that throws is work to do: the message is what the port\'s TSDoc asks of it.',
+    "// Every member below that throws is work to do: the message is what the port's TSDoc asks of it.",
     '// Replace each with an implementation and watch `npx vitest run --project unit ' + n.dir + '` turn green.',
     'const implement = (member: string, what: string): Error =>',
     `  new Error(\`${n.projectName}: implement \${member}: \${what}\`);`,

@@ -14,7 +14,8 @@ export const MARKERS = {
 export function insertAbove(source: string, file: string, marker: string, line: string): string {
   const lines = source.split('\n');
   const i = lines.findIndex((l) => l.trim().startsWith(marker));
-  if (i < 0) throw new Error(`${file}: marker comment "${marker}" not found; restore it (see CONTRIBUTING.md) or wire the provider by hand`);
+  if (i < 0)
+    throw new Error(`${file}: marker comment "${marker}" not found; restore it (see CONTRIBUTING.md) or wire the provider by hand`);
   const indent = /^\s*/.exec(lines[i]!)![0];
   lines.splice(i, 0, `${indent}${line}`);
   return lines.join('\n');
@@ -22,7 +23,8 @@ export function insertAbove(source: string, file: string, marker: string, line: 
 
 /** `providerModules` in container.ts: the import and one entry for the platform. */
 export function wireContainer(source: string, n: ProviderNames): string {
-  if (new RegExp(`^\\s*${n.platform}:`, 'm').test(source)) throw new Error(`${CONTAINER_FILE}: providerModules already has an entry for ${n.platform}`);
+  if (new RegExp(`^\\s*${n.platform}:`, 'm').test(source))
+    throw new Error(`${CONTAINER_FILE}: providerModules already has an entry for ${n.platform}`);
   const withImport = insertAbove(source, CONTAINER_FILE, MARKERS.imports, `import { ${n.moduleFactory} } from '${n.packageName}';`);
   return insertAbove(withImport, CONTAINER_FILE, MARKERS.modules, `${n.platform}: () => ${n.moduleFactory}(),`);
 }

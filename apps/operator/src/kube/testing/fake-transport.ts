@@ -20,7 +20,11 @@ export class FakeTransport implements KubeTransport {
   private readonly responders: Array<{ match: (r: KubeRequest) => boolean; respond: Responder; once: boolean }> = [];
 
   /** Answers matching requests with `respond` (a value, or a function; throwing a value rejects). */
-  on(match: Partial<Pick<KubeRequest, 'method' | 'verb' | 'path'>> | ((r: KubeRequest) => boolean), respond: Responder | unknown, once = false): this {
+  on(
+    match: Partial<Pick<KubeRequest, 'method' | 'verb' | 'path'>> | ((r: KubeRequest) => boolean),
+    respond: Responder | unknown,
+    once = false,
+  ): this {
     const m =
       typeof match === 'function'
         ? match
@@ -87,5 +91,10 @@ export class FakeTransport implements KubeTransport {
 
 /** An `ApiException` as client-node raises it, with a Status body. */
 export function apiError(code: number, message: string, reason = 'Failure'): ApiException<unknown> {
-  return new ApiException(code, `HTTP ${code}`, JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', message, reason, code }), {});
+  return new ApiException(
+    code,
+    `HTTP ${code}`,
+    JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', message, reason, code }),
+    {},
+  );
 }

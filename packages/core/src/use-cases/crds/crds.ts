@@ -121,10 +121,7 @@ export class CrdsReconciler implements Reconciler {
   readonly watches: Watch[];
 
   constructor(private readonly deps: CrdsDeps) {
-    this.watches = [
-      ...deps.topology.watches,
-      ManagedCrdsWatch,
-    ];
+    this.watches = [...deps.topology.watches, ManagedCrdsWatch];
   }
 
   keysFor(): string[] {

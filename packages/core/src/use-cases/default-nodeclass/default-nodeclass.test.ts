@@ -67,13 +67,22 @@ class FakeCloud implements CloudProvider {
   }
   renderDefaultNodeClass(input: DiscoveryInput): DefaultNodeClass {
     const workers = input.machineSets.filter(
-      (m) => (m.spec as { template: { metadata: { labels: Record<string, string> } } }).template.metadata.labels['machine.openshift.io/cluster-api-machine-role'] === 'worker',
+      (m) =>
+        (m.spec as { template: { metadata: { labels: Record<string, string> } } }).template.metadata.labels[
+          'machine.openshift.io/cluster-api-machine-role'
+        ] === 'worker',
     );
-    if (!workers.length) throw new InvalidInputError('NoWorkerMachineSet', `MachineSets in ${NS}`, 'spec.template.metadata.labels', 'no worker MachineSet');
+    if (!workers.length)
+      throw new InvalidInputError('NoWorkerMachineSet', `MachineSets in ${NS}`, 'spec.template.metadata.labels', 'no worker MachineSet');
     const secret = input.secrets.find((s) => s.metadata.name === 'worker-user-data');
     const userData = (secret?.stringData as { userData?: string } | undefined)?.userData;
     if (!userData) {
-      throw new InvalidInputError('UserDataSecretMissing', `MachineSet ${NS}/${workers[0]!.metadata.name}`, 'spec.template.spec.providerSpec.value.userDataSecret.name', 'Secret not found');
+      throw new InvalidInputError(
+        'UserDataSecretMissing',
+        `MachineSet ${NS}/${workers[0]!.metadata.name}`,
+        'spec.template.spec.providerSpec.value.userDataSecret.name',
+        'Secret not found',
+      );
     }
     const amis = [...new Set(workers.map((w) => (w.spec as { template: { spec: { ami: string } } }).template.spec.ami))];
     const amiSelectorTerms = amis.map((id) => ({ id }));
@@ -136,7 +145,16 @@ function world(objects: KubeObject[] = [machineSet('worker-a', 'ami-0x86'), user
   const clock = new FakeClock();
   const events = new RecordingEvents();
   const board = new StatusBoard();
-  const r = new DefaultNodeClassReconciler({ store, cloud, facts: async () => facts, clock, events, logger: silentLogger, maxPods: 250, board });
+  const r = new DefaultNodeClassReconciler({
+    store,
+    cloud,
+    facts: async () => facts,
+    clock,
+    events,
+    logger: silentLogger,
+    maxPods: 250,
+    board,
+  });
   return { store, cloud, clock, events, board, r };
 }
 
@@ -164,7 +182,12 @@ describe('ec2nodeclass.default', () => {
     expect(first.map((x) => [x.verb, x.ref.name])).toEqual([['create', 'default']]);
     expect(second).toEqual([]);
     const spec = await specOf(w, 'default');
-    expect(spec).toMatchObject({ amiFamily: 'Custom', amiSelectorTerms: [{ id: 'ami-0x86' }], userData: pointer('karpenter-default'), kubelet: { maxPods: 250 } });
+    expect(spec).toMatchObject({
+      amiFamily: 'Custom',
+      amiSelectorTerms: [{ id: 'ami-0x86' }],
+      userData: pointer('karpenter-default'),
+      kubelet: { maxPods: 250 },
+    });
     expect(w.r.conditions().discovered).toEqual({ type: 'NodeClassDiscovered', status: 'True', reason: 'AsExpected', message: '' });
     expect(w.events.events.map((e) => e.reason)).toEqual(['Created']);
   });
@@ -185,7 +208,11 @@ describe('ec2nodeclass.default', () => {
     w.store.seed({ ...cur, spec: { ...(cur.spec as object), userData: pointer('worker', { extra: 'evil' }) } });
     const { first, second } = await twice(w);
     expect(first.map((x) => x.verb)).toEqual(['apply']);
-    expect(first[0]!.body).toEqual({ ...EC2NodeClass, metadata: { name: 'default' }, spec: { amiFamily: 'Custom', amiSelectorTerms: [{ id: 'ami-0x86' }], userData: pointer('karpenter-default') } });
+    expect(first[0]!.body).toEqual({
+      ...EC2NodeClass,
+      metadata: { name: 'default' },
+      spec: { amiFamily: 'Custom', amiSelectorTerms: [{ id: 'ami-0x86' }], userData: pointer('karpenter-default') },
+    });
     expect(second).toEqual([]);
     expect((await specOf(w, 'default')).userData).toBe(pointer('karpenter-default'));
   });
@@ -214,12 +241,25 @@ describe('ec2nodeclass.default', () => {
   it('leaves default alone while it is being deleted', async () => {
     await w.r.reconcile('default');
     const cur = (await w.store.get(ref('default')))!;
-    w.store.seed({ ...cur, metadata: { ...cur.metadata, deletionTimestamp: '2026-01-01T00:00:00Z', finalizers: ['karpenter.k8s.aws/termination'] }, spec: { ...(cur.spec as object), userData: 'x' } });
+    w.store.seed({
+      ...cur,
+      metadata: { ...cur.metadata, deletionTimestamp: '2026-01-01T00:00:00Z', finalizers: ['karpenter.k8s.aws/termination'] },
+      spec: { ...(cur.spec as object), userData: 'x' },
+    });
     expect(await twice(w)).toEqual({ first: [], second: [] });
   });
 
   it('puts the protected fields on a user NodeClass, pointed at its own pool, and leaves the rest', async () => {
-    w.store.seed({ ...EC2NodeClass, metadata: { name: 'gpu' }, spec: { amiFamily: 'AL2023', amiSelectorTerms: [{ alias: 'al2023@latest' }], role: 'gpu-role', subnetSelectorTerms: [{ id: 'subnet-1' }] } });
+    w.store.seed({
+      ...EC2NodeClass,
+      metadata: { name: 'gpu' },
+      spec: {
+        amiFamily: 'AL2023',
+        amiSelectorTerms: [{ alias: 'al2023@latest' }],
+        role: 'gpu-role',
+        subnetSelectorTerms: [{ id: 'subnet-1' }],
+      },
+    });
     const { first, second } = await twice(w, 'gpu');
     expect(first.map((x) => [x.verb, x.ref.name])).toEqual([['apply', 'gpu']]);
     expect(second).toEqual([]);
@@ -361,7 +401,11 @@ describe('ec2nodeclass.default verification', () => {
     }
     await w.r.reconcile('default');
     expect(w.cloud.verifyCalls).toBe(3);
-    expect(w.r.conditions().verified).toMatchObject({ status: 'False', reason: 'VerificationFailed', message: expect.stringContaining('RequestLimitExceeded') });
+    expect(w.r.conditions().verified).toMatchObject({
+      status: 'False',
+      reason: 'VerificationFailed',
+      message: expect.stringContaining('RequestLimitExceeded'),
+    });
   });
 
   it('backs off between failed verifications', async () => {
@@ -396,11 +440,23 @@ describe('protectedFieldsPatch', () => {
   const nc = (spec: Record<string, unknown>): KubeObject => ({ ...EC2NodeClass, metadata: { name: 'a', uid: 'u' }, spec });
   const prot = { amiFamily: 'Custom', amiSelectorTerms: [{ id: 'ami-1' }, { id: 'ami-2' }], userData: pointer('worker') };
   it.each([
-    { name: 'all equal', spec: { amiFamily: 'Custom', amiSelectorTerms: [{ id: 'ami-1' }, { id: 'ami-2' }], userData: pointer('karpenter-a') }, want: undefined },
-    { name: 'terms reordered', spec: { amiFamily: 'Custom', amiSelectorTerms: [{ id: 'ami-2' }, { id: 'ami-1' }], userData: pointer('karpenter-a') }, want: undefined },
+    {
+      name: 'all equal',
+      spec: { amiFamily: 'Custom', amiSelectorTerms: [{ id: 'ami-1' }, { id: 'ami-2' }], userData: pointer('karpenter-a') },
+      want: undefined,
+    },
+    {
+      name: 'terms reordered',
+      spec: { amiFamily: 'Custom', amiSelectorTerms: [{ id: 'ami-2' }, { id: 'ami-1' }], userData: pointer('karpenter-a') },
+      want: undefined,
+    },
     {
       name: 'userData re-serialised',
-      spec: { amiFamily: 'Custom', amiSelectorTerms: prot.amiSelectorTerms, userData: JSON.stringify(JSON.parse(pointer('karpenter-a')), null, 1) },
+      spec: {
+        amiFamily: 'Custom',
+        amiSelectorTerms: prot.amiSelectorTerms,
+        userData: JSON.stringify(JSON.parse(pointer('karpenter-a')), null, 1),
+      },
       want: undefined,
     },
     {

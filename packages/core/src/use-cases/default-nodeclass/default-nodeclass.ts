@@ -98,7 +98,9 @@ export class DefaultNodeClassReconciler implements Reconciler {
     const nc = this.deps.cloud.nodeClassType;
     if (obj.apiVersion === Types.MachineConfigPool.apiVersion && obj.kind === Types.MachineConfigPool.kind) {
       const prefix = poolNameFor('');
-      return obj.metadata.name.startsWith(prefix) && obj.metadata.name.length > prefix.length ? [obj.metadata.name.slice(prefix.length)] : [];
+      return obj.metadata.name.startsWith(prefix) && obj.metadata.name.length > prefix.length
+        ? [obj.metadata.name.slice(prefix.length)]
+        : [];
     }
     if (obj.apiVersion === nc.apiVersion && obj.kind === nc.kind && obj.metadata.name !== Names.defaultNodeClass) {
       return [Names.defaultNodeClass, obj.metadata.name];
@@ -131,7 +133,12 @@ export class DefaultNodeClassReconciler implements Reconciler {
       });
       current = created.object;
       if (created.changed) {
-        this.deps.events.record(this.ref(Names.defaultNodeClass), 'Normal', 'Created', 'created the default NodeClass from the worker MachineSets');
+        this.deps.events.record(
+          this.ref(Names.defaultNodeClass),
+          'Normal',
+          'Created',
+          'created the default NodeClass from the worker MachineSets',
+        );
       }
     }
 
@@ -145,8 +152,16 @@ export class DefaultNodeClassReconciler implements Reconciler {
         if (!patch) continue;
         const r = await store.apply(patch, { fieldManager: Names.fieldManager, force: true });
         if (r.changed) {
-          this.deps.logger.info('enforced protected NodeClass fields', { nodeClass: nc.metadata.name, fields: Object.keys(patch.spec as object) });
-          this.deps.events.record(this.ref(nc.metadata.name), 'Normal', 'ProtectedFieldsEnforced', 'amiFamily, amiSelectorTerms and userData follow the cluster release');
+          this.deps.logger.info('enforced protected NodeClass fields', {
+            nodeClass: nc.metadata.name,
+            fields: Object.keys(patch.spec as object),
+          });
+          this.deps.events.record(
+            this.ref(nc.metadata.name),
+            'Normal',
+            'ProtectedFieldsEnforced',
+            'amiFamily, amiSelectorTerms and userData follow the cluster release',
+          );
         }
         if (nc.metadata.name === Names.defaultNodeClass && r.object) current = r.object;
       }

@@ -8,7 +8,13 @@ import { FakeCloudProvider, MemoryClusterStore } from '../../testing/index.js';
 import { StatusBoard } from '../status-board.js';
 import { INTERRUPTION_QUEUE_CONTROLLER, InterruptionQueueReconciler } from './interruption-queue.js';
 
-const facts: ClusterFacts = { platform: 'AWS', region: 'us-east-1', infrastructureName: 'demo-x7k2p', apiServerInternalURL: 'https://api-int:6443', resourceTags: [] };
+const facts: ClusterFacts = {
+  platform: 'AWS',
+  region: 'us-east-1',
+  infrastructureName: 'demo-x7k2p',
+  apiServerInternalURL: 'https://api-int:6443',
+  resourceTags: [],
+};
 const owner = { apiVersion: 'autoscaling.openshift.io/v1alpha1', kind: 'Karpenter', name: 'default', uid: 'u' };
 
 describe('interruption.queue', () => {
@@ -19,17 +25,38 @@ describe('interruption.queue', () => {
   const condition = () => board.get(INTERRUPTION_QUEUE_CONTROLLER)?.condition;
 
   beforeEach(() => {
-    request = { owner, generation: 1, logLevel: 'info', deleting: false, finalizers: [], settings: { interruptionQueue: 'demo-karpenter' } };
+    request = {
+      owner,
+      generation: 1,
+      logLevel: 'info',
+      deleting: false,
+      finalizers: [],
+      settings: { interruptionQueue: 'demo-karpenter' },
+    };
     cloud = new FakeCloudProvider();
     board = new StatusBoard();
     const store = new MemoryClusterStore();
     const topology = {
-      name: 'standalone', controlStore: store, workloadStore: store, operandNamespace: 'openshift-karpenter',
-      readRequest: async () => request, clusterFacts: async () => facts, reportStatus: async () => {}, watches: [],
-      statusObject: { apiVersion: 'config.openshift.io/v1', kind: 'ClusterOperator', name: 'karpenter' }, teardownFinalizer: 'x',
+      name: 'standalone',
+      controlStore: store,
+      workloadStore: store,
+      operandNamespace: 'openshift-karpenter',
+      readRequest: async () => request,
+      clusterFacts: async () => facts,
+      reportStatus: async () => {},
+      watches: [],
+      statusObject: { apiVersion: 'config.openshift.io/v1', kind: 'ClusterOperator', name: 'karpenter' },
+      teardownFinalizer: 'x',
       operandLayout: () => standaloneOperandLayout('openshift-karpenter'),
     } as Topology;
-    reconciler = new InterruptionQueueReconciler({ topology, cloud, board, logger: silentLogger, recheckFoundMs: 300_000, recheckMissingMs: 30_000 });
+    reconciler = new InterruptionQueueReconciler({
+      topology,
+      cloud,
+      board,
+      logger: silentLogger,
+      recheckFoundMs: 300_000,
+      recheckMissingMs: 30_000,
+    });
   });
 
   it('a missing queue: False, naming the queue and region, re-checked soon', async () => {

@@ -74,11 +74,22 @@ export class InterruptionQueueReconciler implements Reconciler {
       return {};
     }
     const queue = request.settings?.interruptionQueue;
-    const c = (status: 'True' | 'False', reason: string, message: string): ConditionInput => ({ type: InterruptionQueueCondition, status, reason, message });
+    const c = (status: 'True' | 'False', reason: string, message: string): ConditionInput => ({
+      type: InterruptionQueueCondition,
+      status,
+      reason,
+      message,
+    });
     if (!queue) {
       // True: nothing is wrong (a False use-case condition makes the operator Degraded), and a False left
       // from an earlier queue is replaced rather than kept.
-      set(c('True', InterruptionQueueReasons.NotConfigured, 'spec.settings.interruptionQueue is empty: nothing to verify; Karpenter does not handle spot interruptions, rebalance recommendations or scheduled events'));
+      set(
+        c(
+          'True',
+          InterruptionQueueReasons.NotConfigured,
+          'spec.settings.interruptionQueue is empty: nothing to verify; Karpenter does not handle spot interruptions, rebalance recommendations or scheduled events',
+        ),
+      );
       return {};
     }
     let facts;
@@ -96,7 +107,13 @@ export class InterruptionQueueReconciler implements Reconciler {
         return { requeueAfterMs: this.deps.recheckFoundMs ?? 5 * 60_000 };
       }
       const where = facts.region ? ` in region ${facts.region}` : '';
-      set(c('False', InterruptionQueueReasons.QueueNotFound, `spec.settings.interruptionQueue: SQS queue ${queue} does not exist${where}; Karpenter handles no interruption until it does`));
+      set(
+        c(
+          'False',
+          InterruptionQueueReasons.QueueNotFound,
+          `spec.settings.interruptionQueue: SQS queue ${queue} does not exist${where}; Karpenter handles no interruption until it does`,
+        ),
+      );
       return { requeueAfterMs: missingMs };
     } catch (e) {
       if (!isCoreError(e)) throw e;

@@ -105,7 +105,12 @@ describe('machineconfigpool.node-config', () => {
     {
       name: 'an expression added to the pool nodeSelector',
       ref: poolRef('karpenter-default'),
-      edit: { nodeSelector: { matchLabels: { 'karpenter.k8s.aws/ec2nodeclass': 'default' }, matchExpressions: [{ key: 'x', operator: 'Exists' }] } },
+      edit: {
+        nodeSelector: {
+          matchLabels: { 'karpenter.k8s.aws/ec2nodeclass': 'default' },
+          matchExpressions: [{ key: 'x', operator: 'Exists' }],
+        },
+      },
       field: 'nodeSelector',
       removed: 'spec.nodeSelector.matchExpressions',
     },
@@ -132,7 +137,10 @@ describe('machineconfigpool.node-config', () => {
   });
 
   it('keeps the pool while its NodeClass is being deleted', async () => {
-    const deleting = { ...aNodeClass('old'), metadata: { name: 'old', deletionTimestamp: '2026-01-01T00:00:00Z', finalizers: ['karpenter.k8s.aws/termination'] } };
+    const deleting = {
+      ...aNodeClass('old'),
+      metadata: { name: 'old', deletionTimestamp: '2026-01-01T00:00:00Z', finalizers: ['karpenter.k8s.aws/termination'] },
+    };
     const w = world([deleting]);
     await w.reconciler.reconcile('node-config');
     expect(await w.poolNames()).toEqual(['karpenter-old']);
@@ -166,7 +174,11 @@ describe('machineconfigpool.node-config', () => {
   });
 
   it('leaves an unmanaged KubeletConfig named set-karpenter-taint alone', async () => {
-    const theirs: KubeObject = { ...Types.KubeletConfig, metadata: { name: Names.registrationTaintKubeletConfig }, spec: { kubeletConfig: {} } };
+    const theirs: KubeObject = {
+      ...Types.KubeletConfig,
+      metadata: { name: Names.registrationTaintKubeletConfig },
+      spec: { kubeletConfig: {} },
+    };
     const w = world([aNodeClass('default'), theirs]);
     await w.reconciler.reconcile('node-config');
     expect(w.store.writes.map((x) => [x.verb, x.ref.kind])).toEqual([['apply', 'MachineConfigPool']]);
@@ -184,16 +196,24 @@ describe('machineconfigpool.node-config', () => {
   it('reports a pool as rendered only once MCO set status.configuration.name', () => {
     expect(isPoolRendered(undefined)).toBe(false);
     expect(isPoolRendered({ ...renderPool('x', 'karpenter.k8s.aws/ec2nodeclass'), status: {} })).toBe(false);
-    expect(isPoolRendered({ ...renderPool('x', 'karpenter.k8s.aws/ec2nodeclass'), status: { configuration: { name: 'rendered-karpenter-x-abc' } } })).toBe(true);
+    expect(
+      isPoolRendered({
+        ...renderPool('x', 'karpenter.k8s.aws/ec2nodeclass'),
+        status: { configuration: { name: 'rendered-karpenter-x-abc' } },
+      }),
+    ).toBe(true);
   });
 });
 
 // --- the rendered objects against the real CRD schemas (generated/crds from `npm run setup`, or the Go module cache)
 
-const OpenShiftApi = '/root/go/pkg/mod/github.com/openshift/api@v0.0.0-20260318185450-1f2fa3f09f4e/machineconfiguration/v1/zz_generated.crd-manifests';
+const OpenShiftApi =
+  '/root/go/pkg/mod/github.com/openshift/api@v0.0.0-20260318185450-1f2fa3f09f4e/machineconfiguration/v1/zz_generated.crd-manifests';
 const repoRoot = join(import.meta.dirname, '../../../../..');
 const crdFile = (plural: string, goFile: string): string | undefined =>
-  [join(repoRoot, 'generated/crds/openshift', `${plural}.machineconfiguration.openshift.io.yaml`), join(OpenShiftApi, goFile)].find((p) => existsSync(p));
+  [join(repoRoot, 'generated/crds/openshift', `${plural}.machineconfiguration.openshift.io.yaml`), join(OpenShiftApi, goFile)].find((p) =>
+    existsSync(p),
+  );
 
 interface Schema {
   type?: string;
@@ -208,7 +228,8 @@ interface Schema {
 
 /** A structural check: every field is known to the schema, of the right type, required fields present. */
 function violations(value: unknown, schema: Schema, path: string): string[] {
-  if (schema['x-kubernetes-int-or-string']) return typeof value === 'number' || typeof value === 'string' ? [] : [`${path}: not int-or-string`];
+  if (schema['x-kubernetes-int-or-string'])
+    return typeof value === 'number' || typeof value === 'string' ? [] : [`${path}: not int-or-string`];
   if (schema.enum && !schema.enum.includes(value)) return [`${path}: ${String(value)} not in enum`];
   switch (schema.type) {
     case 'string':
@@ -236,17 +257,35 @@ function violations(value: unknown, schema: Schema, path: string): string[] {
 }
 
 describe.each([
-  { name: 'MachineConfigPool', object: renderPool('default', 'karpenter.k8s.aws/ec2nodeclass'), file: crdFile('machineconfigpools', '0000_80_machine-config_01_machineconfigpools-Default.crd.yaml') },
-  { name: 'KubeletConfig', object: renderRegistrationTaint(), file: crdFile('kubeletconfigs', '0000_80_machine-config_01_kubeletconfigs.crd.yaml') },
+  {
+    name: 'MachineConfigPool',
+    object: renderPool('default', 'karpenter.k8s.aws/ec2nodeclass'),
+    file: crdFile('machineconfigpools', '0000_80_machine-config_01_machineconfigpools-Default.crd.yaml'),
+  },
+  {
+    name: 'KubeletConfig',
+    object: renderRegistrationTaint(),
+    file: crdFile('kubeletconfigs', '0000_80_machine-config_01_kubeletconfigs.crd.yaml'),
+  },
 ])('$name validates against its CRD', ({ object, file }) => {
   it.skipIf(!file)('has only known fields of the right types', () => {
-    const crd = parse(readFileSync(file!, 'utf8')) as { spec: { names: { kind: string }; versions: Array<{ name: string; schema: { openAPIV3Schema: Schema } }> } };
+    const crd = parse(readFileSync(file!, 'utf8')) as {
+      spec: { names: { kind: string }; versions: Array<{ name: string; schema: { openAPIV3Schema: Schema } }> };
+    };
     expect(crd.spec.names.kind).toBe(object.kind);
     const version = crd.spec.versions.find((v) => `machineconfiguration.openshift.io/${v.name}` === object.apiVersion)!;
     const schema = version.schema.openAPIV3Schema;
     const { metadata: _metadata, apiVersion: _a, kind: _k, ...body } = object;
-    expect(violations({ apiVersion: object.apiVersion, kind: object.kind, ...body }, { ...schema, required: schema.required ?? [] }, object.kind)).toEqual([]);
+    expect(
+      violations(
+        { apiVersion: object.apiVersion, kind: object.kind, ...body },
+        { ...schema, required: schema.required ?? [] },
+        object.kind,
+      ),
+    ).toEqual([]);
     // The checker itself catches a stray field.
-    expect(violations({ ...body, spec: { ...(body.spec as object), bogus: 1 } }, schema, object.kind)).toEqual([`${object.kind}.spec.bogus: unknown field`]);
+    expect(violations({ ...body, spec: { ...(body.spec as object), bogus: 1 } }, schema, object.kind)).toEqual([
+      `${object.kind}.spec.bogus: unknown field`,
+    ]);
   });
 });

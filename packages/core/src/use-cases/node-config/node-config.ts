@@ -7,7 +7,14 @@ import type { EventRecorder } from '../../ports/event-recorder.js';
 import type { Logger } from '../../ports/logger.js';
 import type { Reconciler, Result, Watch } from '../../runtime/reconciler.js';
 import { foreignEntries } from '../../policy/subset.js';
-import { poolOwnedWhole, poolProblem, registrationTaintOwnedWhole, renderPool, renderRegistrationTaint, type UpgradePolicy } from './render.js';
+import {
+  poolOwnedWhole,
+  poolProblem,
+  registrationTaintOwnedWhole,
+  renderPool,
+  renderRegistrationTaint,
+  type UpgradePolicy,
+} from './render.js';
 
 export const NodeConfigController = 'machineconfigpool.node-config';
 export const NODE_CONFIG_KEY = 'node-config';
@@ -70,14 +77,24 @@ export class NodeConfigReconciler implements Reconciler {
       const ncRef = { ...nodeClassType, name: nc.metadata.name, ...(nc.metadata.uid ? { uid: nc.metadata.uid } : {}) };
       const problem = poolProblem(nc.metadata.name);
       if (problem) {
-        events.record(ncRef, 'Warning', 'MachineConfigPoolNotCreated', `No MachineConfigPool for NodeClass ${nc.metadata.name}: ${problem}`);
+        events.record(
+          ncRef,
+          'Warning',
+          'MachineConfigPoolNotCreated',
+          `No MachineConfigPool for NodeClass ${nc.metadata.name}: ${problem}`,
+        );
         continue;
       }
       const desired = renderPool(nc.metadata.name, this.deps.nodeClassLabel);
       wanted.add(desired.metadata.name);
       const current = await store.get(refOf(desired));
       if (current && !isManaged(current)) {
-        events.record(ncRef, 'Warning', 'MachineConfigPoolConflict', `MachineConfigPool ${desired.metadata.name} exists and is not managed by the operator; leaving it alone`);
+        events.record(
+          ncRef,
+          'Warning',
+          'MachineConfigPoolConflict',
+          `MachineConfigPool ${desired.metadata.name} exists and is not managed by the operator; leaving it alone`,
+        );
         logger.warn('pool name taken by an unmanaged pool', { pool: desired.metadata.name, nodeClass: nc.metadata.name });
         continue;
       }
@@ -87,7 +104,11 @@ export class NodeConfigReconciler implements Reconciler {
         const verb = current ? 'Updated' : 'Created';
         const removed = foreign.length ? `, removing ${foreign.join(', ')} (the operator owns the pool's selectors)` : '';
         events.record(ncRef, 'Normal', `MachineConfigPool${verb}`, `${verb} MachineConfigPool ${desired.metadata.name}${removed}`);
-        logger.info(`${verb.toLowerCase()} MachineConfigPool`, { pool: desired.metadata.name, nodeClass: nc.metadata.name, ...(foreign.length ? { removed: foreign } : {}) });
+        logger.info(`${verb.toLowerCase()} MachineConfigPool`, {
+          pool: desired.metadata.name,
+          nodeClass: nc.metadata.name,
+          ...(foreign.length ? { removed: foreign } : {}),
+        });
       }
     }
 
@@ -95,7 +116,12 @@ export class NodeConfigReconciler implements Reconciler {
     for (const pool of pools) {
       if (wanted.has(pool.metadata.name) || !pool.metadata.name.startsWith(poolNameFor(''))) continue;
       if (await store.delete(refOf(pool))) {
-        events.record(refOf(pool), 'Normal', 'MachineConfigPoolDeleted', `Deleted MachineConfigPool ${pool.metadata.name}: its NodeClass is gone`);
+        events.record(
+          refOf(pool),
+          'Normal',
+          'MachineConfigPoolDeleted',
+          `Deleted MachineConfigPool ${pool.metadata.name}: its NodeClass is gone`,
+        );
         logger.info('deleted MachineConfigPool', { pool: pool.metadata.name });
       }
     }
@@ -110,7 +136,10 @@ export class NodeConfigReconciler implements Reconciler {
       const foreign = current ? foreignEntries(taint, current, registrationTaintOwnedWhole) : [];
       const r = await store.apply(taint, { ownedWhole: registrationTaintOwnedWhole });
       if (r.changed) {
-        logger.info(`${current ? 'updated' : 'created'} KubeletConfig`, { kubeletConfig: taint.metadata.name, ...(foreign.length ? { removed: foreign } : {}) });
+        logger.info(`${current ? 'updated' : 'created'} KubeletConfig`, {
+          kubeletConfig: taint.metadata.name,
+          ...(foreign.length ? { removed: foreign } : {}),
+        });
       }
     } else if (current && (await store.delete(refOf(taint)))) {
       logger.info('deleted KubeletConfig: no NodeClass left', { kubeletConfig: taint.metadata.name });

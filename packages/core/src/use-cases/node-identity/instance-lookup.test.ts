@@ -7,7 +7,13 @@ import { FakeCloudProvider } from '../../testing/fake-cloud-provider.js';
 import { InstanceLookup } from './instance-lookup.js';
 
 const facts: ClusterFacts = { platform: 'AWS', infrastructureName: 'c-1', apiServerInternalURL: 'https://api-int:6443', resourceTags: [] };
-const inst = (id: string): InstanceInfo => ({ instanceId: id, live: true, privateIpAddresses: [], publicIpAddresses: [], ownedByCluster: true });
+const inst = (id: string): InstanceInfo => ({
+  instanceId: id,
+  live: true,
+  privateIpAddresses: [],
+  publicIpAddresses: [],
+  ownedByCluster: true,
+});
 
 function setup(o: { maxBatchSize?: number } = {}) {
   const clock = new FakeClock();
@@ -78,7 +84,16 @@ describe('InstanceLookup refresh-ahead', () => {
   it('refreshes a found instance in the background near expiry, so callers never wait on expiry', async () => {
     const clock = new FakeClock();
     const cloud = new FakeCloudProvider({ instances: [inst('i-1')], latencyMs: 5 });
-    const lookup = new InstanceLookup({ cloud, facts: async () => facts, clock, ttlMs: 15_000, negativeTtlMs: 3_000, batchWindowMs: 1, maxBatchSize: 200, refreshAheadMs: 4_000 });
+    const lookup = new InstanceLookup({
+      cloud,
+      facts: async () => facts,
+      clock,
+      ttlMs: 15_000,
+      negativeTtlMs: 3_000,
+      batchWindowMs: 1,
+      maxBatchSize: 200,
+      refreshAheadMs: 4_000,
+    });
     await lookup.lookup(['i-1']);
     clock.advance(10_999);
     await lookup.lookup(['i-1']);
@@ -100,7 +115,16 @@ describe('InstanceLookup coalesced refresh', () => {
     const clock = new FakeClock();
     const ids = Array.from({ length: 50 }, (_, i) => `i-${i}`);
     const cloud = new FakeCloudProvider({ instances: ids.map(inst), latencyMs: 1 });
-    const lookup = new InstanceLookup({ cloud, facts: async () => facts, clock, ttlMs: 60_000, negativeTtlMs: 3_000, batchWindowMs: 1, maxBatchSize: 200, refreshAheadMs: 30_000 });
+    const lookup = new InstanceLookup({
+      cloud,
+      facts: async () => facts,
+      clock,
+      ttlMs: 60_000,
+      negativeTtlMs: 3_000,
+      batchWindowMs: 1,
+      maxBatchSize: 200,
+      refreshAheadMs: 30_000,
+    });
     // Entries learned at different times (a trickle of NodeClaims) would otherwise come due one by one.
     for (const id of ids) {
       await lookup.lookup([id]);
@@ -113,7 +137,10 @@ describe('InstanceLookup coalesced refresh', () => {
       await new Promise((r) => setTimeout(r, 3));
       clock.advance(100);
     }
-    const refreshes = cloud.callsOf('describeInstances').slice(50).map((c) => (c.args[0] as string[]).length);
+    const refreshes = cloud
+      .callsOf('describeInstances')
+      .slice(50)
+      .map((c) => (c.args[0] as string[]).length);
     expect(refreshes).toEqual([50]);
   });
 });

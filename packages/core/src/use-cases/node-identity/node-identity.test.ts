@@ -52,14 +52,27 @@ const ipOf = (i: number) => `10.0.${Math.floor(i / 250)}.${(i % 250) + 1}`;
 const idOf = (i: number) => `i-${(0x1000 + i).toString(16).padStart(8, '0')}`;
 
 function anInstance(i: number, o: Partial<InstanceInfo> = {}): InstanceInfo {
-  return { instanceId: idOf(i), live: true, privateDnsName: dnsOf(i), privateIpAddresses: [ipOf(i)], publicIpAddresses: [], ownedByCluster: true, ...o };
+  return {
+    instanceId: idOf(i),
+    live: true,
+    privateDnsName: dnsOf(i),
+    privateIpAddresses: [ipOf(i)],
+    publicIpAddresses: [],
+    ownedByCluster: true,
+    ...o,
+  };
 }
 
 function aNodeClaim(i: number, o: { providerID?: string | null; nodeName?: string; created?: string } = {}): KubeObject {
   const status: Record<string, unknown> = {};
   if (o.providerID !== null) status.providerID = o.providerID ?? FakeCloudProvider.providerIdFor(idOf(i));
   if (o.nodeName) status.nodeName = o.nodeName;
-  return { ...Types.NodeClaim, metadata: { name: `default-${i}`, ...(o.created ? { creationTimestamp: o.created } : {}) }, spec: {}, status };
+  return {
+    ...Types.NodeClaim,
+    metadata: { name: `default-${i}`, ...(o.created ? { creationTimestamp: o.created } : {}) },
+    spec: {},
+    status,
+  };
 }
 
 async function aClientCsr(name: string, nodeName: string, o: { subject?: string; username?: string } = {}): Promise<KubeObject> {
@@ -144,11 +157,21 @@ describe('certificatesigningrequest.node-identity', () => {
     w.store.seed({ ...Types.Node, metadata: { name: dnsOf(2) }, spec: { providerID: FakeCloudProvider.providerIdFor(idOf(2)) } });
     w.store.seed({ ...Types.Node, metadata: { name: dnsOf(7) }, spec: { providerID: FakeCloudProvider.providerIdFor(idOf(7)) } });
     w.cloud.setInstances([anInstance(2), anInstance(7)]);
-    w.store.seed(await aServingCsr('serving-2', dnsOf(2), [{ type: 'dns', value: dnsOf(2) }, { type: 'ip', value: ipOf(2) }]));
+    w.store.seed(
+      await aServingCsr('serving-2', dnsOf(2), [
+        { type: 'dns', value: dnsOf(2) },
+        { type: 'ip', value: ipOf(2) },
+      ]),
+    );
     // A MachineSet node's serving CSR: cluster-machine-approver's, not ours.
     w.store.seed(await aServingCsr('serving-7', dnsOf(7), [{ type: 'dns', value: dnsOf(7) }]));
     // Karpenter node asking for another node's IP.
-    w.store.seed(await aServingCsr('serving-2-evil', dnsOf(2), [{ type: 'dns', value: dnsOf(2) }, { type: 'ip', value: ipOf(7) }]));
+    w.store.seed(
+      await aServingCsr('serving-2-evil', dnsOf(2), [
+        { type: 'dns', value: dnsOf(2) },
+        { type: 'ip', value: ipOf(7) },
+      ]),
+    );
 
     for (const n of ['serving-2', 'serving-7', 'serving-2-evil']) await w.reconciler.reconcile(n);
     expect(w.approvals()).toEqual(['serving-2']);
@@ -286,7 +309,15 @@ describe('certificatesigningrequest.node-identity', () => {
     expect(parsedRequests().length).toBeGreaterThan(0);
 
     // One approved after the NodeClaim by someone else counts, for a process that did not approve it itself.
-    const other = new NodeIdentityReconciler({ store: w.store, cloud: w.cloud, facts: async () => facts, clock: w.clock, events: w.events, metrics: w.metrics, logger: silentLogger });
+    const other = new NodeIdentityReconciler({
+      store: w.store,
+      cloud: w.cloud,
+      facts: async () => facts,
+      clock: w.clock,
+      events: w.events,
+      metrics: w.metrics,
+      logger: silentLogger,
+    });
     w.store.seed(await aClientCsr('csr-7b', dnsOf(7)));
     w.clock.advance(1_000);
     w.store.clearWrites();
@@ -309,7 +340,11 @@ describe('certificatesigningrequest.node-identity', () => {
     expect(w.reconciler.condition()).toMatchObject({ type: 'NodeIdentityHealthy', status: 'False', reason: 'TooManyPendingCSRs' });
     // The held CSR says why it is held.
     expect(w.events.events).toEqual([
-      expect.objectContaining({ reason: 'ApprovalsPaused', message: expect.stringContaining('5 approvable kubelet CSRs are pending, more than 3'), regarding: expect.objectContaining({ name: 'csr-10' }) }),
+      expect.objectContaining({
+        reason: 'ApprovalsPaused',
+        message: expect.stringContaining('5 approvable kubelet CSRs are pending, more than 3'),
+        regarding: expect.objectContaining({ name: 'csr-10' }),
+      }),
     ]);
 
     // Two of them go away (denied by an admin): back under the bound, approvals resume.
@@ -323,7 +358,10 @@ describe('certificatesigningrequest.node-identity', () => {
   it('maps a Node event to the pending serving CSRs of that node, and ignores other signers', async () => {
     const w = world();
     const serving = w.store.seed(await aServingCsr('serving-8', dnsOf(8), [{ type: 'dns', value: dnsOf(8) }]));
-    const foreign = w.store.seed({ ...(await aServingCsr('foreign', dnsOf(8), [])), spec: { signerName: 'example.com/signer', request: '' } });
+    const foreign = w.store.seed({
+      ...(await aServingCsr('foreign', dnsOf(8), [])),
+      spec: { signerName: 'example.com/signer', request: '' },
+    });
     expect(w.reconciler.keysFor(serving)).toEqual(['serving-8']);
     expect(w.reconciler.keysFor(foreign)).toEqual([]);
     expect(w.reconciler.keysFor({ ...Types.Node, metadata: { name: dnsOf(8) } })).toEqual(['serving-8']);

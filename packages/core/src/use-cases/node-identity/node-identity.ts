@@ -50,7 +50,7 @@ export const NodeIdentityMetrics = {
   decisions: {
     name: CsrDecisionsMetric,
     type: 'counter',
-    help: 'Decisions on kubelet CSRs (approve, ignore, wait) by reason, counted once per change of a CSR\'s decision.',
+    help: "Decisions on kubelet CSRs (approve, ignore, wait) by reason, counted once per change of a CSR's decision.",
     labels: ['outcome', 'reason'],
   },
   pending: {
@@ -134,7 +134,12 @@ const Defaults = {
 } as const;
 
 /** Ignore reasons that mean "someone else's node", not "suspicious": recorded as Normal events. */
-const NotOursReasons = new Set<CsrDecisionReason>(['NoMatchingNodeClaim', 'NodeNotManagedByKarpenter', 'NodeAlreadyExists', 'NodeClientRenewal']);
+const NotOursReasons = new Set<CsrDecisionReason>([
+  'NoMatchingNodeClaim',
+  'NodeNotManagedByKarpenter',
+  'NodeAlreadyExists',
+  'NodeClientRenewal',
+]);
 
 const KubeletSigners = new Set([KubeletClientSigner, KubeletServingSigner]);
 
@@ -359,12 +364,16 @@ export class NodeIdentityReconciler implements Reconciler {
     this.setCondition(nodeIdentityCondition(overloaded, bound, census));
     if (decision.decision === 'approve' && overloaded) {
       log.warn('approvals paused: too many pending CSRs', { pending: census.approvable, bound, node: decision.nodeName });
-      this.report(csr, {
-        ...decision,
-        decision: 'wait',
-        reason: 'ApprovalsPaused',
-        message: `${census.approvable} approvable kubelet CSRs are pending, more than ${bound}; approvals are paused until they are approved, denied or expire (${decision.message})`,
-      }, log);
+      this.report(
+        csr,
+        {
+          ...decision,
+          decision: 'wait',
+          reason: 'ApprovalsPaused',
+          message: `${census.approvable} approvable kubelet CSRs are pending, more than ${bound}; approvals are paused until they are approved, denied or expire (${decision.message})`,
+        },
+        log,
+      );
       return { requeueAfterMs: limits.waitRequeueMs ?? Defaults.waitRequeueMs };
     }
 
@@ -505,7 +514,10 @@ export class NodeIdentityReconciler implements Reconciler {
     const objects = await this.deps.store.list(Types.NodeClaim);
     const views = objects.map((o) => csrNodeClaimView(o, (p) => this.deps.cloud.instanceIdFromProviderId(p)));
     // A deleting NodeClaim never gets a client CSR approved (policy), so its instance is not worth a lookup.
-    return { views, unregisteredInstanceIds: views.filter((nc) => nc.instanceId && !nc.nodeName && !nc.deleting).map((nc) => nc.instanceId!) };
+    return {
+      views,
+      unregisteredInstanceIds: views.filter((nc) => nc.instanceId && !nc.nodeName && !nc.deleting).map((nc) => nc.instanceId!),
+    };
   }
 
   /** The census of kubelet CSRs (shared by concurrent reconciles). */

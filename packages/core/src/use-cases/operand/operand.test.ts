@@ -10,7 +10,13 @@ import { OperandReconciler } from './operand.js';
 
 const HCP_NS = 'clusters-demo';
 const hcpRef = { apiVersion: 'hypershift.openshift.io/v1beta1', kind: 'HostedControlPlane', name: 'demo', namespace: HCP_NS };
-const request: KarpenterRequest = { owner: { ...hcpRef, uid: 'uid-hcp' }, generation: 1, logLevel: 'info', deleting: false, finalizers: [] };
+const request: KarpenterRequest = {
+  owner: { ...hcpRef, uid: 'uid-hcp' },
+  generation: 1,
+  logLevel: 'info',
+  deleting: false,
+  finalizers: [],
+};
 const facts: ClusterFacts = {
   platform: 'AWS',
   region: 'eu-west-1',
@@ -28,9 +34,17 @@ const establishedCrd = (name: string): KubeObject => ({
   status: { conditions: [{ type: 'Established', status: 'True' }] },
 });
 const crds = ['nodepools.karpenter.sh', 'nodeclaims.karpenter.sh', 'ec2nodeclasses.karpenter.k8s.aws'].map(establishedCrd);
-const credentials: KubeObject = { ...Types.Secret, metadata: { name: Names.credentialsSecret, namespace: HCP_NS }, data: { credentials: 'YQ==' } };
+const credentials: KubeObject = {
+  ...Types.Secret,
+  metadata: { name: Names.credentialsSecret, namespace: HCP_NS },
+  data: { credentials: 'YQ==' },
+};
 const providerRbac = (namespace: string): KubeObject[] => [
-  { ...Types.ClusterRole, metadata: { name: 'karpenter' }, rules: [{ apiGroups: ['karpenter.k8s.aws'], resources: ['ec2nodeclasses'], verbs: ['get'] }] },
+  {
+    ...Types.ClusterRole,
+    metadata: { name: 'karpenter' },
+    rules: [{ apiGroups: ['karpenter.k8s.aws'], resources: ['ec2nodeclasses'], verbs: ['get'] }],
+  },
   {
     ...Types.ClusterRoleBinding,
     metadata: { name: 'karpenter' },
@@ -133,7 +147,8 @@ describe('deployment.operand on two clusters (HyperShift)', () => {
 
   it('puts no owner reference on guest objects and owns the management ones', async () => {
     await reconciler.reconcile();
-    for (const o of guest.all().filter((x) => operandKinds.includes(x.kind))) expect(o.metadata.ownerReferences, `${o.kind} ${o.metadata.name}`).toBeUndefined();
+    for (const o of guest.all().filter((x) => operandKinds.includes(x.kind)))
+      expect(o.metadata.ownerReferences, `${o.kind} ${o.metadata.name}`).toBeUndefined();
     for (const o of management.all().filter((x) => operandKinds.includes(x.kind))) {
       expect(o.metadata.ownerReferences, `${o.kind} ${o.metadata.name}`).toEqual([
         { apiVersion: hcpRef.apiVersion, kind: hcpRef.kind, name: hcpRef.name, uid: 'uid-hcp', controller: true, blockOwnerDeletion: true },
@@ -202,7 +217,10 @@ describe('deployment.operand watches', () => {
   const managed = { [Names.managedLabel]: 'true' };
   const watchesOf = (name: Topology['name']) =>
     new OperandReconciler({
-      topology: { ...twoClusters(new MemoryClusterStore(), new MemoryClusterStore(), name), operandNamespace: name === 'standalone' ? 'openshift-karpenter' : HCP_NS },
+      topology: {
+        ...twoClusters(new MemoryClusterStore(), new MemoryClusterStore(), name),
+        operandNamespace: name === 'standalone' ? 'openshift-karpenter' : HCP_NS,
+      },
       cloud: new FakeCloudProvider(),
       settings,
       events: new RecordingEvents(),
@@ -259,7 +277,13 @@ describe('deployment.operand: the CR settings (standalone)', () => {
   beforeEach(() => {
     current = { owner, generation: 1, logLevel: 'info', deleting: false, finalizers: [] };
     store = new MemoryClusterStore([...crds, { ...credentials, metadata: { ...credentials.metadata, namespace: 'openshift-karpenter' } }]);
-    reconciler = new OperandReconciler({ topology: standalone(), cloud: new FakeCloudProvider({ crds }), settings: { ...settings, namespace: 'openshift-karpenter' }, events: new RecordingEvents(), logger: silentLogger });
+    reconciler = new OperandReconciler({
+      topology: standalone(),
+      cloud: new FakeCloudProvider({ crds }),
+      settings: { ...settings, namespace: 'openshift-karpenter' },
+      events: new RecordingEvents(),
+      logger: silentLogger,
+    });
   });
 
   it('a settings change is one Deployment write, then nothing', async () => {
@@ -285,7 +309,7 @@ describe('deployment.operand: the CR settings (standalone)', () => {
     expect(store.writes).toEqual([]);
   });
 
-  it('leaves a PodDisruptionBudget of the same name that is not the operator\'s', async () => {
+  it("leaves a PodDisruptionBudget of the same name that is not the operator's", async () => {
     current = { ...current, replicas: 1 };
     await store.apply({ ...pdb, metadata: { name: pdb.name, namespace: pdb.namespace }, spec: { maxUnavailable: 0 } });
     await reconciler.reconcile();

@@ -24,7 +24,10 @@ export interface OperandDeps {
 
 /** A stable digest of a Secret's data, so rotating the credentials rolls the operand's pods. */
 export function secretDigest(secret: KubeObject): string {
-  const data = { ...((secret.data as Record<string, string> | undefined) ?? {}), ...((secret.stringData as Record<string, string> | undefined) ?? {}) };
+  const data = {
+    ...((secret.data as Record<string, string> | undefined) ?? {}),
+    ...((secret.stringData as Record<string, string> | undefined) ?? {}),
+  };
   const h = createHash('sha256');
   for (const k of Object.keys(data).sort()) h.update(`${k}\0${data[k]}\0`);
   return h.digest('hex').slice(0, 16);
@@ -136,7 +139,11 @@ export class OperandReconciler implements Reconciler {
     return {};
   }
 
-  private async applyOne({ cluster, object: obj, ownedWhole = [] }: PlacedObject, owner: KarpenterRequest['owner'], ns: string): Promise<void> {
+  private async applyOne(
+    { cluster, object: obj, ownedWhole = [] }: PlacedObject,
+    owner: KarpenterRequest['owner'],
+    ns: string,
+  ): Promise<void> {
     const { topology } = this.deps;
     const store = cluster === 'control' ? topology.controlStore : topology.workloadStore;
     const current = ownedWhole.length ? await store.get(refOf(obj)) : undefined;
@@ -144,8 +151,18 @@ export class OperandReconciler implements Reconciler {
     const r = await store.apply(obj, { ownedWhole });
     if (r.changed && foreign.length) {
       const what = `${obj.kind} ${ns}/${obj.metadata.name}`;
-      this.deps.events.record(owner, 'Warning', 'ForeignEntriesRemoved', `Removed from ${what} what the operator does not render: ${foreign.join(', ')}`);
-      this.deps.logger.warn('removed foreign entries from the operand', { kind: obj.kind, name: obj.metadata.name, namespace: ns, removed: foreign });
+      this.deps.events.record(
+        owner,
+        'Warning',
+        'ForeignEntriesRemoved',
+        `Removed from ${what} what the operator does not render: ${foreign.join(', ')}`,
+      );
+      this.deps.logger.warn('removed foreign entries from the operand', {
+        kind: obj.kind,
+        name: obj.metadata.name,
+        namespace: ns,
+        removed: foreign,
+      });
     }
     if (r.changed && obj.kind === 'Deployment') {
       this.deps.events.record(owner, 'Normal', 'OperandApplied', `Applied Deployment ${ns}/${obj.metadata.name}`);
@@ -160,6 +177,7 @@ export class OperandReconciler implements Reconciler {
     const ref = { ...Types.PodDisruptionBudget, namespace: deployment.metadata.namespace ?? '', name: deployment.metadata.name };
     const current = await this.deps.topology.controlStore.get(ref);
     if (current?.metadata.labels?.[Names.managedLabel] !== 'true') return;
-    if (await this.deps.topology.controlStore.delete(ref)) this.deps.logger.info('removed the operand PodDisruptionBudget: one replica', { namespace: ref.namespace, name: ref.name });
+    if (await this.deps.topology.controlStore.delete(ref))
+      this.deps.logger.info('removed the operand PodDisruptionBudget: one replica', { namespace: ref.namespace, name: ref.name });
   }
 }

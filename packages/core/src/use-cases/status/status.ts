@@ -81,7 +81,12 @@ export class StatusReconciler implements Reconciler {
     this.watches = [
       ...deps.topology.watches,
       { type: Types.Deployment, cluster: 'control', namespace: ns, fieldSelector: `metadata.name=${Names.operandDeployment}` },
-      { type: Types.Secret, cluster: 'control', namespace: ns, fieldSelector: `metadata.name=${layoutCredentialsSecret(deps.topology.operandLayout(deps.settings))}` },
+      {
+        type: Types.Secret,
+        cluster: 'control',
+        namespace: ns,
+        fieldSelector: `metadata.name=${layoutCredentialsSecret(deps.topology.operandLayout(deps.settings))}`,
+      },
       ManagedCrdsWatch,
       statusObjectWatch(deps.topology.statusObject),
     ];
@@ -142,7 +147,9 @@ export class StatusReconciler implements Reconciler {
         const secret = await topology.controlStore.get({ ...Types.Secret, namespace: ns, name: cfg.credentialsSecret });
         if (!secret) input.missingCredentials = `${ns}/${cfg.credentialsSecret}`;
         else if (request) {
-          desired = planOperandFor(this.deps, { request, facts, credentials: secret }).find((p) => p.object.kind === Types.Deployment.kind)?.object;
+          desired = planOperandFor(this.deps, { request, facts, credentials: secret }).find(
+            (p) => p.object.kind === Types.Deployment.kind,
+          )?.object;
         }
       } catch (e) {
         if (!isInvalidInputError(e)) throw e;
@@ -152,7 +159,10 @@ export class StatusReconciler implements Reconciler {
       const op = operandState(dep, desired);
       if (op) input.operand = op;
     }
-    const reported = ((await topology.controlStore.get(topology.statusObject))?.status as { conditions?: Array<{ type?: unknown; status?: unknown }> } | undefined)?.conditions;
+    const reported = (
+      (await topology.controlStore.get(topology.statusObject))?.status as
+        { conditions?: Array<{ type?: unknown; status?: unknown }> } | undefined
+    )?.conditions;
     const progressing = Array.isArray(reported) ? reported.find((c) => c.type === 'Progressing')?.status : undefined;
     if (progressing === 'True' || progressing === 'False' || progressing === 'Unknown') input.progressing = progressing;
     const folded = foldStatus(input);

@@ -17,7 +17,10 @@ const DELETED_AT = '2026-01-01T00:00:00.000Z';
 /** Two clusters as HyperShift's topology has them; the request is read from an owner object on the control side. */
 function world(owner: Partial<KubeObject['metadata']>, guestObjects: KubeObject[] = []) {
   const clock = new FakeClock(Date.parse(DELETED_AT));
-  const control = new MemoryClusterStore([{ ...OWNER, metadata: { ...OWNER, ...owner } } as KubeObject, { ...Types.Deployment, metadata: { name: Names.operandDeployment, namespace: NS } }]);
+  const control = new MemoryClusterStore([
+    { ...OWNER, metadata: { ...OWNER, ...owner } } as KubeObject,
+    { ...Types.Deployment, metadata: { name: Names.operandDeployment, namespace: NS } },
+  ]);
   const guest = new MemoryClusterStore(guestObjects);
   /** When set, the owner as the topology last read it (a cache that has not seen a newer write yet). */
   let frozen: KubeObject | undefined;
@@ -94,7 +97,9 @@ describe('TeardownReconciler', () => {
     const c1 = await w.guest.get({ ...Types.NodeClaim, name: 'c1' });
     expect(c1?.metadata.finalizers).toEqual(['karpenter.sh/termination']);
     expect(c1?.metadata.annotations?.[Names.terminationAnnotation]).toBeDefined();
-    expect(w.guest.writes.filter((x) => x.verb === 'patch').map((x) => x.body)).toEqual([{ metadata: { annotations: { [Names.terminationAnnotation]: '2026-01-01T00:01:00.000Z' } } }]);
+    expect(w.guest.writes.filter((x) => x.verb === 'patch').map((x) => x.body)).toEqual([
+      { metadata: { annotations: { [Names.terminationAnnotation]: '2026-01-01T00:01:00.000Z' } } },
+    ]);
     expect(w.events.events.map((e) => e.reason)).not.toContain('NodeClaimAbandoned');
     expect(await w.owner()).toBeDefined();
     expect(ownerFinalizerWrites(w.control)).toEqual([]);
@@ -129,7 +134,8 @@ describe('TeardownReconciler', () => {
     // The store's own view is stale: what it read is older than what the API server holds.
     const get = w.control.get.bind(w.control);
     w.control.seed({ ...read, metadata: { ...read.metadata, finalizers: [FIN, 'late'] } });
-    w.control.get = (async (ref: Parameters<typeof get>[0]) => (ref.kind === read.kind ? structuredClone(read) : get(ref))) as typeof w.control.get;
+    w.control.get = (async (ref: Parameters<typeof get>[0]) =>
+      ref.kind === read.kind ? structuredClone(read) : get(ref)) as typeof w.control.get;
     await expect(w.teardown.reconcile()).rejects.toBeInstanceOf(ConflictError);
     w.control.get = get;
     expect((await w.owner())?.metadata.finalizers).toEqual([FIN, 'late']);

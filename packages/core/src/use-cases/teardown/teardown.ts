@@ -51,7 +51,12 @@ export class TeardownReconciler implements Reconciler {
     const request = await topology.readRequest();
     if (!request) return {};
     const owner = request.owner;
-    const ownerRef = { apiVersion: owner.apiVersion, kind: owner.kind, name: owner.name, ...(owner.namespace ? { namespace: owner.namespace } : {}) };
+    const ownerRef = {
+      apiVersion: owner.apiVersion,
+      kind: owner.kind,
+      name: owner.name,
+      ...(owner.namespace ? { namespace: owner.namespace } : {}),
+    };
     const fin = topology.teardownFinalizer;
     if (!request.deleting) {
       if (!request.finalizers.includes(fin)) await topology.controlStore.updateFinalizers(ownerRef, { add: [fin] });
@@ -76,7 +81,8 @@ export class TeardownReconciler implements Reconciler {
     // Foreground: the Deployment stays until its pods are gone, and only then is the finalizer released and
     // the operand's RBAC garbage-collected. In the other order Karpenter loses its Lease permissions while it
     // still runs ("leader election lost").
-    if (await topology.controlStore.delete(dep, { propagation: 'Foreground' })) events.record(owner, 'Normal', 'DeletingOperand', 'NodeClaims are gone; removing Karpenter');
+    if (await topology.controlStore.delete(dep, { propagation: 'Foreground' }))
+      events.record(owner, 'Normal', 'DeletingOperand', 'NodeClaims are gone; removing Karpenter');
     if (await topology.controlStore.get(dep)) return { requeueAfterMs: this.deps.pollMs ?? 5000 };
 
     await topology.controlStore.updateFinalizers(ownerRef, { remove: [fin] });
@@ -93,7 +99,12 @@ export class TeardownReconciler implements Reconciler {
       if (await store.delete(ref)) events.record(owner, 'Normal', 'DeletingNodeClaim', `Deleting NodeClaim ${c.metadata.name}`);
       if (elapsedMs >= (this.deps.forceAfterMs ?? 5 * 60_000) && !c.metadata.annotations?.[Names.terminationAnnotation]) {
         await store.patch(ref, { metadata: { annotations: { [Names.terminationAnnotation]: new Date(clock.now()).toISOString() } } });
-        events.record(owner, 'Warning', 'ForcingNodeClaimTermination', `NodeClaim ${c.metadata.name} did not terminate in time; forcing its drain`);
+        events.record(
+          owner,
+          'Warning',
+          'ForcingNodeClaimTermination',
+          `NodeClaim ${c.metadata.name} did not terminate in time; forcing its drain`,
+        );
       }
     }
   }
