@@ -104,6 +104,16 @@ export default tseslint.config(
   { ignores: ['**/node_modules/**', '**/dist/**', '.nx/**', '.local/**', 'generated/**'] },
   ...tseslint.configs.recommended,
   {
+    // Type-aware rules: a promise is awaited, returned or explicitly `void`ed, and never handed to a
+    // place that expects a plain callback (an event listener, a timer) where its rejection would be lost.
+    files: ['**/*.ts'],
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-misused-promises': 'error',
+    },
+  },
+  {
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       '@typescript-eslint/no-explicit-any': 'error',
