@@ -1,4 +1,5 @@
 import {
+  canonicalJson,
   InvalidInputError,
   Names,
   pointerConfigProblem,
@@ -137,20 +138,9 @@ function refTerms(
   return terms;
 }
 
-const canonical = (v: unknown): string => {
-  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
-  if (typeof v === 'object' && v !== null) {
-    return `{${Object.keys(v)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`)
-      .join(',')}}`;
-  }
-  return JSON.stringify(v);
-};
-
 function pushUnique(list: Term[], seen: Set<string>, terms: Term[], onOverflow: () => never): void {
   for (const t of terms) {
-    const k = canonical(t);
+    const k = canonicalJson(t);
     if (seen.has(k)) continue;
     if (list.length >= MAX_TERMS) onOverflow();
     seen.add(k);
@@ -161,8 +151,8 @@ function pushUnique(list: Term[], seen: Set<string>, terms: Term[], onOverflow: 
 /** True when two selector-term lists hold the same terms, whatever the order or duplicates. Pure. */
 export function sameTerms(a: unknown, b: unknown): boolean {
   if (!Array.isArray(a) || !Array.isArray(b)) return false;
-  const sa = new Set(a.map(canonical));
-  const sb = new Set(b.map(canonical));
+  const sa = new Set(a.map(canonicalJson));
+  const sb = new Set(b.map(canonicalJson));
   return sa.size === sb.size && [...sa].every((k) => sb.has(k));
 }
 

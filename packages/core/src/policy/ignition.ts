@@ -96,7 +96,7 @@ export function sameUserData(a: string | undefined, b: string | undefined): bool
   if (a === b) return true;
   if (a === undefined || b === undefined) return false;
   try {
-    return canonical(JSON.parse(a)) === canonical(JSON.parse(b));
+    return canonicalJson(JSON.parse(a)) === canonicalJson(JSON.parse(b));
   } catch {
     return false;
   }
@@ -111,12 +111,13 @@ function parsePointer(userData: string): PointerConfig | undefined {
   }
 }
 
-function canonical(v: unknown): string {
-  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
+/** A JSON text of `v` with object keys sorted: equal for values that differ only in key order. Pure. */
+export function canonicalJson(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(',')}]`;
   if (typeof v === 'object' && v !== null) {
     return `{${Object.keys(v)
       .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`)
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson((v as Record<string, unknown>)[k])}`)
       .join(',')}}`;
   }
   return JSON.stringify(v);
