@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { fieldRef, rewriteMountPaths } from './operand-runner.js';
+import { availableParallelism, totalmem } from 'node:os';
+import { fieldRef, resourceFieldRef, rewriteMountPaths } from './operand-runner.js';
 
 const pod = {
   apiVersion: 'v1',
@@ -23,6 +24,46 @@ describe('fieldRef', () => {
 
   it('an unsupported field fails naming it', () => {
     expect(() => fieldRef(pod, 'status.hostIPs')).toThrow(/status\.hostIPs/);
+  });
+});
+
+describe("resourceFieldRef: a container's resources as the kubelet gives them", () => {
+  const controller = { name: 'controller', resources: { requests: { cpu: '1500m', memory: '1Gi' }, limits: { memory: '2Gi' } } };
+  const sidecar = { name: 'sidecar', resources: { requests: { cpu: '10m' } } };
+  const withContainers = { ...pod, spec: { ...pod.spec, containers: [controller, sidecar] } };
+  it.each([
+    { name: 'CPU request in millicores', ref: { containerName: 'controller', resource: 'requests.cpu', divisor: '1m' }, want: '1500' },
+    {
+      name: 'CPU request in whole CPUs rounds up',
+      ref: { containerName: 'controller', resource: 'requests.cpu', divisor: '1' },
+      want: '2',
+    },
+    {
+      name: 'memory limit in bytes',
+      ref: { containerName: 'controller', resource: 'limits.memory', divisor: '1' },
+      want: String(2 * 2 ** 30),
+    },
+    { name: 'divisor 0 means 1', ref: { containerName: 'controller', resource: 'limits.memory', divisor: '0' }, want: String(2 * 2 ** 30) },
+    { name: 'memory limit in Mi', ref: { containerName: 'controller', resource: 'limits.memory', divisor: '1Mi' }, want: '2048' },
+    { name: 'another container by name', ref: { containerName: 'sidecar', resource: 'requests.cpu', divisor: '1m' }, want: '10' },
+    { name: 'an unset request is 0', ref: { containerName: 'sidecar', resource: 'requests.memory' }, want: '0' },
+    {
+      name: "an unset memory limit is the node's memory",
+      ref: { containerName: 'sidecar', resource: 'limits.memory' },
+      want: String(totalmem()),
+    },
+    {
+      name: "an unset CPU limit is the node's CPUs",
+      ref: { containerName: 'sidecar', resource: 'limits.cpu', divisor: '1m' },
+      want: String(availableParallelism() * 1000),
+    },
+    { name: 'no container name: the container itself', ref: { resource: 'requests.cpu', divisor: '1m' }, want: '10' },
+  ])('$name', ({ ref, want }) => {
+    expect(resourceFieldRef(withContainers, sidecar, ref)).toBe(want);
+  });
+
+  it('a container the pod lacks fails naming it', () => {
+    expect(() => resourceFieldRef(withContainers, sidecar, { containerName: 'nope', resource: 'requests.cpu' })).toThrow(/nope/);
   });
 });
 

@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { availableParallelism, totalmem } from 'node:os';
 import { join } from 'node:path';
+import { quantityValue } from '@karpenter-operator/core';
 import type { ClusterClient } from './access.js';
 import { freePort } from './ports.js';
 import { ProcessSupervisor, tailLog, type ManagedProcess } from './processes.js';
@@ -51,6 +53,7 @@ export interface ContainerSpec {
   env?: EnvVar[];
   envFrom?: Array<{ secretRef?: { name: string }; configMapRef?: { name: string }; prefix?: string }>;
   volumeMounts?: Array<{ name: string; mountPath: string; subPath?: string }>;
+  resources?: { requests?: Record<string, string | number>; limits?: Record<string, string | number> };
 }
 
 interface EnvVar {
@@ -60,7 +63,7 @@ interface EnvVar {
     fieldRef?: { fieldPath: string };
     secretKeyRef?: { name: string; key: string; optional?: boolean };
     configMapKeyRef?: { name: string; key: string; optional?: boolean };
-    resourceFieldRef?: { resource: string };
+    resourceFieldRef?: ResourceFieldRef;
   };
 }
 
@@ -361,7 +364,7 @@ export function startDeploymentRunner(opts: DeploymentRunnerOptions): Deployment
       else if (vf?.secretKeyRef) value = await readKey('Secret', vf.secretKeyRef.name, vf.secretKeyRef.key, vf.secretKeyRef.optional);
       else if (vf?.configMapKeyRef)
         value = await readKey('ConfigMap', vf.configMapKeyRef.name, vf.configMapKeyRef.key, vf.configMapKeyRef.optional);
-      else if (vf?.resourceFieldRef) value = undefined; // limits are the host's
+      else if (vf?.resourceFieldRef) value = resourceFieldRef(pod, c, vf.resourceFieldRef);
       if (value !== undefined) env[e.name] = expandRefs(value, env);
     }
     for (const [k, v] of Object.entries(env)) env[k] = rewriteMountPaths(v, c, prepared.mounts);
@@ -423,6 +426,32 @@ function writeItems(dir: string, data: Record<string, Buffer>, items?: Array<{ k
     mkdirSync(join(file, '..'), { recursive: true });
     writeFileSync(file, content, { mode: 0o600 });
   }
+}
+
+export interface ResourceFieldRef {
+  containerName?: string;
+  resource: string;
+  divisor?: string | number;
+}
+
+/**
+ * A container's resource through the downward API, as the kubelet resolves it: the value divided by the
+ * divisor (1 when unset), rounded up, CPU counted in millicores first; an unset limit is the node's
+ * allocatable amount (here: this host's CPUs and memory), an unset request 0.
+ */
+export function resourceFieldRef(pod: Pod, self: ContainerSpec, ref: ResourceFieldRef): string {
+  const container = ref.containerName
+    ? [...pod.spec.containers, ...(pod.spec.initContainers ?? [])].find((x) => x.name === ref.containerName)
+    : self;
+  if (!container) throw new Error(`resourceFieldRef names container ${ref.containerName}, which pod ${pod.metadata.name} lacks`);
+  const [kind, resource] = ref.resource.split('.') as ['requests' | 'limits', string];
+  const set = container.resources?.[kind]?.[resource];
+  const host: Record<string, number> = { cpu: availableParallelism(), memory: totalmem() };
+  const value = set !== undefined ? quantityValue(set) : kind === 'limits' ? (host[resource] ?? 0) : 0;
+  if (value === undefined) throw new Error(`container ${container.name}: ${ref.resource} ${String(set)} is not a quantity`);
+  const divisor = quantityValue(ref.divisor ?? 0) || 1;
+  // CPU in millicores, as the kubelet computes it (ceil(milli value / milli divisor)).
+  return String(resource === 'cpu' ? Math.ceil(Math.round(value * 1000) / Math.round(divisor * 1000)) : Math.ceil(value / divisor));
 }
 
 /** The downward-API fields a container env may reference. */

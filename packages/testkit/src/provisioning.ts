@@ -154,3 +154,32 @@ export async function instancesOfPool(cluster: ClusterClient, pool: string): Pro
     ec2.destroy();
   }
 }
+
+export interface SpotInterruptionWarningOptions {
+  instanceId: string;
+  region: string;
+  /** The account of the instance's ARN; the emulator's default one when absent. */
+  account?: string;
+  /** When EC2 sent it; now when absent. */
+  time?: Date;
+}
+
+/**
+ * The body of the SQS message an EventBridge rule forwards for an "EC2 Spot Instance Interruption Warning"
+ * (source `aws.ec2`, version `0`): the envelope fields karpenter-provider-aws v1.14.1 routes on
+ * (`version`, `source`, `detail-type`) and the `detail.instance-id` it looks the NodeClaim up by.
+ */
+export function spotInterruptionWarning(opts: SpotInterruptionWarningOptions): string {
+  const account = opts.account ?? '123456789012';
+  return JSON.stringify({
+    version: '0',
+    id: `spot-${opts.instanceId}-${Date.now()}`,
+    'detail-type': 'EC2 Spot Instance Interruption Warning',
+    source: 'aws.ec2',
+    account,
+    time: (opts.time ?? new Date()).toISOString().replace(/\.\d{3}Z$/, 'Z'),
+    region: opts.region,
+    resources: [`arn:aws:ec2:${opts.region}:${account}:instance/${opts.instanceId}`],
+    detail: { 'instance-id': opts.instanceId, 'instance-action': 'terminate' },
+  });
+}

@@ -171,6 +171,17 @@ describe('decodeHostedControlPlane', () => {
       obj: aHostedControlPlane({ metadata: { annotations: { [HcpAnnotations.defaultInstanceProfile]: 'a/b' } } }),
       field: `metadata.annotations[${HcpAnnotations.defaultInstanceProfile}]`,
     },
+    ...[
+      { name: 'a request override of a negative quantity', value: 'cpu=-1' },
+      { name: 'a request override with a lower-case binary suffix', value: 'memory=64mi' },
+      { name: 'a request override without a quantity', value: 'cpu=' },
+    ].map(({ name, value }) => ({
+      name,
+      obj: aHostedControlPlane({
+        metadata: { annotations: { [`${HcpAnnotations.resourceRequestOverridePrefix}/karpenter.controller`]: value } },
+      }),
+      field: `metadata.annotations[${`${HcpAnnotations.resourceRequestOverridePrefix}/karpenter.controller`}]`,
+    })),
   ])('rejects $name, naming $field', ({ obj, field }) => {
     let err: unknown;
     try {

@@ -1,6 +1,7 @@
 import {
   InvalidInputError,
   Names,
+  NON_NEGATIVE_QUANTITY_PATTERN,
   type Condition,
   type ObjectRef,
   type OperandPodOverrides,
@@ -196,8 +197,8 @@ export function decodeHostedControlPlane(obj: unknown): HostedControlPlane {
 
 type Fail = (field: string, detail: string) => never;
 
-/** A Kubernetes quantity, loosely (`10m`, `1Gi`, `0.5`). */
-const QUANTITY_PATTERN = /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+|[numkMGTPE]i?|Ki)?$/;
+/** A request: a Kubernetes quantity without a sign (`10m`, `1Gi`, `0.5`), as the Karpenter CRD takes them. */
+const REQUEST_QUANTITY = new RegExp(NON_NEGATIVE_QUANTITY_PATTERN);
 
 function decodePodOverrides(spec: Record<string, unknown>, annotations: Record<string, string>, fail: Fail): OperandPodOverrides {
   const out: OperandPodOverrides = {};
@@ -230,7 +231,7 @@ function decodePodOverrides(spec: Record<string, unknown>, annotations: Record<s
     for (const part of value.split(',')) {
       const eq = part.indexOf('=');
       const [name, quantity] = eq > 0 ? [part.slice(0, eq).trim(), part.slice(eq + 1).trim()] : ['', ''];
-      if (!name || !QUANTITY_PATTERN.test(quantity))
+      if (!name || !REQUEST_QUANTITY.test(quantity))
         fail(field, `${JSON.stringify(part)} is not resource=quantity (e.g. cpu=50m,memory=100Mi)`);
       requests[name] = quantity;
     }

@@ -1,4 +1,4 @@
-import { Names, type KubeObject } from '@karpenter-operator/core';
+import { Names, quantityValue, type KubeObject } from '@karpenter-operator/core';
 
 /** `HostedControlPlane.status.autoNode`, as `reference/hypershift.md` defines it. */
 export interface AutoNodeStatus {
@@ -9,39 +9,13 @@ export interface AutoNodeStatus {
   vcpus: number;
 }
 
-const SUFFIX: Record<string, number> = {
-  n: 1e-9,
-  u: 1e-6,
-  m: 1e-3,
-  '': 1,
-  k: 1e3,
-  M: 1e6,
-  G: 1e9,
-  T: 1e12,
-  P: 1e15,
-  E: 1e18,
-  Ki: 2 ** 10,
-  Mi: 2 ** 20,
-  Gi: 2 ** 30,
-  Ti: 2 ** 40,
-  Pi: 2 ** 50,
-  Ei: 2 ** 60,
-};
-const QUANTITY = /^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(?:([eE][+-]?[0-9]+)|(n|u|m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei))?$/;
-
 /**
  * A CPU quantity (`"4"`, `"3500m"`, `"1.5"`, `2`) in whole CPUs, rounded up like resource.Quantity's
  * `Value()`; undefined when it is not a non-negative quantity. Pure.
  */
 export function cpuCores(q: unknown): number | undefined {
-  let n: number;
-  if (typeof q === 'number') n = q;
-  else if (typeof q === 'string') {
-    const m = QUANTITY.exec(q.trim());
-    if (!m) return undefined;
-    n = Number(`${m[1]}${m[2] ?? ''}`) * SUFFIX[m[3] ?? '']!;
-  } else return undefined;
-  if (!Number.isFinite(n) || n < 0) return undefined;
+  const n = typeof q === 'number' || typeof q === 'string' ? quantityValue(q) : undefined;
+  if (n === undefined || n < 0) return undefined;
   // Round away float noise (3500m → 3.5000000000000004) before rounding up.
   return Math.ceil(Math.round(n * 1e6) / 1e6);
 }

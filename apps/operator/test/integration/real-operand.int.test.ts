@@ -1,7 +1,15 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  CreateQueueCommand,
+  DeleteQueueCommand,
+  GetQueueAttributesCommand,
+  GetQueueUrlCommand,
+  SendMessageCommand,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
 import {
   aNodePool,
   aPoolWorkload,
@@ -12,6 +20,7 @@ import {
   karpenterBinary,
   listObjects,
   loadToolchain,
+  spotInterruptionWarning,
   startRealOperand,
   waitFor,
   type DeploymentRunner,
@@ -37,12 +46,13 @@ import { applyKarpenterAndCredentials, KARPENTER } from '../support/scenario.js'
  * The whole point of Karpenter on OpenShift, end to end, with the real karpenter-provider-aws controller
  * (built from its Go module by `npm run setup`) running the Deployment the operator rendered, under the
  * RBAC the operator applied: a pending pod becomes a Ready node, that node goes away when it is no longer
- * needed, and deleting the Karpenter CR leaves nothing behind. EC2 is the emulator; machines are simulated
- * kubelets that bootstrap through the node-bootstrapper CSR the operator approves.
+ * needed, a spot interruption warning on the CR's interruption queue replaces it, and deleting the Karpenter
+ * CR leaves nothing behind. EC2 and SQS are the emulator; machines are simulated kubelets that bootstrap
+ * through the node-bootstrapper CSR the operator approves.
  *
  * Time bounds are several times what a loaded two-core machine needed (load average 14: Karpenter up and the
  * NodeClass Ready in 110–153 s, pod pending → Running 7–14 s, a new log level until a new process leads 139 s,
- * consolidation 41–93 s, CR teardown 23–33 s).
+ * consolidation 41–93 s, CR teardown 23–33 s, interruption message → replacement Ready 13 s).
  *
  * Karpenter's registration deadline is `registrationTimeout = time.Minute * 15`, an unexported constant of
  * sigs.k8s.io/karpenter v1.14.1 (pkg/controllers/nodeclaim/lifecycle/liveness.go): no flag or env shortens it,
@@ -60,6 +70,8 @@ const REGISTRATION_TIMEOUT_MS = 15 * 60_000;
 const WORKLOAD_NS = 'e2e-real-operand';
 const NC = ['karpenter.k8s.aws/v1', 'EC2NodeClass'] as const;
 const NODECLAIM = ['karpenter.sh/v1', 'NodeClaim'] as const;
+/** The CR's `spec.settings.interruptionQueue`: a queue of the emulator's SQS, created before the CR. */
+const QUEUE = `e2e-interruption-${Date.now()}`;
 const started = new Date();
 
 /** Client CSRs for the first machine's node name that its kubelet would never send, and why the operator leaves each. */
@@ -119,11 +131,26 @@ const condTrue = (o: WithConditions | undefined, type: string) => conditionOf(o,
 const instancesOfPool = (pool = POOL) => instancesOf(cluster, pool);
 const ofPool = (c: KubeObj, pool = POOL) => c.metadata.labels?.['karpenter.sh/nodepool'] === pool;
 
+const sqsClient = () => new SQSClient(cluster.ec2Config());
+const queueUrl = async (sqs: SQSClient) => (await sqs.send(new GetQueueUrlCommand({ QueueName: QUEUE }))).QueueUrl!;
+
+/** Whether a pod of the workload runs on Node `nodeName`. */
+async function workloadRunningOn(nodeName: string): Promise<boolean> {
+  const pods = await listObjects<KubeObj & { spec: { nodeName?: string }; status?: { phase?: string } }>(
+    kc(),
+    'v1',
+    'Pod',
+    WORKLOAD_NS,
+    'app=inflate',
+  );
+  return pods.some((p) => p.spec.nodeName === nodeName && p.status?.phase === 'Running');
+}
+
 const setWorkloadReplicas = (replicas: number) =>
   applyObject(kc(), aPoolWorkload('inflate', WORKLOAD_NS, { pool: POOL, replicas, cpu: '1', memory: '1Gi' }));
 
-/** The reasons of the events about CSR `name`. */
-async function csrEventReasons(name: string): Promise<string[]> {
+/** The reasons of the events about the object `name` (a CSR, a NodeClaim). */
+async function eventReasons(name: string): Promise<string[]> {
   const r = await adminRequest(
     cluster,
     'GET',
@@ -153,6 +180,8 @@ describe('the real Karpenter provisions an OpenShift node through this operator'
         // Renders the check-credentials init container (the operator's image) into the operand Deployment.
         OPERATOR_IMAGE: 'quay.io/openshift/origin-karpenter-operator:test',
         OPERAND_AWS_ENDPOINT_URL_EC2: cluster.info.ec2Endpoint!,
+        // The operator's own check of spec.settings.interruptionQueue (the operand reaches SQS through the harness env).
+        AWS_ENDPOINT_URL_SQS: cluster.info.ec2Endpoint!,
         LOG_LEVEL: 'info',
       },
     });
@@ -175,6 +204,12 @@ describe('the real Karpenter provisions an OpenShift node through this operator'
     });
     ({ runner, kubelets } = operand);
     await applyObject(kc(), { apiVersion: 'v1', kind: 'Namespace', metadata: { name: WORKLOAD_NS } });
+    const sqs = sqsClient();
+    try {
+      await sqs.send(new CreateQueueCommand({ QueueName: QUEUE }));
+    } finally {
+      sqs.destroy();
+    }
   }, 300_000);
 
   afterAll(async () => {
@@ -184,12 +219,18 @@ describe('the real Karpenter provisions an OpenShift node through this operator'
     await op?.stop();
     await resetOperatorWorld(cluster).catch(() => undefined);
     await dropKarpenterFinalizers();
+    const sqs = sqsClient();
+    await sqs
+      .send(new GetQueueUrlCommand({ QueueName: QUEUE }))
+      .then((r) => sqs.send(new DeleteQueueCommand({ QueueUrl: r.QueueUrl })))
+      .catch(() => undefined)
+      .finally(() => sqs.destroy());
     // The operand's logs stay with the cluster's when it is kept.
     if (runnerDir && process.env.KO_KEEP_CLUSTER !== '1') rmSync(runnerDir, { recursive: true, force: true });
   }, 120_000);
 
   it('Karpenter CR + credentials: the operand runs the real controller and EC2NodeClass default is Ready', async () => {
-    await applyKarpenterAndCredentials(cluster);
+    await applyKarpenterAndCredentials(cluster, { settings: { interruptionQueue: QUEUE } });
     await eventually(
       'two operand replicas running the real controller',
       async () => runner!.replicas().filter((r) => r.state === 'running').length === 2,
@@ -204,6 +245,10 @@ describe('the real Karpenter provisions an OpenShift node through this operator'
       },
       360_000,
     );
+    // The controller's own resources through the downward API, as the kubelet resolves them: 1 CPU requested,
+    // no memory limit (so the node's memory).
+    for (const r of runner!.replicas().filter((x) => x.pid))
+      expect(processOf(r.pid!).env, `env of ${r.pod}`).toEqual(expect.arrayContaining(['CPU_REQUESTS=1000', `MEMORY_LIMIT=${totalmem()}`]));
     expect((nc.status?.conditions ?? []).map((c) => c.type)).toEqual(
       expect.arrayContaining(['Ready', 'AMIsReady', 'SubnetsReady', 'SecurityGroupsReady', 'InstanceProfileReady']),
     );
@@ -283,20 +328,7 @@ describe('the real Karpenter provisions an OpenShift node through this operator'
     );
     for (const [k, v] of Object.entries(pool!.spec.nodeSelector.matchLabels)) expect(node.metadata.labels?.[k], `Node label ${k}`).toBe(v);
 
-    await eventually(
-      'the workload pod Running on the new node',
-      async () => {
-        const pods = await listObjects<KubeObj & { spec: { nodeName?: string }; status?: { phase?: string } }>(
-          kc(),
-          'v1',
-          'Pod',
-          WORKLOAD_NS,
-          'app=inflate',
-        );
-        return pods.some((p) => p.spec.nodeName === nodeName && p.status?.phase === 'Running');
-      },
-      120_000,
-    );
+    await eventually('the workload pod Running on the new node', () => workloadRunningOn(nodeName), 120_000);
   }, 900_000);
 
   it('forged client CSRs for the launched instance stay pending while its real one was approved, each with the reason', async () => {
@@ -307,11 +339,11 @@ describe('the real Karpenter provisions an OpenShift node through this operator'
     for (const [i, name] of sim.forgedCsrs.entries()) {
       await eventually(
         `event ${FORGED[i]!.reason} on forged CSR ${name}`,
-        async () => (await csrEventReasons(name)).includes(FORGED[i]!.reason),
+        async () => (await eventReasons(name)).includes(FORGED[i]!.reason),
         60_000,
       );
     }
-    expect(await csrEventReasons(sim.clientCsr!)).toContain('ClientCsrVerified');
+    expect(await eventReasons(sim.clientCsr!)).toContain('ClientCsrVerified');
     for (const name of [...sim.forgedCsrs, sim.clientCsr!]) {
       const o = await getObject<KubeObj & { status?: { conditions?: Cond[]; certificate?: string } }>(
         kc(),
@@ -391,6 +423,77 @@ describe('the real Karpenter provisions an OpenShift node through this operator'
     expect(conditionOf(after[0], 'Drifted')?.status ?? 'False', JSON.stringify(conditionOf(after[0], 'Drifted'))).not.toBe('True');
     expect(runner!.crashes()).toEqual([]);
   }, 180_000);
+
+  it('a spot interruption warning on the interruption queue: Karpenter taints the node, deletes its NodeClaim and replaces it', async () => {
+    const cr = await getObject<WithConditions>(kc(), KARPENTER.apiVersion, KARPENTER.kind, 'default');
+    expect(conditionOf(cr, 'InterruptionQueueVerified')).toMatchObject({ status: 'True', message: `SQS queue ${QUEUE} exists` });
+    for (const r of runner!.replicas()) expect(processOf(r.pid!).env, `env of ${r.pod}`).toContain(`INTERRUPTION_QUEUE=${QUEUE}`);
+    const [victim] = (await nodeClaims()).filter((c) => ofPool(c) && condTrue(c, 'Ready'));
+    expect(victim, 'the Ready NodeClaim of the pool').toBeDefined();
+    const instanceId = victim!.status!.providerID!.split('/').pop()!;
+    const nodeName = victim!.status!.nodeName!;
+
+    // The disrupted taint lives only while the node drains: sample the Node until it is gone.
+    const seenTaints = new Set<string>();
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        const n = await getObject<KubeObj & { spec?: { taints?: Array<{ key: string; effect: string }> } }>(
+          kc(),
+          'v1',
+          'Node',
+          nodeName,
+        ).catch(() => undefined);
+        for (const t of n?.spec?.taints ?? []) seenTaints.add(`${t.key}:${t.effect}`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    })();
+    const sqs = sqsClient();
+    try {
+      const url = await queueUrl(sqs);
+      await sqs.send(
+        new SendMessageCommand({ QueueUrl: url, MessageBody: spotInterruptionWarning({ instanceId, region: cluster.info.region }) }),
+      );
+      await eventually(
+        `NodeClaim ${victim!.metadata.name} (instance ${instanceId}) gone after the interruption warning`,
+        async () => (await getObject(kc(), ...NODECLAIM, victim!.metadata.name)) === undefined,
+        240_000,
+      );
+      await eventually(`Node ${nodeName} gone`, async () => (await getObject(kc(), 'v1', 'Node', nodeName)) === undefined, 120_000);
+      sampling = false;
+      await sampler;
+      expect([...seenTaints], `taints seen on Node ${nodeName} while it drained`).toContain('karpenter.sh/disrupted:NoSchedule');
+      await eventually(
+        `instance ${instanceId} terminated in the emulator`,
+        async () => !(await instancesOfPool()).some((i) => i.InstanceId === instanceId),
+        120_000,
+      );
+      // Karpenter says why, and took the message off the queue once handled.
+      const reasons = await eventReasons(victim!.metadata.name);
+      expect(reasons).toEqual(expect.arrayContaining(['SpotInterrupted', 'TerminatingOnInterruption']));
+      const attrs = await sqs.send(
+        new GetQueueAttributesCommand({
+          QueueUrl: url,
+          AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+        }),
+      );
+      expect(attrs.Attributes).toMatchObject({ ApproximateNumberOfMessages: '0', ApproximateNumberOfMessagesNotVisible: '0' });
+    } finally {
+      sampling = false;
+      await sampler;
+      sqs.destroy();
+    }
+
+    // The pending workload gets a new machine: another NodeClaim, another instance, the pod Running there.
+    const replacement = await eventually(
+      'a new NodeClaim of the pool Ready',
+      async () => (await nodeClaims()).find((c) => ofPool(c) && c.metadata.uid !== victim!.metadata.uid && condTrue(c, 'Ready')),
+      360_000,
+    );
+    expect(replacement.status!.providerID).not.toContain(instanceId);
+    await eventually('the workload pod Running on the replacement node', () => workloadRunningOn(replacement.status!.nodeName!), 120_000);
+    expect(runner!.crashes()).toEqual([]);
+  }, 900_000);
 
   it('spec.logLevel debug: the operand restarts on the new pod template and the new processes run with it', async () => {
     const old = runner!.replicas();

@@ -7,6 +7,7 @@ import {
   NON_NEGATIVE_QUANTITY_PATTERN,
   operandSettings,
   parseDurationNs,
+  quantityValue,
   schemaRuleFor,
   unknownFeatureGates,
 } from './karpenter-settings.js';
@@ -43,6 +44,29 @@ describe('canonicalQuantity: as the API server stores a quantity', () => {
   });
   it('refuses what is not a quantity', () => {
     expect(() => canonicalQuantity('1 GB')).toThrow(/not a quantity/);
+  });
+});
+
+describe('quantityValue: a quantity as a number', () => {
+  it.each([
+    { name: 'whole', q: '4', want: 4 },
+    { name: 'a number', q: 8, want: 8 },
+    { name: 'milli', q: '3500m', want: 3.5 },
+    { name: 'nano', q: '5n', want: 5e-9 },
+    { name: 'decimal kilo', q: '1.5k', want: 1500 },
+    { name: 'binary', q: '1Gi', want: 2 ** 30 },
+    { name: 'binary fraction', q: '0.5Ki', want: 512 },
+    { name: 'exponent', q: '2e1', want: 20 },
+    { name: 'negative', q: '-1', want: -1 },
+    { name: 'surrounding spaces', q: ' 2 ', want: 2 },
+    { name: 'not a quantity', q: '4 cores', want: undefined },
+    { name: 'a lower-case binary suffix', q: '1mi', want: undefined },
+    { name: 'empty', q: '', want: undefined },
+    { name: 'NaN', q: Number.NaN, want: undefined },
+  ])('$name: $q → $want', ({ q, want }) => {
+    const got = quantityValue(q);
+    if (want === undefined) expect(got).toBeUndefined();
+    else expect(got).toBeCloseTo(want, 12);
   });
 });
 

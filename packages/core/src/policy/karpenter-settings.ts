@@ -218,6 +218,19 @@ export function canonicalQuantity(q: string | number): string {
   return `${sign}${digits}${suffixOf}`;
 }
 
+/**
+ * The value of a quantity as a number (`3500m` → 3.5, `1Ki` → 1024, `2e1` → 20), for sums and roundings
+ * where resource.Quantity's exactness does not matter; undefined when it is not a quantity. Pure.
+ */
+export function quantityValue(q: string | number): number | undefined {
+  if (typeof q === 'number') return Number.isFinite(q) ? q : undefined;
+  const m = QUANTITY.exec(q.trim());
+  if (!m) return undefined;
+  const [, num = '0', exp, suffix = ''] = m;
+  if (exp) return Number(`${num}${exp}`);
+  return Number(num) * 10 ** (DECIMAL_SUFFIX[suffix] ?? 0) * 2 ** (BINARY_SUFFIX[suffix] ?? 0);
+}
+
 function ceilDiv(a: bigint, b: bigint): bigint {
   return (a + b - 1n) / b;
 }

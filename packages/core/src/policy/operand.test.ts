@@ -223,6 +223,18 @@ describe('renderOperand: Deployment', () => {
       value: 'https://x:6443',
       over: { settings: settings({ clusterEndpointOverride: 'https://x:6443' }) },
     },
+    {
+      name: "CPU_REQUESTS: the controller container's CPU request in millicores (downward API)",
+      key: 'CPU_REQUESTS',
+      value: { resourceFieldRef: { containerName: 'controller', resource: 'requests.cpu', divisor: '1m' } },
+      over: {},
+    },
+    {
+      name: "MEMORY_LIMIT: the controller container's memory limit in bytes (downward API)",
+      key: 'MEMORY_LIMIT',
+      value: { resourceFieldRef: { containerName: 'controller', resource: 'limits.memory', divisor: '1' } },
+      over: {},
+    },
     { name: 'webhooks disabled', key: 'DISABLE_WEBHOOK', value: 'true', over: {} },
     { name: 'health probe port', key: 'HEALTH_PROBE_PORT', value: '8081', over: {} },
     { name: 'metrics port', key: 'METRICS_PORT', value: '8080', over: {} },
@@ -372,7 +384,7 @@ describe('renderOperand: Deployment', () => {
 
   it('sets no fixed UID, GID or fsGroup anywhere', () => {
     const text = JSON.stringify(renderOperand(input({ settings: settings({ operatorImage: 'op:1' }) })));
-    expect(text).not.toMatch(/runAsUser|runAsGroup|fsGroup|limits/);
+    expect(text).not.toMatch(/runAsUser|runAsGroup|fsGroup|"limits"/);
   });
 
   it.each([
@@ -594,4 +606,31 @@ describe('renderOperand: the Karpenter CR settings', () => {
   ] as Array<{ name: string; over: Partial<KarpenterRequest>; want: unknown }>)('resources: $name', ({ over, want }) => {
     expect(controller(tuned(over))['resources']).toEqual(want);
   });
+
+  // What the kubelet resolves each resourceFieldRef env var to: the named container's own resource.
+  it.each([
+    { name: 'default requests, no memory limit', over: {}, want: { CPU_REQUESTS: '1', MEMORY_LIMIT: undefined } },
+    {
+      name: 'CR requests and memory limit',
+      over: { resources: { requests: { cpu: '2500m' }, limits: { memory: '2Gi' } } },
+      want: { CPU_REQUESTS: '2500m', MEMORY_LIMIT: '2Gi' },
+    },
+    { name: 'CR limits only', over: { resources: { limits: { memory: '3Gi' } } }, want: { CPU_REQUESTS: undefined, MEMORY_LIMIT: '3Gi' } },
+  ] as Array<{ name: string; over: Partial<KarpenterRequest>; want: Record<string, string | undefined> }>)(
+    "CPU_REQUESTS and MEMORY_LIMIT read the controller container's resources: $name",
+    ({ over, want }) => {
+      const objs = tuned(over);
+      const containers = podSpec(objs)['containers'] as Obj[];
+      const resolved: Record<string, string | undefined> = {};
+      for (const e of controller(objs)['env'] as Obj[]) {
+        const ref = (e['valueFrom'] as { resourceFieldRef?: { containerName: string; resource: string } } | undefined)?.resourceFieldRef;
+        if (!ref) continue;
+        const target = containers.find((c) => c['name'] === ref.containerName);
+        expect(target, `container ${ref.containerName} of ${String(e['name'])}`).toBeDefined();
+        const [kind, resource] = ref.resource.split('.') as [string, string];
+        resolved[e['name'] as string] = (target!['resources'] as Record<string, Record<string, string>>)[kind]?.[resource];
+      }
+      expect(resolved).toEqual(want);
+    },
+  );
 });

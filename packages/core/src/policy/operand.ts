@@ -453,6 +453,22 @@ function guestKubeconfig(layout: OperandLayout): {
   };
 }
 
+/**
+ * The controller's own resources through the downward API, as karpenter-provider-aws v1.14.1's chart passes
+ * them: `CPU_REQUESTS` in millicores (Karpenter runs as many scheduling simulations at once as it has whole
+ * CPUs requested) and `MEMORY_LIMIT` in bytes (it sets Go's soft memory limit to 90 % of it). Without a
+ * memory limit in `spec.resources` the kubelet gives the node's allocatable memory, as with the chart.
+ */
+function ownResourcesEnv(): EnvVar[] {
+  const ref = (resource: string, divisor: string) => ({
+    resourceFieldRef: { containerName: OperandNames.container, resource, divisor },
+  });
+  return [
+    { name: 'CPU_REQUESTS', valueFrom: ref('requests.cpu', '1m') },
+    { name: 'MEMORY_LIMIT', valueFrom: ref('limits.memory', '1') },
+  ];
+}
+
 /** The labels of the operand's pods and its Deployment's selector (the metrics Service selects them too). */
 export function operandPodLabels(): Record<string, string> {
   return { app: 'karpenter' };
@@ -507,6 +523,7 @@ function renderDeployment(input: OperandInput, layout: OperandLayout): KubeObjec
     { name: 'METRICS_PORT', value: String(OperandNames.metricsPort) },
     { name: 'HEALTH_PROBE_PORT', value: String(OperandNames.healthPort) },
     { name: 'LOG_LEVEL', value: request.logLevel },
+    ...ownResourcesEnv(),
     ...tuned.env,
     ...cloud.env,
     // The cluster-wide proxy, for the cloud API; Go honours these as they are.
