@@ -3,7 +3,7 @@ import type { KarpenterRequest, OperatorSettings } from '../../model/cluster.js'
 import type { KubeObject, ObjectRef } from '../../model/kube.js';
 import { Types } from '../../model/kube.js';
 import { Names } from '../../model/names.js';
-import { layoutCredentialsSecret } from '../../policy/operand.js';
+import { layoutCredentialsSecret } from '../../policy/operand-layout.js';
 import { isSubset } from '../../policy/subset.js';
 import { foldStatus, Reasons, type OperandState, type StatusInputs } from '../../policy/status-fold.js';
 import type { CloudProvider, RelatedObject } from '../../ports/cloud-provider.js';
