@@ -38,6 +38,14 @@ export * from './use-cases/gate.js';
 export * from './use-cases/default-nodeclass/default-nodeclass.js';
 export * from './use-cases/default-nodeclass/protected-fields.js';
 export * from './use-cases/node-identity/node-identity.js';
+export {
+  CsrDecisionsMetric,
+  CsrPendingMetric,
+  CsrUnmatchedPendingMetric,
+  NodeIdentityConditionType,
+  NodeIdentityMetrics,
+  NodeIdentityReasons,
+} from './use-cases/node-identity/reporting.js';
 export * from './use-cases/node-config/node-config.js';
 export * from './use-cases/node-config/render.js';
 export * from './policy/csr.js';

@@ -16,7 +16,8 @@ import { FakeClock } from '../../testing/fake-clock.js';
 import { FakeCloudProvider } from '../../testing/fake-cloud-provider.js';
 import { MemoryClusterStore } from '../../testing/memory-cluster-store.js';
 import { RecordingEvents, RecordingMetrics } from '../../testing/recording.js';
-import { CsrDecisionsMetric, NodeIdentityReconciler, type NodeIdentityLimits } from './node-identity.js';
+import { NodeIdentityReconciler, type NodeIdentityLimits } from './node-identity.js';
+import { CsrDecisionsMetric } from './reporting.js';
 
 // The real parser, observed: which requests the reconciler parses (to prove it skips what cannot count).
 vi.mock('../../policy/csr-parse.js', async (original) => {

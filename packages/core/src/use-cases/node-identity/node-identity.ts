@@ -5,7 +5,6 @@ import { Types } from '../../model/kube.js';
 import type { ConditionInput } from '../../policy/conditions.js';
 import {
   type CsrDecision,
-  type CsrDecisionReason,
   type CsrNode,
   type CsrNodeClaim,
   csrNodeClaimView,
@@ -28,45 +27,22 @@ import type { CloudProvider, InstanceInfo } from '../../ports/cloud-provider.js'
 import type { ClusterStore } from '../../ports/cluster-store.js';
 import type { EventRecorder, EventType } from '../../ports/event-recorder.js';
 import type { Logger } from '../../ports/logger.js';
-import type { MetricDefinition, Metrics } from '../../ports/metrics.js';
+import type { Metrics } from '../../ports/metrics.js';
 import type { Reconciler, Result, Watch } from '../../runtime/reconciler.js';
 import type { StatusBoard } from '../status-board.js';
 import { InstanceLookup, type LookupOptions, type ObservedInstance } from './instance-lookup.js';
+import {
+  CsrDecisionsMetric,
+  CsrPendingMetric,
+  CsrUnmatchedPendingMetric,
+  NodeIdentityConditionType,
+  nodeIdentityCondition,
+  NodeIdentityReasons,
+  NotOursReasons,
+} from './reporting.js';
+import { SharedSnapshot } from './shared-snapshot.js';
 
 export const NodeIdentityController = 'certificatesigningrequest.node-identity';
-export const NodeIdentityConditionType = 'NodeIdentityHealthy';
-export const NodeIdentityReasons = {
-  AsExpected: 'AsExpected',
-  TooManyPendingCSRs: 'TooManyPendingCSRs',
-  /** Healthy: Karpenter CSRs are approved, and pending CSRs that match no Karpenter instance are ignored. */
-  UnmatchedCSRsPending: 'UnmatchedCSRsPending',
-} as const;
-export const CsrDecisionsMetric = 'karpenter_operator_csr_decisions_total';
-export const CsrPendingMetric = 'karpenter_operator_csr_pending';
-export const CsrUnmatchedPendingMetric = 'karpenter_operator_csr_unmatched_pending';
-
-/** The metrics this use-case emits, for the Prometheus adapter to register up front. */
-export const NodeIdentityMetrics = {
-  decisions: {
-    name: CsrDecisionsMetric,
-    type: 'counter',
-    help: "Decisions on kubelet CSRs (approve, ignore, wait) by reason, counted once per change of a CSR's decision.",
-    labels: ['outcome', 'reason'],
-  },
-  pending: {
-    name: CsrPendingMetric,
-    type: 'gauge',
-    help: 'Pending kubelet CSRs that could still be approved: one per node name of a Karpenter instance not registered yet, or of a Karpenter Node (the number the approval cap compares).',
-    labels: [],
-  },
-  unmatched: {
-    name: CsrUnmatchedPendingMetric,
-    type: 'gauge',
-    help: 'Pending kubelet CSRs whose node name matches no Karpenter instance or Node (left to cluster-machine-approver or an administrator; never counted toward the approval cap).',
-    labels: [],
-  },
-} as const satisfies Record<string, MetricDefinition>;
-
 export interface NodeIdentityLimits {
   /**
    * Approvals stop while more than `maxPendingBase + NodeClaims` approvable CSRs are pending (node names
@@ -132,14 +108,6 @@ const Defaults = {
   instanceRefreshAheadMs: 30_000,
   snapshotTtlMs: 1_000,
 } as const;
-
-/** Ignore reasons that mean "someone else's node", not "suspicious": recorded as Normal events. */
-const NotOursReasons = new Set<CsrDecisionReason>([
-  'NoMatchingNodeClaim',
-  'NodeNotManagedByKarpenter',
-  'NodeAlreadyExists',
-  'NodeClientRenewal',
-]);
 
 const KubeletSigners = new Set([KubeletClientSigner, KubeletServingSigner]);
 
@@ -612,67 +580,7 @@ function namesOf(instances: ReadonlyMap<string, InstanceInfo>): Set<string> {
   return new Set([...instances.values()].flatMap((i) => (i.privateDnsName ? [normalizeDns(i.privateDnsName)] : [])));
 }
 
-/** Bucketed so that the condition's message, and so the status, does not change with every CSR. */
-const atLeast = (n: number): number => (n >= 1000 ? 1000 : n >= 100 ? 100 : n >= 10 ? 10 : n);
-
-function nodeIdentityCondition(overloaded: boolean, bound: number, census: { approvable: number; unmatched: number }): ConditionInput {
-  if (overloaded) {
-    return {
-      type: NodeIdentityConditionType,
-      status: 'False',
-      reason: NodeIdentityReasons.TooManyPendingCSRs,
-      message: `more than ${bound} approvable kubelet CSRs are pending; approvals are paused until they are approved, denied or expire`,
-    };
-  }
-  if (census.unmatched > 0) {
-    const n = atLeast(census.unmatched);
-    return {
-      type: NodeIdentityConditionType,
-      status: 'True',
-      reason: NodeIdentityReasons.UnmatchedCSRsPending,
-      message:
-        `Kubelet CSRs of Karpenter nodes are being approved; ${n === census.unmatched ? n : `at least ${n}`} pending kubelet CSR(s) match no ` +
-        `Karpenter instance and are left to cluster-machine-approver or an administrator (metric ${CsrUnmatchedPendingMetric})`,
-    };
-  }
-  return {
-    type: NodeIdentityConditionType,
-    status: 'True',
-    reason: NodeIdentityReasons.AsExpected,
-    message: 'Kubelet CSRs of Karpenter nodes are being approved',
-  };
-}
-
 /** NodeClaims that may own Node `nodeName` (same test as the serving policy; used to scope lookups). */
 function ownersOf(nodeClaims: CsrNodeClaim[], node: CsrNode | undefined, nodeName: string): CsrNodeClaim[] {
   return nodeClaims.filter((nc) => nc.nodeName === nodeName || (node?.providerID !== undefined && nc.providerID === node.providerID));
-}
-
-/**
- * One build of `T` shared by every caller within `ttlMs` (single flight: callers during a build await the
- * same promise). A failed build is not kept.
- */
-class SharedSnapshot<T> {
-  private entry: { at: number; promise: Promise<T> } | undefined;
-
-  constructor(
-    private readonly clock: Clock,
-    private readonly ttlMs: number,
-    private readonly build: () => Promise<T>,
-  ) {}
-
-  get(): Promise<T> {
-    const now = this.clock.now();
-    if (this.entry && now - this.entry.at < this.ttlMs) return this.entry.promise;
-    const entry = { at: now, promise: this.build() };
-    this.entry = entry;
-    entry.promise.catch(() => {
-      if (this.entry === entry) this.entry = undefined;
-    });
-    return entry.promise;
-  }
-
-  invalidate(): void {
-    this.entry = undefined;
-  }
 }
