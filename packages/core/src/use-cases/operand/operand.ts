@@ -11,7 +11,8 @@ import type { EventRecorder } from '../../ports/event-recorder.js';
 import type { Logger } from '../../ports/logger.js';
 import type { Topology } from '../../ports/topology.js';
 import type { Reconciler, Result, Watch } from '../../runtime/reconciler.js';
-import { closedResult, KarpenterGate, ManagedCrdsWatch } from '../crds/crds.js';
+import { ManagedCrdsWatch } from '../crds/crds.js';
+import { closedResult, KarpenterGate } from '../gate.js';
 
 export const OPERAND_KEY = 'operand';
 

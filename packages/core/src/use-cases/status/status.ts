@@ -9,7 +9,8 @@ import { foldStatus, Reasons, type OperandState, type StatusInputs } from '../..
 import type { CloudProvider, RelatedObject } from '../../ports/cloud-provider.js';
 import type { Topology } from '../../ports/topology.js';
 import type { Reconciler, Result, Watch } from '../../runtime/reconciler.js';
-import { ManagedCrdsWatch, pendingCrds } from '../crds/crds.js';
+import { ManagedCrdsWatch } from '../crds/crds.js';
+import { pendingCrds } from '../gate.js';
 import { operandCloudConfigFor, planOperandFor } from '../operand/operand.js';
 import type { StatusBoard } from '../status-board.js';
 
