@@ -25,6 +25,10 @@ export * from './use-cases/crds/crds.js';
 export * from './use-cases/status/status.js';
 export * from './use-cases/teardown/teardown.js';
 export * from './policy/operand.js';
+export * from './policy/operand-layout.js';
+export * from './policy/operand-rbac.js';
+export { operandOwnedWhole, operandPodLabels } from './policy/operand-deployment.js';
+export * from './policy/openshift-pod.js';
 export * from './policy/karpenter-settings.js';
 export * from './policy/rbac.js';
 export * from './policy/finalizers.js';
@@ -34,6 +38,14 @@ export * from './use-cases/gate.js';
 export * from './use-cases/default-nodeclass/default-nodeclass.js';
 export * from './use-cases/default-nodeclass/protected-fields.js';
 export * from './use-cases/node-identity/node-identity.js';
+export {
+  CsrDecisionsMetric,
+  CsrPendingMetric,
+  CsrUnmatchedPendingMetric,
+  NodeIdentityConditionType,
+  NodeIdentityMetrics,
+  NodeIdentityReasons,
+} from './use-cases/node-identity/reporting.js';
 export * from './use-cases/node-config/node-config.js';
 export * from './use-cases/node-config/render.js';
 export * from './policy/csr.js';

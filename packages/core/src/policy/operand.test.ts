@@ -5,7 +5,8 @@ import { Names } from '../model/names.js';
 import type { OperandCloudConfig } from '../ports/cloud-provider.js';
 import { twoClusterOperandLayout } from '../testing/layouts.js';
 import { standaloneOperandLayout } from '../topology/standalone.js';
-import { OperandNames, operandScopes, planOperand, renderOperand, type OperandInput, type PlacedObject } from './operand.js';
+import { OperandNames, type OperandInput } from './operand-layout.js';
+import { operandScopes, planOperand, renderOperand, type PlacedObject } from './operand.js';
 import { isSubset } from './subset.js';
 
 const facts = (over: Partial<ClusterFacts> = {}): ClusterFacts => ({

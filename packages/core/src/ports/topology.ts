@@ -1,7 +1,7 @@
 import type { ClusterFacts, KarpenterRequest, OperatorSettings } from '../model/cluster.js';
 import type { ObjectRef } from '../model/kube.js';
 import type { ConditionInput } from '../policy/conditions.js';
-import type { OperandLayout } from '../policy/operand.js';
+import type { OperandLayout } from '../policy/operand-layout.js';
 import type { Watch } from '../runtime/reconciler.js';
 import type { RelatedObject } from './cloud-provider.js';
 import type { ClusterStore } from './cluster-store.js';

@@ -1,4 +1,4 @@
-import type { OperandLayout } from '../policy/operand.js';
+import type { OperandLayout } from '../policy/operand-layout.js';
 
 /**
  * A two-cluster operand layout for tests of core: pods in `namespace` of the control cluster acting as

@@ -5,13 +5,8 @@ import { Types } from '../model/kube.js';
 import { Names } from '../model/names.js';
 import { setConditions } from '../policy/conditions.js';
 import { decodeInfrastructure } from '../policy/infrastructure.js';
-import {
-  boundServiceAccountToken,
-  controlPlanePlacement,
-  operandPodServiceAccount,
-  trustedCaBundle,
-  type OperandLayout,
-} from '../policy/operand.js';
+import { operandPodServiceAccount, type OperandLayout } from '../policy/operand-layout.js';
+import { boundServiceAccountToken, controlPlanePlacement, trustedCaBundle } from '../policy/openshift-pod.js';
 import { isoNow, type Clock } from '../ports/clock.js';
 import type { ClusterStore } from '../ports/cluster-store.js';
 import type { StatusReport, Topology } from '../ports/topology.js';

@@ -3,8 +3,7 @@ import { Types, type KubeObject } from '../model/kube.js';
 import { FakeClock, FakeCloudProvider, MemoryClusterStore } from '../testing/index.js';
 import { StandaloneTopology } from '../topology/standalone.js';
 import type { Reconciler } from '../runtime/reconciler.js';
-import { CrdsPendingRequeueMs, KarpenterGate } from './crds/crds.js';
-import { whileKarpenterRuns } from './gate.js';
+import { CrdsPendingRequeueMs, KarpenterGate, whileKarpenterRuns } from './gate.js';
 
 const crd = (name: string, established: boolean): KubeObject => ({
   ...Types.CustomResourceDefinition,

@@ -4,7 +4,7 @@ import type { CloudProvider } from '../../ports/cloud-provider.js';
 import type { Logger } from '../../ports/logger.js';
 import type { Topology } from '../../ports/topology.js';
 import type { Reconciler, Result, Watch } from '../../runtime/reconciler.js';
-import { activeRequest } from '../crds/crds.js';
+import { activeRequest } from '../gate.js';
 import type { StatusBoard } from '../status-board.js';
 
 export const INTERRUPTION_QUEUE_CONTROLLER = 'interruption.queue';

@@ -16,7 +16,10 @@ import { FakeClock } from '../../testing/fake-clock.js';
 import { FakeCloudProvider } from '../../testing/fake-cloud-provider.js';
 import { MemoryClusterStore } from '../../testing/memory-cluster-store.js';
 import { RecordingEvents, RecordingMetrics } from '../../testing/recording.js';
-import { CsrDecisionsMetric, NodeIdentityReconciler, type NodeIdentityLimits } from './node-identity.js';
+import { StandaloneTopology } from '../../topology/standalone.js';
+import { whileKarpenterRuns } from '../gate.js';
+import { NodeIdentityReconciler, type NodeIdentityLimits } from './node-identity.js';
+import { CsrDecisionsMetric } from './reporting.js';
 
 // The real parser, observed: which requests the reconciler parses (to prove it skips what cannot count).
 vi.mock('../../policy/csr-parse.js', async (original) => {
@@ -364,11 +367,13 @@ describe('certificatesigningrequest.node-identity', () => {
     });
     expect(w.reconciler.keysFor(serving)).toEqual(['serving-8']);
     expect(w.reconciler.keysFor(foreign)).toEqual([]);
+    // The mapping only reads the index; reconcile and resync build it (the CSR's own event queued it).
+    expect(w.reconciler.keysFor({ ...Types.Node, metadata: { name: dnsOf(8) } })).toEqual([]);
+    expect(await w.reconciler.resyncKeys()).toEqual(['serving-8']);
     expect(w.reconciler.keysFor({ ...Types.Node, metadata: { name: dnsOf(8) } })).toEqual(['serving-8']);
     expect(w.reconciler.keysFor({ ...Types.Node, metadata: { name: dnsOf(9) } })).toEqual([]);
     expect(await w.reconciler.reconcile('foreign')).toEqual({});
     expect(w.events.events).toEqual([]);
-    expect(await w.reconciler.resyncKeys()).toEqual(['serving-8']);
   });
 
   it('maps NodeClaim events to CSRs without a cloud call (standby replicas run the mapping too)', async () => {
@@ -385,6 +390,38 @@ describe('certificatesigningrequest.node-identity', () => {
     expect(w.approvals()).toEqual(['first']);
     expect(w.describeCalls()).toBe(1);
     expect((w.cloud.callsOf('describeInstances')[0]!.args[0] as string[]).length).toBe(30);
+  });
+
+  it('a standby or a closed gate receiving CSR and NodeClaim events makes no cloud call and keeps no state', async () => {
+    const w = world();
+    for (let i = 0; i < 5; i++) w.cloud.putInstance(anInstance(i));
+    w.clock.advance(60_000);
+    // What the informers deliver as NodeClaims launch and their kubelets file client CSRs.
+    const events: KubeObject[] = [];
+    for (let i = 0; i < 5; i++) events.push(w.store.seed(aNodeClaim(i, { providerID: null })));
+    for (let i = 0; i < 5; i++) events.push(w.store.seed(await aClientCsr(`csr-${i}`, dnsOf(i))));
+    for (let i = 0; i < 5; i++) events.push(w.store.seed(aNodeClaim(i)));
+
+    // A standby replica: informers and the mapping run, nothing is reconciled.
+    const keys = events.flatMap((o) => w.reconciler.keysFor(o));
+    expect(keys).toEqual(['csr-0', 'csr-1', 'csr-2', 'csr-3', 'csr-4']);
+    // The leader, before Karpenter is requested: the gate stays closed.
+    const gated = whileKarpenterRuns(w.reconciler, {
+      topology: new StandaloneTopology({ store: w.store, namespace: 'openshift-karpenter', clock: w.clock }),
+      cloud: w.cloud,
+      clock: w.clock,
+    });
+    for (const o of events) gated.keysFor(o);
+    for (const k of keys) expect(await gated.reconcile(k)).toEqual({});
+    await new Promise((r) => setTimeout(r, 100)); // past every lookup batch window
+    expect(w.cloud.calls.filter((c) => c.method === 'describeInstances')).toEqual([]);
+    // Nothing was indexed by the events: a Node event maps to nothing yet.
+    expect(w.reconciler.keysFor({ ...Types.Node, metadata: { name: dnsOf(0) } })).toEqual([]);
+
+    // Reconciled (the leader with the gate open), the same CSRs are approved with one lookup.
+    for (const k of keys) await w.reconciler.reconcile(k);
+    expect(w.approvals()).toEqual(keys);
+    expect(w.describeCalls()).toBe(1);
   });
 
   it('approves a burst of 200 client CSRs with fewer than 10 DescribeInstances calls', async () => {

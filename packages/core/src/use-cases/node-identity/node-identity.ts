@@ -5,7 +5,6 @@ import { Types } from '../../model/kube.js';
 import type { ConditionInput } from '../../policy/conditions.js';
 import {
   type CsrDecision,
-  type CsrDecisionReason,
   type CsrNode,
   type CsrNodeClaim,
   csrNodeClaimView,
@@ -28,45 +27,23 @@ import type { CloudProvider, InstanceInfo } from '../../ports/cloud-provider.js'
 import type { ClusterStore } from '../../ports/cluster-store.js';
 import type { EventRecorder, EventType } from '../../ports/event-recorder.js';
 import type { Logger } from '../../ports/logger.js';
-import type { MetricDefinition, Metrics } from '../../ports/metrics.js';
+import type { Metrics } from '../../ports/metrics.js';
 import type { Reconciler, Result, Watch } from '../../runtime/reconciler.js';
 import type { StatusBoard } from '../status-board.js';
 import { InstanceLookup, type LookupOptions, type ObservedInstance } from './instance-lookup.js';
+import {
+  CsrDecisionsMetric,
+  CsrPendingMetric,
+  CsrUnmatchedPendingMetric,
+  NodeIdentityConditionType,
+  nodeIdentityCondition,
+  NodeIdentityReasons,
+  NotOursReasons,
+} from './reporting.js';
+import { CsrIndex } from './csr-index.js';
+import { SharedSnapshot } from './shared-snapshot.js';
 
 export const NodeIdentityController = 'certificatesigningrequest.node-identity';
-export const NodeIdentityConditionType = 'NodeIdentityHealthy';
-export const NodeIdentityReasons = {
-  AsExpected: 'AsExpected',
-  TooManyPendingCSRs: 'TooManyPendingCSRs',
-  /** Healthy: Karpenter CSRs are approved, and pending CSRs that match no Karpenter instance are ignored. */
-  UnmatchedCSRsPending: 'UnmatchedCSRsPending',
-} as const;
-export const CsrDecisionsMetric = 'karpenter_operator_csr_decisions_total';
-export const CsrPendingMetric = 'karpenter_operator_csr_pending';
-export const CsrUnmatchedPendingMetric = 'karpenter_operator_csr_unmatched_pending';
-
-/** The metrics this use-case emits, for the Prometheus adapter to register up front. */
-export const NodeIdentityMetrics = {
-  decisions: {
-    name: CsrDecisionsMetric,
-    type: 'counter',
-    help: "Decisions on kubelet CSRs (approve, ignore, wait) by reason, counted once per change of a CSR's decision.",
-    labels: ['outcome', 'reason'],
-  },
-  pending: {
-    name: CsrPendingMetric,
-    type: 'gauge',
-    help: 'Pending kubelet CSRs that could still be approved: one per node name of a Karpenter instance not registered yet, or of a Karpenter Node (the number the approval cap compares).',
-    labels: [],
-  },
-  unmatched: {
-    name: CsrUnmatchedPendingMetric,
-    type: 'gauge',
-    help: 'Pending kubelet CSRs whose node name matches no Karpenter instance or Node (left to cluster-machine-approver or an administrator; never counted toward the approval cap).',
-    labels: [],
-  },
-} as const satisfies Record<string, MetricDefinition>;
-
 export interface NodeIdentityLimits {
   /**
    * Approvals stop while more than `maxPendingBase + NodeClaims` approvable CSRs are pending (node names
@@ -92,9 +69,10 @@ export interface NodeIdentityLimits {
   /** IDs per DescribeInstances call. Default: the provider's `maxInstancesPerLookup`. */
   lookupMaxBatchSize?: number;
   /**
-   * How long one listing of NodeClaims and CSRs serves concurrent reconciles. NodeClaim events drop it at
-   * once; the CSR census (pending count, approved client CSRs) may lag by this much, which the in-process
-   * record of this operator's own approvals covers.
+   * How long one listing of NodeClaims and CSRs serves concurrent reconciles. A CSR is never decided twice
+   * from one NodeClaim listing (reconciled again after a NodeClaim or Node event, it reads NodeClaims anew);
+   * the CSR census (pending count, approved client CSRs) may lag by this much, which the in-process record
+   * of this operator's own approvals covers.
    */
   snapshotTtlMs?: number;
   /** Timer for the lookup micro-batch (defaults to setTimeout). */
@@ -133,21 +111,7 @@ const Defaults = {
   snapshotTtlMs: 1_000,
 } as const;
 
-/** Ignore reasons that mean "someone else's node", not "suspicious": recorded as Normal events. */
-const NotOursReasons = new Set<CsrDecisionReason>([
-  'NoMatchingNodeClaim',
-  'NodeNotManagedByKarpenter',
-  'NodeAlreadyExists',
-  'NodeClientRenewal',
-]);
-
 const KubeletSigners = new Set([KubeletClientSigner, KubeletServingSigner]);
-
-interface PendingEntry {
-  signer: string;
-  /** Normalised node name, once known (serving: from the requester; client: from the parsed CN). */
-  nodeName?: string;
-}
 
 interface ParsedCacheEntry {
   parsed: CsrParseResult;
@@ -184,9 +148,11 @@ type AnyObject = { apiVersion: string; kind: string; metadata: { name: string; n
  * repeat them. Approvals pause, with condition `NodeIdentityHealthy=False/TooManyPendingCSRs`, while
  * more Karpenter-looking CSRs are pending than the bound.
  *
- * In-process state (all derived, rebuilt by resync): parsed requests by CSR uid, the last decision per
- * CSR, the pending-CSR index used to map NodeClaim and Node events to CSRs, and the client CSRs this
- * process approved per NodeClaim (the cache may not show an approval yet when the next CSR arrives).
+ * In-process state (all derived, rebuilt by resync): parsed requests by CSR uid, the `CsrIndex` (pending
+ * CSRs, when each was first seen, its last decision; used to map NodeClaim and Node events to CSRs), and
+ * the client CSRs this process approved per NodeClaim (the cache may not show an approval yet when the
+ * next CSR arrives). Only reconcile and resync change it or call the cloud: `keysFor` reads, so standby
+ * replicas and a closed gate, which map events but reconcile nothing, stay idle.
  */
 export class NodeIdentityReconciler implements Reconciler {
   readonly name = NodeIdentityController;
@@ -194,10 +160,7 @@ export class NodeIdentityReconciler implements Reconciler {
 
   private readonly lookup: InstanceLookup;
   private readonly parsedByUid = new Map<string, ParsedCacheEntry>();
-  private readonly lastDecision = new Map<string, string>();
-  private readonly pending = new Map<string, PendingEntry>();
-  /** When this process first saw each pending CSR (its clock): after the CSR's creation, whatever the skew. */
-  private readonly firstSeen = new Map<string, { uid: string | undefined; ms: number }>();
+  private readonly index: CsrIndex;
   /** Canonical node names of the instances of unregistered NodeClaims, as of the last client reconcile. */
   private candidateNames = new Set<string>();
   /** NodeClaim uid (or name) → names of client CSRs this process approved for it. */
@@ -213,6 +176,7 @@ export class NodeIdentityReconciler implements Reconciler {
 
   constructor(private readonly deps: NodeIdentityDeps) {
     const l = deps.limits ?? {};
+    this.index = new CsrIndex(deps.clock);
     this.lookup = new InstanceLookup({
       cloud: deps.cloud,
       facts: deps.facts,
@@ -236,36 +200,19 @@ export class NodeIdentityReconciler implements Reconciler {
     return { ...this.currentCondition };
   }
 
+  /**
+   * Maps an event to CSR names, reading the index only: it runs on standby replicas and behind a closed
+   * gate too, where it must neither change state nor cost a lookup. Reconcile and resync keep the index.
+   */
   keysFor(obj: AnyObject): string[] {
     if (obj.kind === Types.CertificateSigningRequest.kind) {
       const signer = (obj.spec as { signerName?: unknown } | undefined)?.signerName;
-      if (typeof signer !== 'string' || !KubeletSigners.has(signer)) return [];
-      this.track(obj as KubeObject);
-      return [obj.metadata.name];
+      return typeof signer === 'string' && KubeletSigners.has(signer) ? [obj.metadata.name] : [];
     }
-    if (obj.kind === Types.NodeClaim.kind) {
-      this.claims.invalidate();
-      const nodeName = (obj.status as { nodeName?: unknown } | undefined)?.nodeName;
-      const registered = typeof nodeName === 'string' && nodeName ? nodeName : undefined;
-      // A NodeClaim change (providerID set, registered, deleted) can only unblock CSRs that are waiting
-      // or not decided yet, or those of the node it registered; and a launched, unregistered NodeClaim may
-      // be the one a CSR seen before it (judged "no matching NodeClaim") was waiting for.
-      const launched =
-        !registered &&
-        !(obj.metadata as { deletionTimestamp?: unknown }).deletionTimestamp &&
-        typeof (obj.status as { providerID?: unknown } | undefined)?.providerID === 'string';
-      return [...this.pending.entries()]
-        .filter(([name, e]) => {
-          if (registered && e.nodeName === registered) return true;
-          const last = this.lastDecision.get(name);
-          return !last?.startsWith('ignore/') || (launched && e.signer === KubeletClientSigner && last === NoMatchKey);
-        })
-        .map(([name]) => name);
-    }
-    if (obj.kind === Types.Node.kind) {
-      const name = obj.metadata.name;
-      return [...this.pending.entries()].filter(([, e]) => e.nodeName === name).map(([csr]) => csr);
-    }
+    // A NodeClaim change (providerID set, registered, deleted) can only unblock CSRs that are waiting or
+    // not decided yet, those of the node it registered, and those that came before it.
+    if (obj.kind === Types.NodeClaim.kind) return this.index.keysForNodeClaim(obj as KubeObject);
+    if (obj.kind === Types.Node.kind) return this.index.keysForNode(obj.metadata.name);
     return [];
   }
 
@@ -279,9 +226,7 @@ export class NodeIdentityReconciler implements Reconciler {
       this.track(csr);
       if (csrState(csr) === 'pending') keys.push(csr.metadata.name);
     }
-    const names = new Set(csrs.map((c) => c.metadata.name));
-    for (const name of [...this.pending.keys()]) if (!names.has(name)) this.forget(name);
-    for (const name of [...this.lastDecision.keys()]) if (!names.has(name)) this.lastDecision.delete(name);
+    this.index.prune(new Set(csrs.map((c) => c.metadata.name)));
     for (const uid of [...this.parsedByUid.keys()]) if (!live.has(uid)) this.parsedByUid.delete(uid);
     const claims = await this.deps.store.list(Types.NodeClaim);
     const claimKeys = new Set(claims.map((c) => c.metadata.uid ?? c.metadata.name));
@@ -316,7 +261,13 @@ export class NodeIdentityReconciler implements Reconciler {
 
     const limits = this.deps.limits ?? {};
     const now = clock.now();
-    const [claims, csrs, nodes] = await Promise.all([this.claims.get(), this.csrs.get(), this.nodesNamed(pre.nodeName)]);
+    // A CSR reconciled again reads NodeClaims anew if it was decided from the listing at hand already: it is
+    // here because something changed (a NodeClaim or Node event, a requeue), and that listing may predate it.
+    const [{ value: claims, generation: claimsGeneration }, { value: csrs }, nodes] = await Promise.all([
+      this.claims.get(this.index.claimsGenerationOf(name)),
+      this.csrs.get(),
+      this.nodesNamed(pre.nodeName),
+    ]);
     const nodeClaims = claims.views;
 
     const isClient = pre.kind === 'client';
@@ -326,7 +277,7 @@ export class NodeIdentityReconciler implements Reconciler {
     const instances = await this.lookupOrThrow(wanted, {}, pre.nodeName, log);
     if (isClient) this.candidateNames = namesOf(instances);
 
-    const seenMs = this.firstSeen.get(name)?.ms ?? now;
+    const seenMs = this.index.seenMs(name) ?? now;
     const decide = async () => {
       const input = {
         csr,
@@ -373,6 +324,7 @@ export class NodeIdentityReconciler implements Reconciler {
           message: `${census.approvable} approvable kubelet CSRs are pending, more than ${bound}; approvals are paused until they are approved, denied or expire (${decision.message})`,
         },
         log,
+        claimsGeneration,
       );
       return { requeueAfterMs: limits.waitRequeueMs ?? Defaults.waitRequeueMs };
     }
@@ -405,12 +357,12 @@ export class NodeIdentityReconciler implements Reconciler {
         }
         throw e;
       }
-      this.report(csr, decision, log);
+      this.report(csr, decision, log, claimsGeneration);
       this.forget(name);
       return {};
     }
 
-    this.report(csr, decision, log);
+    this.report(csr, decision, log, claimsGeneration);
     return decision.decision === 'wait' ? { requeueAfterMs: limits.waitRequeueMs ?? Defaults.waitRequeueMs } : {};
   }
 
@@ -434,10 +386,10 @@ export class NodeIdentityReconciler implements Reconciler {
     const byName = new Map<string, ObservedInstance>();
     for (const i of instances.values()) if (i.privateDnsName) byName.set(normalizeDns(i.privateDnsName), i);
     const out: string[] = [];
-    for (const [csr, e] of this.pending) {
+    for (const [csr, e] of this.index.entries()) {
       if (e.signer !== KubeletClientSigner || !e.nodeName) continue;
       const i = byName.get(e.nodeName);
-      const seen = this.firstSeen.get(csr)?.ms;
+      const seen = this.index.seenMs(csr);
       if (i && seen !== undefined && i.readAtMs < seen) out.push(i.instanceId);
     }
     return out;
@@ -452,7 +404,7 @@ export class NodeIdentityReconciler implements Reconciler {
     const approvable = new Set<string>();
     let unmatched = 0;
     for (const n of pendingNames) {
-      const e = this.pending.get(n);
+      const e = this.index.get(n);
       if (!e?.nodeName) continue;
       const candidate = e.signer === KubeletClientSigner ? this.candidateNames.has(e.nodeName) : karpenterNodes.has(e.nodeName);
       if (candidate) approvable.add(`${e.signer}/${e.nodeName}`);
@@ -478,30 +430,14 @@ export class NodeIdentityReconciler implements Reconciler {
     return parsed;
   }
 
-  /** Remembers a pending kubelet CSR and the node it concerns, for mapping NodeClaim and Node events. */
+  /** Indexes a kubelet CSR (with the node name of its parsed request, when parsed). */
   private track(csr: KubeObject): void {
-    const view = csrView(csr);
-    if (csrState(csr) !== 'pending') {
-      this.pending.delete(csr.metadata.name);
-      return;
-    }
-    const fromUser = view.signerName === KubeletServingSigner ? nodeNameFromUser(view.username) : undefined;
-    const fromCn = csr.metadata.uid ? this.parsedByUid.get(csr.metadata.uid)?.nodeName : undefined;
-    const nodeName = fromUser ?? fromCn;
-    this.pending.set(csr.metadata.name, nodeName ? { signer: view.signerName, nodeName } : { signer: view.signerName });
-    // Keyed by name, valid for one uid: a CSR deleted and re-created under the same name is a new CSR,
-    // seen now (an answer read for the old one must not approve it).
-    const seen = this.firstSeen.get(csr.metadata.name);
-    if (!seen || seen.uid !== csr.metadata.uid) {
-      this.firstSeen.set(csr.metadata.name, { uid: csr.metadata.uid, ms: this.deps.clock.now() });
-      if (seen) this.lastDecision.delete(csr.metadata.name);
-    }
+    const uid = csr.metadata.uid;
+    this.index.track(csr, uid ? this.parsedByUid.get(uid)?.nodeName : undefined);
   }
 
   private forget(name: string): void {
-    this.pending.delete(name);
-    this.lastDecision.delete(name);
-    this.firstSeen.delete(name);
+    this.index.forget(name);
   }
 
   private async nodesNamed(nodeName: string): Promise<CsrNode[]> {
@@ -579,11 +515,10 @@ export class NodeIdentityReconciler implements Reconciler {
   }
 
   /** Event, metric and log for a decision, once per change of a CSR's decision. */
-  private report(csr: KubeObject, d: CsrDecision, log: Logger): void {
+  private report(csr: KubeObject, d: CsrDecision, log: Logger, claimsGeneration?: number): void {
     const name = csr.metadata.name;
     const key = `${d.decision}/${d.reason}`;
-    if (this.lastDecision.get(name) === key) return;
-    this.lastDecision.set(name, key);
+    if (!this.index.decided(name, key, claimsGeneration)) return;
     const fields = { decision: d.decision, reason: d.reason, node: d.nodeName, nodeClaim: d.nodeClaim, instance: d.instanceId };
     this.deps.metrics.inc(CsrDecisionsMetric, { outcome: d.decision, reason: d.reason });
     const ref: ObjectRef & { uid?: string } = { ...Types.CertificateSigningRequest, name };
@@ -604,75 +539,12 @@ export class NodeIdentityReconciler implements Reconciler {
   }
 }
 
-/** The decision key of a client CSR that matched no NodeClaim (re-examined when a NodeClaim launches). */
-const NoMatchKey = 'ignore/NoMatchingNodeClaim';
-
 /** Canonical node names of `instances` (EC2's spelling normalised). */
 function namesOf(instances: ReadonlyMap<string, InstanceInfo>): Set<string> {
   return new Set([...instances.values()].flatMap((i) => (i.privateDnsName ? [normalizeDns(i.privateDnsName)] : [])));
 }
 
-/** Bucketed so that the condition's message, and so the status, does not change with every CSR. */
-const atLeast = (n: number): number => (n >= 1000 ? 1000 : n >= 100 ? 100 : n >= 10 ? 10 : n);
-
-function nodeIdentityCondition(overloaded: boolean, bound: number, census: { approvable: number; unmatched: number }): ConditionInput {
-  if (overloaded) {
-    return {
-      type: NodeIdentityConditionType,
-      status: 'False',
-      reason: NodeIdentityReasons.TooManyPendingCSRs,
-      message: `more than ${bound} approvable kubelet CSRs are pending; approvals are paused until they are approved, denied or expire`,
-    };
-  }
-  if (census.unmatched > 0) {
-    const n = atLeast(census.unmatched);
-    return {
-      type: NodeIdentityConditionType,
-      status: 'True',
-      reason: NodeIdentityReasons.UnmatchedCSRsPending,
-      message:
-        `Kubelet CSRs of Karpenter nodes are being approved; ${n === census.unmatched ? n : `at least ${n}`} pending kubelet CSR(s) match no ` +
-        `Karpenter instance and are left to cluster-machine-approver or an administrator (metric ${CsrUnmatchedPendingMetric})`,
-    };
-  }
-  return {
-    type: NodeIdentityConditionType,
-    status: 'True',
-    reason: NodeIdentityReasons.AsExpected,
-    message: 'Kubelet CSRs of Karpenter nodes are being approved',
-  };
-}
-
 /** NodeClaims that may own Node `nodeName` (same test as the serving policy; used to scope lookups). */
 function ownersOf(nodeClaims: CsrNodeClaim[], node: CsrNode | undefined, nodeName: string): CsrNodeClaim[] {
   return nodeClaims.filter((nc) => nc.nodeName === nodeName || (node?.providerID !== undefined && nc.providerID === node.providerID));
-}
-
-/**
- * One build of `T` shared by every caller within `ttlMs` (single flight: callers during a build await the
- * same promise). A failed build is not kept.
- */
-class SharedSnapshot<T> {
-  private entry: { at: number; promise: Promise<T> } | undefined;
-
-  constructor(
-    private readonly clock: Clock,
-    private readonly ttlMs: number,
-    private readonly build: () => Promise<T>,
-  ) {}
-
-  get(): Promise<T> {
-    const now = this.clock.now();
-    if (this.entry && now - this.entry.at < this.ttlMs) return this.entry.promise;
-    const entry = { at: now, promise: this.build() };
-    this.entry = entry;
-    entry.promise.catch(() => {
-      if (this.entry === entry) this.entry = undefined;
-    });
-    return entry.promise;
-  }
-
-  invalidate(): void {
-    this.entry = undefined;
-  }
 }

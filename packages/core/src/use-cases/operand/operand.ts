@@ -3,14 +3,16 @@ import { isInvalidInputError } from '../../errors.js';
 import type { ClusterFacts, KarpenterRequest, OperatorSettings } from '../../model/cluster.js';
 import { refOf, Types, type KubeObject } from '../../model/kube.js';
 import { Names } from '../../model/names.js';
-import { layoutCredentialsSecret, operandScopes, planOperand, withLayoutCredentials, type PlacedObject } from '../../policy/operand.js';
+import { layoutCredentialsSecret, withLayoutCredentials } from '../../policy/operand-layout.js';
+import { operandScopes, planOperand, type PlacedObject } from '../../policy/operand.js';
 import { foreignEntries } from '../../policy/subset.js';
 import type { CloudProvider, OperandCloudConfig } from '../../ports/cloud-provider.js';
 import type { EventRecorder } from '../../ports/event-recorder.js';
 import type { Logger } from '../../ports/logger.js';
 import type { Topology } from '../../ports/topology.js';
 import type { Reconciler, Result, Watch } from '../../runtime/reconciler.js';
-import { closedResult, KarpenterGate, ManagedCrdsWatch } from '../crds/crds.js';
+import { ManagedCrdsWatch } from '../crds/crds.js';
+import { closedResult, KarpenterGate } from '../gate.js';
 
 export const OPERAND_KEY = 'operand';
 

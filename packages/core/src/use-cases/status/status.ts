@@ -3,13 +3,14 @@ import type { KarpenterRequest, OperatorSettings } from '../../model/cluster.js'
 import type { KubeObject, ObjectRef } from '../../model/kube.js';
 import { Types } from '../../model/kube.js';
 import { Names } from '../../model/names.js';
-import { layoutCredentialsSecret } from '../../policy/operand.js';
+import { layoutCredentialsSecret } from '../../policy/operand-layout.js';
 import { isSubset } from '../../policy/subset.js';
 import { foldStatus, Reasons, type OperandState, type StatusInputs } from '../../policy/status-fold.js';
 import type { CloudProvider, RelatedObject } from '../../ports/cloud-provider.js';
 import type { Topology } from '../../ports/topology.js';
 import type { Reconciler, Result, Watch } from '../../runtime/reconciler.js';
-import { ManagedCrdsWatch, pendingCrds } from '../crds/crds.js';
+import { ManagedCrdsWatch } from '../crds/crds.js';
+import { pendingCrds } from '../gate.js';
 import { operandCloudConfigFor, planOperandFor } from '../operand/operand.js';
 import type { StatusBoard } from '../status-board.js';
 
