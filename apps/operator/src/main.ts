@@ -108,7 +108,7 @@ async function checkCredentialsCommand(argv: string[], env: NodeJS.ProcessEnv): 
   const provider = providerFor(o.platform, {
     ...(proxy.proxyEnv ? { proxyEnv: proxy.proxyEnv } : {}),
     crdDir: defaultCrdDir(env),
-    ...(o.credentials ? { sharedCredentialsFile: o.credentials } : {}),
+    ...(o.credentials ? { credentialsFile: o.credentials } : {}),
     ...(env.AWS_ENDPOINT_URL_EC2 ? { endpoint: env.AWS_ENDPOINT_URL_EC2 } : {}),
   });
   const facts = {
