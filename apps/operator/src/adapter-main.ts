@@ -1,7 +1,5 @@
 // The HyperShift sidecar adapter (images/hypershift-adapter.Containerfile): the HCP-specific controllers of
 // packages/topology-hypershift/src/adapter. It talks to the operator only through Kubernetes objects.
-import type { Server } from 'node:net';
-import { parseArgs } from 'node:util';
 import { describeError, systemClock, type Reconciler } from '@karpenter-operator/core';
 import {
   AutoNodeStatusReconciler,
@@ -10,13 +8,14 @@ import {
   NODECLASS_POLICY_CONTROLLER,
   NodeClassPolicyReconciler,
 } from '@karpenter-operator/topology-hypershift';
-import { DEFAULT_ADDRESSES, parseAddress } from './config.js';
+import { DEFAULT_ADDRESSES, parseAdapterConfig } from './config.js';
 import { providerFor } from './providers.js';
 import { startHttpServer } from './http/server.js';
 import { createKubeCluster, isConnectionFailure, KubeEventRecorder, loadKubeConfig, toCoreError, WatchedKubeConfig } from './kube/index.js';
 import { createLogger } from './observability/logger.js';
 import { PromMetrics } from './observability/metrics.js';
 import { AllMetricDefinitions, ControllerRuntime, routeByCluster } from './runtime/index.js';
+import { ExitCodes, Manager, runMain } from './runtime/manager.js';
 
 const USAGE = `Usage: karpenter-operator-hypershift-adapter [run] --namespace NS --guest-kubeconfig FILE [--kubeconfig FILE] [--hcp-name NAME]
        [--metrics-bind-address [host]:port (${DEFAULT_ADDRESSES.adapter.metrics})] [--health-probe-bind-address [host]:port (${DEFAULT_ADDRESSES.adapter.health})]
@@ -25,50 +24,22 @@ The HyperShift sidecar adapter: HCP status.autoNode, the HCP finalizer when the 
 EC2NodeClass default from ignition Secrets (guarded in the guest by a ValidatingAdmissionPolicy). The operand's
 credentials Secret (karpenter-credentials) is HyperShift's own.`;
 
-/** `90s`, `5m`, `1h` → milliseconds. */
-function duration(flag: string, value: string, errors: string[]): number {
-  const m = /^(\d+)(ms|s|m|h)$/.exec(value);
-  if (!m) {
-    errors.push(`${flag} must be a duration such as 30s or 5m, got ${JSON.stringify(value)}`);
-    return 0;
-  }
-  return Number(m[1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[m[2] as 'ms' | 's' | 'm' | 'h'];
-}
-
 async function main(argv: string[]): Promise<number> {
-  const args = argv[0] === 'run' ? argv.slice(1) : argv;
-  if (args.includes('--help') || args.includes('-h')) {
+  const parsed = parseAdapterConfig(argv);
+  if (!parsed.ok && parsed.help) {
     process.stdout.write(USAGE + '\n');
-    return 0;
+    return ExitCodes.ok;
   }
-  const { values } = parseArgs({
-    args,
-    options: {
-      namespace: { type: 'string' },
-      kubeconfig: { type: 'string' },
-      'guest-kubeconfig': { type: 'string' },
-      'hcp-name': { type: 'string' },
-      'metrics-bind-address': { type: 'string', default: DEFAULT_ADDRESSES.adapter.metrics },
-      'health-probe-bind-address': { type: 'string', default: DEFAULT_ADDRESSES.adapter.health },
-      'guest-unreachable-timeout': { type: 'string', default: '5m' },
-    },
-  });
-  const errors: string[] = [];
-  const { namespace, 'guest-kubeconfig': guestPath, 'hcp-name': hcpName } = values;
-  if (!namespace) errors.push('--namespace is required');
-  if (!guestPath) errors.push('--guest-kubeconfig is required');
-  const metricsAddr = parseAddress('--metrics-bind-address', values['metrics-bind-address'], errors);
-  const healthAddr = parseAddress('--health-probe-bind-address', values['health-probe-bind-address'], errors);
-  const unreachableAfterMs = duration('--guest-unreachable-timeout', values['guest-unreachable-timeout'], errors);
-  if (!namespace || !guestPath || errors.length) {
-    process.stderr.write(`hypershift-adapter: cannot start: ${errors.join('; ')}\n`);
-    return 1;
+  if (!parsed.ok) {
+    process.stderr.write(`hypershift-adapter: cannot start: ${parsed.errors.join('; ')}\n`);
+    return ExitCodes.usage;
   }
+  const { namespace, guestKubeconfig: guestPath, hcpName, unreachableAfterMs, metrics: metricsAddr, health: healthAddr } = parsed.config;
 
   const logger = createLogger('info').child({ container: 'hypershift-adapter' });
   const metrics = new PromMetrics(AllMetricDefinitions);
   const clock = systemClock;
-  const own = loadKubeConfig({ ...(values.kubeconfig ? { kubeconfig: values.kubeconfig } : {}), env: process.env });
+  const own = loadKubeConfig({ ...(parsed.config.kubeconfig ? { kubeconfig: parsed.config.kubeconfig } : {}), env: process.env });
   // In the pod: a 401 re-reads the rotated ServiceAccount token at once.
   const mgmt = createKubeCluster(own.config, {
     metrics,
@@ -137,17 +108,24 @@ async function main(argv: string[]): Promise<number> {
     if (hcpName) runtime.enqueue(NODECLASS_POLICY_CONTROLLER, hcpName);
   });
 
-  const servers: Server[] = [
+  const manager = new Manager({ logger }).handleSignals();
+  manager.addServer(
     await startHttpServer(healthAddr.host, healthAddr.port, {
       healthy: () => true,
       ready: () => (runtime.hasSynced() ? { ok: true, detail: 'ok' } : { ok: false, detail: 'caches not synced' }),
     }),
+  );
+  manager.addServer(
     await startHttpServer(metricsAddr.host, metricsAddr.port, {
       healthy: () => true,
       ready: () => ({ ok: true, detail: 'ok' }),
       metrics: () => metrics.text(),
     }),
-  ];
+  );
+  manager
+    .onStop('runtime', () => runtime.stop({ timeoutMs: 20_000 }))
+    .onStop('events', () => events.close())
+    .onStop('guest kubeconfig', () => guestKubeconfig.stop());
   logger.info('starting the hypershift adapter', {
     namespace,
     hcpName: hcpName ?? '(every HCP of the namespace)',
@@ -156,38 +134,16 @@ async function main(argv: string[]): Promise<number> {
     metricsBindAddress: `${metricsAddr.host}:${metricsAddr.port}`,
   });
 
-  const aborted = new AbortController();
-  let finish: (code: number) => void = () => {};
-  const finished = new Promise<number>((resolve) => (finish = resolve));
-  let stopping: Promise<void> | undefined;
-  const stop = (why: string) =>
-    (stopping ??= (async () => {
-      logger.info('stopping', { reason: why });
-      aborted.abort();
-      await runtime.stop({ timeoutMs: 20_000 }).catch((e: unknown) => logger.error('stopping the runtime', { error: describeError(e) }));
-      await events.close().catch(() => {});
-      guestKubeconfig.stop();
-      await Promise.all(servers.map((s) => new Promise((r) => s.close(() => r(undefined)))));
-      finish(0);
-    })());
-  for (const sig of ['SIGTERM', 'SIGINT'] as const) process.once(sig, () => void stop(sig));
-
   runtime.startInformers();
   try {
-    await runtime.waitForSync(aborted.signal);
+    await runtime.waitForSync(manager.signal);
   } catch (e) {
-    if (aborted.signal.aborted) return finished;
+    if (manager.signal.aborted) return manager.done;
     throw e;
   }
   await runtime.startWorkers();
   logger.info('caches synced; controllers running');
-  return finished;
+  return manager.done;
 }
 
-main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
-  (e: unknown) => {
-    process.stderr.write(`hypershift-adapter: ${describeError(e)}\n`);
-    process.exit(1);
-  },
-);
+runMain('hypershift-adapter', () => main(process.argv.slice(2)));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_ADDRESSES, parseAddress, parseConfig, UNKNOWN_RELEASE_VERSION } from './config.js';
+import { DEFAULT_ADDRESSES, parseAdapterConfig, parseAddress, parseConfig, UNKNOWN_RELEASE_VERSION } from './config.js';
 
 const env = { RELEASE_VERSION: '4.22.0', KARPENTER_IMAGE_AWS: 'quay.io/k:1' };
 const d = { crdDir: '/crds' };
@@ -72,6 +72,14 @@ describe('parseConfig', () => {
       expect: ['--metrics-bind-address must be [host]:port'],
     },
     { name: 'flag without value', argv: ['--namespace'], env, expect: ['flag --namespace needs a value'] },
+    { name: 'flag followed by another flag', argv: ['--namespace', '--leader-elect'], env, expect: ['flag --namespace needs a value'] },
+    { name: 'an argument that is no flag', argv: ['--namespace=a', 'extra'], env, expect: ['unexpected argument "extra"'] },
+    {
+      name: 'a boolean flag with a value that is no boolean',
+      argv: ['--namespace=a', '--leader-elect=yes'],
+      env,
+      expect: ['--leader-elect must be "true" or "false"'],
+    },
     {
       name: 'one leader-election timing without the others',
       argv: ['--namespace=a', '--leader-elect-lease-duration=15s'],
@@ -155,6 +163,16 @@ describe('parseConfig', () => {
     expect(given.ok && given.config.leaderElectionTiming).toEqual({ leaseDurationMs: 90_000, renewDeadlineMs: 10_000, retryPeriodMs: 500 });
   });
 
+  it.each([
+    { name: 'bare', argv: ['--leader-elect', '--metrics-secure'], want: [true, true] },
+    { name: '=true', argv: ['--leader-elect=true', '--metrics-secure=true'], want: [true, true] },
+    { name: '=false', argv: ['--leader-elect=false', '--metrics-secure=false'], want: [false, false] },
+    { name: 'absent', argv: [], want: [false, false] },
+  ])('boolean flags as Go spells them: $name', ({ argv, want }) => {
+    const r = parseConfig(['--namespace=a', ...argv], env, d);
+    expect(r.ok && [r.config.leaderElect, r.config.metricsSecure]).toEqual(want);
+  });
+
   it('the pod name comes from POD_NAME, else MY_NAME (HyperShift), else HOSTNAME', () => {
     const name = (e: Record<string, string>) => {
       const r = parseConfig(['--namespace=a'], { ...env, ...e }, d);
@@ -178,5 +196,48 @@ describe('default listen addresses', () => {
   it('the operator listens where it did when no flag is given', () => {
     const r = parseConfig(['--namespace=a'], env, d);
     expect(r.ok && [r.config.metricsBindAddress.port, r.config.healthProbeBindAddress.port]).toEqual([8080, 8081]);
+  });
+});
+
+describe('parseAdapterConfig', () => {
+  it('reads the flags, with `run` first or not, and the defaults', () => {
+    for (const argv of [
+      ['--namespace=clusters-a', '--guest-kubeconfig', '/k', '--hcp-name=a'],
+      ['run', '--namespace', 'clusters-a', '--guest-kubeconfig=/k', '--hcp-name', 'a'],
+    ]) {
+      const r = parseAdapterConfig(argv);
+      expect(r.ok && r.config).toEqual({
+        namespace: 'clusters-a',
+        guestKubeconfig: '/k',
+        hcpName: 'a',
+        metrics: { host: '0.0.0.0', port: 8082 },
+        health: { host: '0.0.0.0', port: 8083 },
+        unreachableAfterMs: 300_000,
+      });
+    }
+  });
+
+  it('reads --guest-unreachable-timeout with the duration parser of the operator', () => {
+    const r = parseAdapterConfig(['--namespace=a', '--guest-kubeconfig=/k', '--guest-unreachable-timeout=1m30s']);
+    expect(r.ok && r.config.unreachableAfterMs).toBe(90_000);
+  });
+
+  it.each([
+    { name: 'unknown flag', argv: ['--namespace=a', '--guest-kubeconfig=/k', '--bogus'], want: ['unknown flag --bogus'] },
+    { name: 'flag without value', argv: ['--namespace=a', '--guest-kubeconfig'], want: ['flag --guest-kubeconfig needs a value'] },
+    {
+      name: 'bad duration',
+      argv: ['--namespace=a', '--guest-kubeconfig=/k', '--guest-unreachable-timeout=5'],
+      want: ['--guest-unreachable-timeout must be a positive duration such as 15s or 500ms, got "5"'],
+    },
+    { name: 'nothing given', argv: [], want: ['--namespace is required', '--guest-kubeconfig is required'] },
+  ])('refuses, naming the flag: $name', ({ argv, want }) => {
+    const r = parseAdapterConfig(argv);
+    expect(!r.ok && r.errors).toEqual(want);
+  });
+
+  it('--help is help, not an error', () => {
+    const r = parseAdapterConfig(['--namespace=a', '--help']);
+    expect(!r.ok && r.help).toBe(true);
   });
 });

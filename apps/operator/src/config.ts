@@ -3,6 +3,8 @@
  * the settings or every problem at once, so a misconfigured Deployment fails with one message.
  */
 
+import type { Command } from 'commander';
+import { boolFlag, flagCommand, parseFlags } from './cli/flags.js';
 import { electionTimingProblem, type ElectionTiming } from './kube/leader-election.js';
 import { readProxyEnv } from './egress.js';
 import { releaseVersionPlaceholder } from './manifests/cvo.js';
@@ -85,55 +87,23 @@ export const DEFAULT_ADDRESSES = {
   adapter: { metrics: ':8082', health: ':8083' },
 } as const;
 
-const FLAG_NAMES = [
-  'namespace',
-  'kubeconfig',
-  'guest-kubeconfig',
-  'metrics-bind-address',
-  'metrics-secure',
-  'metrics-cert-dir',
-  'health-probe-bind-address',
-  'leader-elect',
-  'leader-elect-lease-duration',
-  'leader-elect-renew-deadline',
-  'leader-elect-retry-period',
-  'crd-dir',
-  'log-level',
-] as const;
-
-const BOOLEAN_FLAGS: readonly string[] = ['leader-elect', 'metrics-secure'];
-
-/** `--name value`, `--name=value`, and bare booleans (`--leader-elect` / `--leader-elect=false`, `--metrics-secure`). */
-export function parseFlags(argv: readonly string[]): { flags: Map<string, string>; errors: string[] } {
-  const flags = new Map<string, string>();
-  /** How each flag was spelled (its name or an alias). */
-  const spelled = new Map<string, string>();
-  const errors: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (!arg.startsWith('--')) {
-      errors.push(`unexpected argument ${JSON.stringify(arg)}`);
-      continue;
-    }
-    const eq = arg.indexOf('=');
-    const given = eq > 0 ? arg.slice(2, eq) : arg.slice(2);
-    const name = FLAG_ALIASES[given] ?? given;
-    if (!(FLAG_NAMES as readonly string[]).includes(name)) {
-      errors.push(`unknown flag --${given}`);
-      continue;
-    }
-    const earlier = spelled.get(name);
-    if (earlier !== undefined && earlier !== given) {
-      errors.push(`--${earlier} and --${given} are the same flag; give one`);
-      continue;
-    }
-    spelled.set(name, given);
-    if (eq > 0) flags.set(name, arg.slice(eq + 1));
-    else if (BOOLEAN_FLAGS.includes(name)) flags.set(name, 'true');
-    else if (i + 1 < argv.length && !argv[i + 1]!.startsWith('--')) flags.set(name, argv[++i]!);
-    else errors.push(`flag --${given} needs a value`);
-  }
-  return { flags, errors };
+/** The flags of `run`; their values are checked in `parseConfig`. */
+function runFlags(): Command {
+  return flagCommand('run')
+    .option('--namespace <ns>')
+    .option('--kubeconfig <file>')
+    .option('--guest-kubeconfig <file>')
+    .option('--metrics-bind-address <[host]:port>')
+    .addOption(boolFlag('--metrics-secure', 'serve metrics over HTTPS'))
+    .option('--metrics-cert-dir <dir>')
+    .option('--health-probe-bind-address <[host]:port>')
+    .addOption(boolFlag('--leader-elect', 'run with leader election'))
+    .option('--leader-elect-lease-duration <duration>')
+    .option('--leader-elect-renew-deadline <duration>')
+    .option('--leader-elect-retry-period <duration>')
+    .option('--crd-dir <dir>')
+    .option('--log-level <level>')
+    .helpOption(false);
 }
 
 function parseBool(name: string, v: string | undefined, fallback: boolean, errors: string[]): boolean {
@@ -196,7 +166,10 @@ export function parseConfig(
   env: Readonly<Record<string, string | undefined>>,
   defaults: { crdDir: string },
 ): ConfigResult {
-  const { flags, errors } = parseFlags(argv);
+  const parsed = parseFlags(runFlags(), argv, FLAG_ALIASES);
+  if (!parsed.ok) return { ok: false, errors: [parsed.help ? 'unknown flag --help' : parsed.error] };
+  const { flags } = parsed;
+  const errors: string[] = [];
   const namespace = flags.get('namespace') ?? env.POD_NAMESPACE;
   if (!namespace) errors.push('--namespace is required (set it from the downward API: metadata.namespace)');
   const managementCluster = parseBool('MANAGEMENT_CLUSTER', env.MANAGEMENT_CLUSTER, false, errors);
@@ -260,6 +233,60 @@ export function parseConfig(
   opt('awsEndpoint', env.AWS_ENDPOINT_URL_EC2 ?? env.AWS_ENDPOINT_URL);
   opt('operandEc2Endpoint', env.OPERAND_AWS_ENDPOINT_URL_EC2);
   opt('awsSqsEndpoint', env.AWS_ENDPOINT_URL_SQS ?? env.AWS_ENDPOINT_URL);
+  return { ok: true, config };
+}
+
+/** The HyperShift sidecar adapter's settings (`karpenter-operator-hypershift-adapter`). */
+export interface AdapterConfig {
+  namespace: string;
+  guestKubeconfig: string;
+  kubeconfig?: string;
+  hcpName?: string;
+  metrics: { host: string; port: number };
+  health: { host: string; port: number };
+  /** `--guest-unreachable-timeout`: how long the guest API may be unreachable during HCP deletion. */
+  unreachableAfterMs: number;
+}
+
+/** The adapter's settings from its flags (`run` first is optional); every value problem at once, each naming its flag. */
+export function parseAdapterConfig(
+  argv: readonly string[],
+): { ok: true; config: AdapterConfig } | { ok: false; help?: boolean; errors: string[] } {
+  const args = argv[0] === 'run' ? argv.slice(1) : argv;
+  const parsed = parseFlags(
+    flagCommand('hypershift-adapter')
+      .option('--namespace <ns>')
+      .option('--kubeconfig <file>')
+      .option('--guest-kubeconfig <file>')
+      .option('--hcp-name <name>')
+      .option('--metrics-bind-address <[host]:port>', '', DEFAULT_ADDRESSES.adapter.metrics)
+      .option('--health-probe-bind-address <[host]:port>', '', DEFAULT_ADDRESSES.adapter.health)
+      .option('--guest-unreachable-timeout <duration>', '', '5m')
+      .helpOption('-h, --help'),
+    args,
+  );
+  if (!parsed.ok) return parsed.help ? { ok: false, help: true, errors: [] } : { ok: false, errors: [parsed.error] };
+  const { flags } = parsed;
+  const errors: string[] = [];
+  const namespace = flags.get('namespace');
+  const guestKubeconfig = flags.get('guest-kubeconfig');
+  if (!namespace) errors.push('--namespace is required');
+  if (!guestKubeconfig) errors.push('--guest-kubeconfig is required');
+  const metrics = parseAddress('--metrics-bind-address', flags.get('metrics-bind-address')!, errors);
+  const health = parseAddress('--health-probe-bind-address', flags.get('health-probe-bind-address')!, errors);
+  const unreachableAfterMs = parseDuration('--guest-unreachable-timeout', flags.get('guest-unreachable-timeout')!, errors);
+  if (!namespace || !guestKubeconfig || errors.length) return { ok: false, errors };
+  const kubeconfig = flags.get('kubeconfig');
+  const hcpName = flags.get('hcp-name');
+  const config: AdapterConfig = {
+    namespace,
+    guestKubeconfig,
+    metrics,
+    health,
+    unreachableAfterMs,
+    ...(kubeconfig ? { kubeconfig } : {}),
+    ...(hcpName ? { hcpName } : {}),
+  };
   return { ok: true, config };
 }
 

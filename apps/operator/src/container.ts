@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { Container, ContainerModule } from 'inversify';
+import { Container } from 'inversify';
 import {
   ClockId,
   CloudProviderId,
@@ -16,7 +16,6 @@ import {
   TeardownReconciler,
   token,
   TopologyId,
-  UnsupportedPlatformError,
   type CloudProvider,
   type Clock,
   type ClusterStore,
@@ -27,70 +26,15 @@ import {
   type Reconciler,
   type Topology,
 } from '@karpenter-operator/core';
-import { awsProviderModule } from '@karpenter-operator/provider-aws';
-import { azureStubProviderModule } from '@karpenter-operator/provider-azure-stub';
 import { GuestClusterStoreId, hypershiftTopologyModule, ManagementClusterStoreId } from '@karpenter-operator/topology-hypershift';
-// generator:provider-imports (npx nx g @karpenter-operator/tools:provider <name> adds imports above)
 import type { OperatorConfig } from './config.js';
 import { nodeLifecycleReconcilers } from './node-lifecycle.js';
+import { providerModule, providerOptions } from './providers.js';
 
 export const SettingsId = token<OperatorSettings>('OperatorSettings');
 export const StatusBoardId = token<StatusBoard>('StatusBoard');
 export const ReconcilersId = token<Reconciler[]>('Reconcilers');
 export const ControlStoreId = token<ClusterStore>('ControlClusterStore');
-
-/** Platforms with a provider package. Adding a provider adds one line here (see CONTRIBUTING.md). */
-export const providerModules: Record<string, (config: OperatorConfig) => ContainerModule> = {
-  AWS: (config) =>
-    awsProviderModule({
-      crdDir: config.crdDir,
-      ec2: {
-        ...(config.region ? { region: config.region } : {}),
-        ...(config.awsEndpoint ? { endpoint: config.awsEndpoint } : {}),
-        ...(config.proxyEnv ? { proxyEnv: config.proxyEnv } : {}),
-        // The operator's own lookups use the narrow node-identity credential when mounted.
-        credentials: config.nodeIdentityCredentialsFile
-          ? { type: 'sharedCredentialsFile', path: config.nodeIdentityCredentialsFile }
-          : config.awsSharedCredentialsFile
-            ? { type: 'sharedCredentialsFile', path: config.awsSharedCredentialsFile }
-            : { type: 'default' },
-      },
-      ...(config.operandEc2Endpoint ? { operandEc2Endpoint: config.operandEc2Endpoint } : {}),
-      ...(config.awsSqsEndpoint ? { sqsEndpoint: config.awsSqsEndpoint } : {}),
-    }),
-  Azure: () => azureStubProviderModule(),
-  // generator:provider-modules (one line per platform is added above)
-};
-
-/** A provider for platforms no package serves: nothing is deployed and the operator reports Degraded. */
-export function unknownPlatformModule(platform: string): ContainerModule {
-  const message = `Platform ${JSON.stringify(platform)} is not supported by Karpenter on OpenShift: no provider package serves it`;
-  const fail = () => {
-    throw new UnsupportedPlatformError(platform, message, false);
-  };
-  const provider: CloudProvider = {
-    platform: platform.replace(/[^A-Za-z]/g, '') || 'Unknown',
-    nodeClassType: { apiVersion: 'karpenter.sh/v1', kind: 'UnknownNodeClass' },
-    nodeClassLabel: 'karpenter.sh/unknown-nodeclass',
-    maxInstancesPerLookup: 1,
-    assertSupported: fail,
-    crds: () => [],
-    operandCloudConfig: () => ({ env: [], volumes: [], volumeMounts: [], credentialsSecret: 'karpenter-cloud-credentials' }),
-    operandRbac: () => [],
-    credentialsRequests: () => [],
-    relatedObjects: () => [],
-    renderDefaultNodeClass: fail,
-    renderNodeClass: fail,
-    verifyNodeClass: async () => fail(),
-    instanceIdFromProviderId: () => undefined,
-    describeInstances: async () => fail(),
-    checkCredentials: async () => fail(),
-    interruptionQueueExists: async () => fail(),
-  };
-  return new ContainerModule(({ bind }) => {
-    bind(CloudProviderId).toConstantValue(provider);
-  });
-}
 
 export interface ContainerInputs {
   config: OperatorConfig;
@@ -169,8 +113,7 @@ export function buildContainer(inputs: ContainerInputs): Container {
       [ControlStoreId, ClockId],
     );
   }
-  const module = providerModules[inputs.platform]?.(config) ?? unknownPlatformModule(inputs.platform);
-  c.load(module);
+  c.load(providerModule(inputs.platform, providerOptions(config)));
 
   c.bind(ReconcilersId).toResolvedValue(
     (

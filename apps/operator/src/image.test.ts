@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { openShiftAwsObjects } from '@karpenter-operator/testkit';
+import { ExitCodes } from './runtime/manager.js';
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 const node = join(repo, 'node_modules/.bin/node');
@@ -135,7 +136,7 @@ describe.each(cases)('$name image', ({ name, stageNames, operatorOnly, otherBund
       const bare = run(['--target-kubeconfig=/mnt/kubeconfig/target-kubeconfig', '--namespace=clusters-demo'], {
         MANAGEMENT_CLUSTER: 'true',
       });
-      expect(bare.status).toBe(1);
+      expect(bare.status).toBe(ExitCodes.usage);
       expect(bare.stderr.trimEnd().split('\n')).toHaveLength(1);
       expect(bare.stderr).toMatch(/^karpenter-operator: cannot start: CLUSTER_NAME is required/);
       expect(bare.stderr).not.toMatch(/unknown flag|RELEASE_VERSION|--guest-kubeconfig/);
@@ -191,9 +192,9 @@ describe.each(cases)('$name image', ({ name, stageNames, operatorOnly, otherBund
       { name: 'no flags', args: [], missing: ['--namespace', '--guest-kubeconfig'] },
       { name: 'no --guest-kubeconfig', args: ['run', '--namespace', 'clusters-a'], missing: ['--guest-kubeconfig'] },
       { name: 'no --namespace', args: ['--guest-kubeconfig', '/nonexistent'], missing: ['--namespace'] },
-    ])('without required flags it exits non-zero with one line naming them: $name', ({ args, missing }) => {
+    ])('without required flags it exits 2 with one line naming them: $name', ({ args, missing }) => {
       const r = start(args);
-      expect(r.status).toBe(1);
+      expect(r.status).toBe(ExitCodes.usage);
       expect(r.stdout).toBe('');
       const lines = r.stderr.trimEnd().split('\n');
       expect(lines).toHaveLength(1);
@@ -204,7 +205,7 @@ describe.each(cases)('$name image', ({ name, stageNames, operatorOnly, otherBund
 
     it('an invalid bind address is one line naming the flag, before anything is started', () => {
       const r = start(['--namespace', 'a', '--guest-kubeconfig', '/nonexistent', '--metrics-bind-address', '8080']);
-      expect(r.status).toBe(1);
+      expect(r.status).toBe(ExitCodes.usage);
       expect(r.stderr.trimEnd()).toBe('hypershift-adapter: cannot start: --metrics-bind-address must be [host]:port, got "8080"');
     });
   }

@@ -1,9 +1,11 @@
-import { Command, Option } from 'commander';
+import { Option, type Command } from 'commander';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describeError, systemClock, type OperatorSettings } from '@karpenter-operator/core';
 import { parseConfig, UNKNOWN_RELEASE_VERSION } from './config.js';
 import { clusterEgressProblems, readIfPresent, readProxyEnv } from './egress.js';
+import { flagCommand, parseFlags } from './cli/flags.js';
+import { ExitCodes, runMain } from './runtime/manager.js';
 import { providerFor } from './providers.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -20,43 +22,65 @@ run flags: --namespace NS (required) --kubeconfig FILE --guest-kubeconfig FILE (
            --crd-dir DIR --log-level debug|info|warn|error
 env: RELEASE_VERSION (required unless MANAGEMENT_CLUSTER=true), KARPENTER_IMAGE_AWS, CLUSTER_NAME, CLUSTER_ENDPOINT,
      PLATFORM, REGION, MANAGEMENT_CLUSTER, HCP_NAME, AWS_SHARED_CREDENTIALS_FILE, NODE_IDENTITY_CREDENTIALS_FILE,
-     POD_NAMESPACE, POD_NAME (or MY_NAME)`;
+     POD_NAMESPACE, POD_NAME (or MY_NAME)
+exit codes: 0 stopped or done, 1 failed, 2 a flag or setting is wrong (the message names it) or the leader lease
+            was lost, 3 the platform changed`;
 
 async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
   const [first, ...rest] = argv;
   if (first === '--help' || first === '-h' || first === 'help') {
     process.stdout.write(USAGE + '\n');
-    return 0;
+    return ExitCodes.ok;
   }
   if (first === 'render') return renderCommand(rest, env);
   if (first === 'check-credentials') return checkCredentialsCommand(rest, env);
   const runArgs = first === 'run' ? rest : argv;
-  if (first !== undefined && first !== 'run' && !first.startsWith('--')) {
+  if (first !== undefined && first !== 'run' && !first.startsWith('-')) {
     process.stderr.write(`karpenter-operator: unknown command ${JSON.stringify(first)}\n${USAGE}\n`);
-    return 1;
+    return ExitCodes.usage;
   }
   const parsed = parseConfig(runArgs, env, { crdDir: defaultCrdDir(env) });
   if (!parsed.ok) {
     process.stderr.write(`karpenter-operator: cannot start: ${parsed.errors.join('; ')}\n`);
-    return 1;
+    return ExitCodes.usage;
   }
   const { runOperator } = await import('./cli/run.js');
   return runOperator(parsed.config, env);
 }
 
-async function renderCommand(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
-  const cmd = new Command('render')
-    .exitOverride()
-    .requiredOption('--from <dir>', 'directory of cluster objects (YAML/JSON)')
-    .option('--kind <kind>', 'print only objects of this kind')
-    .addOption(new Option('--output <format>', 'output format').choices(['yaml', 'json']).default('yaml'))
-    .option('--namespace <ns>', 'operator namespace', 'openshift-karpenter');
-  try {
-    cmd.parse(argv, { from: 'user' });
-  } catch (e) {
-    return (e as { exitCode?: number }).exitCode === 0 ? 0 : 1;
+/** Parses a command's flags; on a usage error writes one line naming the flag and returns the exit code. */
+function commandFlags(name: string, cmd: Command, argv: string[]): Map<string, string> | number {
+  const r = parseFlags(cmd, argv);
+  if (r.ok) return r.flags;
+  if (r.help) {
+    process.stdout.write(r.usage.endsWith('\n') ? r.usage : `${r.usage}\n`);
+    return ExitCodes.ok;
   }
-  const o = cmd.opts<{ from: string; kind?: string; output: 'yaml' | 'json'; namespace: string }>();
+  process.stderr.write(`${name}: ${r.error}\n`);
+  return ExitCodes.usage;
+}
+
+async function renderCommand(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
+  const flags = commandFlags(
+    'render',
+    flagCommand('render')
+      .option('--from <dir>', 'directory of cluster objects (YAML/JSON), required')
+      .option('--kind <kind>', 'print only objects of this kind')
+      .addOption(new Option('--output <format>', 'output format').choices(['yaml', 'json']).default('yaml'))
+      .option('--namespace <ns>', 'operator namespace', 'openshift-karpenter'),
+    argv,
+  );
+  if (typeof flags === 'number') return flags;
+  if (!flags.get('from')) {
+    process.stderr.write('render: --from is required\n');
+    return ExitCodes.usage;
+  }
+  const o = {
+    from: flags.get('from')!,
+    kind: flags.get('kind'),
+    output: flags.get('output') as 'yaml' | 'json',
+    namespace: flags.get('namespace')!,
+  };
   const { renderFrom, formatObjects } = await import('./cli/render.js');
   const { InputError } = await import('./cli/load-objects.js');
   const settings: OperatorSettings = {
@@ -77,73 +101,59 @@ async function renderCommand(argv: string[], env: NodeJS.ProcessEnv): Promise<nu
     });
     for (const n of r.notes) process.stderr.write(`render: ${n}\n`);
     process.stdout.write(formatObjects(r.objects, o.output));
-    return 0;
+    return ExitCodes.ok;
   } catch (e) {
     if (e instanceof InputError) {
       process.stderr.write(`render: ${e.message}\n`);
-      return 1;
+      return ExitCodes.fatal;
     }
     throw e;
   }
 }
 
 async function checkCredentialsCommand(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
-  const cmd = new Command('check-credentials')
-    .exitOverride()
-    .option('--credentials <file>', 'shared credentials file', env.AWS_SHARED_CREDENTIALS_FILE)
-    .option('--region <region>', 'region', env.AWS_REGION ?? env.REGION)
-    .option('--platform <platform>', 'platform', env.PLATFORM ?? 'AWS');
-  try {
-    cmd.parse(argv, { from: 'user' });
-  } catch (e) {
-    return (e as { exitCode?: number }).exitCode === 0 ? 0 : 1;
-  }
-  const o = cmd.opts<{ credentials?: string; region?: string; platform: string }>();
+  const defaults = { credentials: env.AWS_SHARED_CREDENTIALS_FILE, region: env.AWS_REGION ?? env.REGION, platform: env.PLATFORM ?? 'AWS' };
+  const flags = commandFlags(
+    'check-credentials',
+    flagCommand('check-credentials')
+      .option('--credentials <file>', 'shared credentials file', defaults.credentials)
+      .option('--region <region>', 'region', defaults.region)
+      .option('--platform <platform>', 'platform', defaults.platform),
+    argv,
+  );
+  if (typeof flags === 'number') return flags;
+  const platform = flags.get('platform')!;
+  const credentials = flags.get('credentials');
+  const region = flags.get('region');
   const egress = clusterEgressProblems(env, readIfPresent);
   if (egress.length) {
     process.stderr.write(`check-credentials: ${egress.join('; ')}\n`);
-    return 1;
+    return ExitCodes.fatal;
   }
   const proxy = readProxyEnv(env);
-  const provider = providerFor(o.platform, {
-    ...(proxy.proxyEnv ? { proxyEnv: proxy.proxyEnv } : {}),
+  const provider = providerFor(platform, {
     crdDir: defaultCrdDir(env),
-    ...(o.credentials ? { sharedCredentialsFile: o.credentials } : {}),
+    ...(proxy.proxyEnv ? { proxyEnv: proxy.proxyEnv } : {}),
+    ...(credentials ? { credentialsFile: credentials } : {}),
     ...(env.AWS_ENDPOINT_URL_EC2 ? { endpoint: env.AWS_ENDPOINT_URL_EC2 } : {}),
   });
   const facts = {
-    platform: o.platform,
+    platform,
     infrastructureName: env.CLUSTER_NAME ?? 'unknown',
     apiServerInternalURL: 'https://unknown',
     resourceTags: [],
-    ...(o.region ? { region: o.region } : {}),
+    ...(region ? { region } : {}),
   };
   const start = systemClock.now();
   try {
     provider.assertSupported();
     await provider.checkCredentials(facts);
-    process.stdout.write(`check-credentials: ${o.platform} credentials work (${systemClock.now() - start} ms)\n`);
-    return 0;
+    process.stdout.write(`check-credentials: ${platform} credentials work (${systemClock.now() - start} ms)\n`);
+    return ExitCodes.ok;
   } catch (e) {
     process.stderr.write(`check-credentials: ${describeError(e)}\n`);
-    return 1;
+    return ExitCodes.fatal;
   }
 }
 
-/**
- * Exits once stdout and stderr are flushed: into a pipe they are asynchronous, and `process.exit` right
- * after a large write (`render --output json | ...`) cut the output at 64 KiB.
- */
-function exitAfterFlush(code: number): void {
-  let pending = 2;
-  const done = () => {
-    if (--pending === 0) process.exit(code);
-  };
-  process.stdout.write('', done);
-  process.stderr.write('', done);
-}
-
-main(process.argv.slice(2), process.env).then(exitAfterFlush, (e: unknown) => {
-  process.stderr.write(`karpenter-operator: ${describeError(e)}\n`);
-  exitAfterFlush(1);
-});
+runMain('karpenter-operator', () => main(process.argv.slice(2), process.env));

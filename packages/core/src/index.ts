@@ -5,6 +5,7 @@ export * from './errors.js';
 export * from './ports/token.js';
 export * from './ports/cluster-store.js';
 export * from './ports/cloud-provider.js';
+export * from './ports/unsupported-cloud-provider.js';
 export * from './ports/topology.js';
 export * from './ports/clock.js';
 export * from './ports/logger.js';

@@ -1,13 +1,4 @@
-import {
-  UnsupportedPlatformError,
-  type CloudProvider,
-  type DefaultNodeClass,
-  type InstanceInfo,
-  type KubeObject,
-  type OperandCloudConfig,
-  type RelatedObject,
-  type VerificationProblem,
-} from '@karpenter-operator/core';
+import { UnsupportedCloudProvider } from '@karpenter-operator/core';
 
 export const AZURE_UNSUPPORTED_MESSAGE = 'Azure is not supported by Karpenter on OpenShift yet, nothing else on the cluster is affected';
 
@@ -16,65 +7,22 @@ export const AZURE_UNSUPPORTED_MESSAGE = 'Azure is not supported by Karpenter on
  * `UnsupportedPlatformError`, that Azure is not supported yet, so the operator reports it and deploys
  * nothing. Copy this package to start a new provider (see CONTRIBUTING.md).
  */
-export class AzureStubCloudProvider implements CloudProvider {
-  readonly platform = 'Azure';
-  readonly nodeClassType = { apiVersion: 'karpenter.azure.com/v1beta1', kind: 'AKSNodeClass' };
-  readonly nodeClassLabel = 'karpenter.azure.com/aksnodeclass';
-  readonly maxInstancesPerLookup = 100;
-
-  assertSupported(): void {
-    throw new UnsupportedPlatformError(this.platform, AZURE_UNSUPPORTED_MESSAGE);
+export class AzureStubCloudProvider extends UnsupportedCloudProvider {
+  constructor() {
+    super({
+      platform: 'Azure',
+      message: AZURE_UNSUPPORTED_MESSAGE,
+      nodeClassType: { apiVersion: 'karpenter.azure.com/v1beta1', kind: 'AKSNodeClass' },
+      nodeClassLabel: 'karpenter.azure.com/aksnodeclass',
+      maxInstancesPerLookup: 100,
+    });
   }
 
-  crds(): KubeObject[] {
-    return [];
-  }
-
-  operandCloudConfig(): OperandCloudConfig {
-    return { env: [], volumes: [], volumeMounts: [], credentialsSecret: 'karpenter-cloud-credentials' };
-  }
-
-  operandRbac(): KubeObject[] {
-    return [];
-  }
-
-  credentialsRequests(): KubeObject[] {
-    return [];
-  }
-
-  relatedObjects(): RelatedObject[] {
-    return [];
-  }
-
-  renderDefaultNodeClass(): DefaultNodeClass {
-    throw new UnsupportedPlatformError(this.platform, AZURE_UNSUPPORTED_MESSAGE);
-  }
-
-  renderNodeClass(): DefaultNodeClass {
-    throw new UnsupportedPlatformError(this.platform, AZURE_UNSUPPORTED_MESSAGE);
-  }
-
-  async verifyNodeClass(): Promise<VerificationProblem[]> {
-    throw new UnsupportedPlatformError(this.platform, AZURE_UNSUPPORTED_MESSAGE);
-  }
-
-  instanceIdFromProviderId(providerID: string): string | undefined {
+  override instanceIdFromProviderId(providerID: string): string | undefined {
     // azure:///subscriptions/<sub>/resourceGroups/<rg>/providers/Microsoft.Compute/virtualMachines/<name>
     const m = /^azure:\/\/\/subscriptions\/[^/]+\/resourceGroups\/[^/]+\/providers\/Microsoft\.Compute\/virtualMachines\/([^/]+)$/i.exec(
       providerID,
     );
     return m?.[1];
-  }
-
-  async describeInstances(): Promise<InstanceInfo[]> {
-    throw new UnsupportedPlatformError(this.platform, AZURE_UNSUPPORTED_MESSAGE);
-  }
-
-  async checkCredentials(): Promise<void> {
-    throw new UnsupportedPlatformError(this.platform, AZURE_UNSUPPORTED_MESSAGE);
-  }
-
-  async interruptionQueueExists(): Promise<boolean> {
-    throw new UnsupportedPlatformError(this.platform, AZURE_UNSUPPORTED_MESSAGE);
   }
 }

@@ -1,7 +1,5 @@
-import type { Server } from 'node:net';
 import {
   decodeInfrastructure,
-  describeError,
   isInvalidInputError,
   Names,
   STATUS_KEY,
@@ -41,10 +39,8 @@ import { createLogger } from '../observability/logger.js';
 import { PromMetrics } from '../observability/metrics.js';
 import { retryDelay, startupBackoff } from '../runtime/backoff.js';
 import { ControllerRuntime } from '../runtime/controller-runtime.js';
+import { ExitCodes, Manager } from '../runtime/manager.js';
 import { sleep, systemTimers, type Timers } from '../runtime/timers.js';
-
-/** Exit codes: 0 graceful stop, 1 fatal start-up error, 2 lost the leader lease, 3 platform changed. */
-export const ExitCodes = { ok: 0, fatal: 1, lostLease: 2, platformChanged: 3 } as const;
 
 /** The status-board entry of the proxy and CA check. */
 const CLUSTER_EGRESS_ENTRY = 'cluster-egress';
@@ -177,53 +173,46 @@ export async function runOperator(config: OperatorConfig, env: Record<string, st
   // Assigned once the platform is known; the probes and stop() run before that.
   const live: { runtime?: ControllerRuntime; waitingFor?: string } = {};
   let elector: LeaderElector | undefined;
-  let stopping: Promise<number> | undefined;
-  const servers: Server[] = [];
-
-  const health = await startHttpServer(config.healthProbeBindAddress.host, config.healthProbeBindAddress.port, {
-    healthy: () => true,
-    ready: () => {
-      if (!live.runtime) return { ok: false, detail: live.waitingFor ?? 'starting' };
-      if (!live.runtime.hasSynced()) return { ok: false, detail: 'caches not synced' };
-      return { ok: true, detail: elector && !elector.isLeader() ? 'standby' : 'leading' };
-    },
-  });
-  servers.push(health);
-  const metricsHandlers = { healthy: () => true, ready: () => ({ ok: true, detail: 'ok' }), metrics: () => metrics.text() };
-  const metricsServer = config.metricsSecure
-    ? await startSecureMetricsServer(
-        {
-          ...config.metricsBindAddress,
-          certDir: config.metricsCertDir,
-          hostnames: metricsServiceHostnames(config.namespace),
-          // Not the cluster's transport: leader election fences that one's writes, and the reviews are creates.
-          transport: createKubeTransport(kc, {
-            metrics,
-            userAgent: replicaUserAgent(config),
-            ...(onUnauthorized ? { onUnauthorized } : {}),
-          }),
-          clock,
-          logger,
-          metrics,
-        },
-        metricsHandlers,
-      )
-    : await startHttpServer(config.metricsBindAddress.host, config.metricsBindAddress.port, metricsHandlers);
-  servers.push(metricsServer);
-
   // SIGTERM while start-up waits for the API server: a clean exit, not a wait for the next retry.
-  const startup = new AbortController();
-  const abortStartup = () => startup.abort();
-  for (const sig of ['SIGTERM', 'SIGINT'] as const) process.once(sig, abortStartup);
+  const manager = new Manager({ logger }).handleSignals();
+
+  manager.addServer(
+    await startHttpServer(config.healthProbeBindAddress.host, config.healthProbeBindAddress.port, {
+      healthy: () => true,
+      ready: () => {
+        if (!live.runtime) return { ok: false, detail: live.waitingFor ?? 'starting' };
+        if (!live.runtime.hasSynced()) return { ok: false, detail: 'caches not synced' };
+        return { ok: true, detail: elector && !elector.isLeader() ? 'standby' : 'leading' };
+      },
+    }),
+  );
+  const metricsHandlers = { healthy: () => true, ready: () => ({ ok: true, detail: 'ok' }), metrics: () => metrics.text() };
+  manager.addServer(
+    config.metricsSecure
+      ? await startSecureMetricsServer(
+          {
+            ...config.metricsBindAddress,
+            certDir: config.metricsCertDir,
+            hostnames: metricsServiceHostnames(config.namespace),
+            // Not the cluster's transport: leader election fences that one's writes, and the reviews are creates.
+            transport: createKubeTransport(kc, {
+              metrics,
+              userAgent: replicaUserAgent(config),
+              ...(onUnauthorized ? { onUnauthorized } : {}),
+            }),
+            clock,
+            logger,
+            metrics,
+          },
+          metricsHandlers,
+        )
+      : await startHttpServer(config.metricsBindAddress.host, config.metricsBindAddress.port, metricsHandlers),
+  );
+
   const detected = config.managementCluster
     ? { platform: config.platform! }
-    : await detectPlatform(cluster.transport, logger, { signal: startup.signal, clock, onRetry: (reason) => (live.waitingFor = reason) });
-  for (const sig of ['SIGTERM', 'SIGINT'] as const) process.off(sig, abortStartup);
-  if (detected === undefined) {
-    logger.info('stopping', { reason: 'signal during start-up' });
-    await Promise.all(servers.map((s) => new Promise((r) => s.close(() => r(undefined)))));
-    return ExitCodes.ok;
-  }
+    : await detectPlatform(cluster.transport, logger, { signal: manager.signal, clock, onRetry: (reason) => (live.waitingFor = reason) });
+  if (detected === undefined) return manager.done;
   const { platform, controlPlaneTopology } = detected;
   live.waitingFor = undefined;
   const missing = platformRequirements(config, platform);
@@ -261,23 +250,13 @@ export async function runOperator(config: OperatorConfig, env: Record<string, st
     CLUSTER_EGRESS_ENTRY,
     egress.length ? { type: 'ClusterEgressValid', status: 'False', reason: 'InvalidClusterEgress', message: egress.join('; ') } : undefined,
   );
-  let finish: (code: number) => void = () => {};
-  const finished = new Promise<number>((resolve) => (finish = resolve));
-  const stop = (code: number, why: string): Promise<number> => {
-    stopping ??= (async () => {
-      logger.info('stopping', { reason: why });
-      await live.runtime
-        ?.stop({ timeoutMs: 20_000 })
-        .catch((e: unknown) => logger.error('stopping the runtime', { error: describeError(e) }));
-      await events.close().catch(() => {});
-      guest?.kubeconfig.stop();
-      if (code !== ExitCodes.lostLease) await elector?.stop().catch(() => {});
-      await Promise.all(servers.map((s) => new Promise((r) => s.close(() => r(undefined)))));
-      finish(code);
-      return code;
-    })();
-    return stopping;
-  };
+  // Stop order: the workers first (no write after this), then what they used, then the Lease (released only
+  // when still held: after a lost lease another replica may hold it already).
+  manager
+    .onStop('runtime', () => live.runtime?.stop({ timeoutMs: 20_000 }))
+    .onStop('events', () => events.close())
+    .onStop('guest kubeconfig', () => guest?.kubeconfig.stop())
+    .onStop('leader election', (code) => (code !== ExitCodes.lostLease ? elector?.stop() : undefined));
   const reconcilers = [
     ...container.get<Reconciler[]>(ReconcilersId),
     // The platform of a hosted cluster is configuration (PLATFORM), not the management cluster's Infrastructure.
@@ -286,7 +265,8 @@ export async function runOperator(config: OperatorConfig, env: Record<string, st
       : [
           platformWatch(
             platform,
-            (next) => void stop(ExitCodes.platformChanged, `platform changed from ${platform} to ${next}: restarting to load its provider`),
+            (next) =>
+              void manager.stop(ExitCodes.platformChanged, `platform changed from ${platform} to ${next}: restarting to load its provider`),
           ),
         ]),
   ];
@@ -301,10 +281,13 @@ export async function runOperator(config: OperatorConfig, env: Record<string, st
   live.runtime = runtime;
   board.onChange(() => runtime.enqueue('clusteroperator.status', STATUS_KEY));
 
-  for (const sig of ['SIGTERM', 'SIGINT'] as const) process.once(sig, () => void stop(ExitCodes.ok, sig));
-
   runtime.startInformers();
-  await runtime.waitForSync();
+  try {
+    await runtime.waitForSync(manager.signal);
+  } catch (e) {
+    if (manager.signal.aborted) return manager.done;
+    throw e;
+  }
   logger.info('caches synced');
   if (config.leaderElect) {
     const timing = config.leaderElectionTiming ?? openshiftElectionTiming(controlPlaneTopology);
@@ -328,7 +311,7 @@ export async function runOperator(config: OperatorConfig, env: Record<string, st
       onStoppedLeading: () => {
         // Another replica may lead already: stop writing at once.
         logger.error('lost the leader lease; exiting');
-        void stop(ExitCodes.lostLease, 'lost lease');
+        void manager.stop(ExitCodes.lostLease, 'lost lease');
       },
     });
     // The guest's writes (CSR approvals, teardown, Events) are fenced by the same Lease: its path never
@@ -339,5 +322,5 @@ export async function runOperator(config: OperatorConfig, env: Record<string, st
   } else {
     await runtime.startWorkers();
   }
-  return finished;
+  return manager.done;
 }

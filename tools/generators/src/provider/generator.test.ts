@@ -84,10 +84,7 @@ describe('npx nx g @karpenter-operator/tools:provider, in a scratch copy of the 
   it('scaffolds packages/provider-foo and wires it into the composition root', () => {
     expect(generate.code, generate.out).toBe(0);
     expect(generate.out).toContain('CREATE packages/provider-foo/src/foo-cloud-provider.ts');
-    expect(readFileSync(join(dir, 'apps/operator/src/container.ts'), 'utf8')).toContain('  Foo: () => fooProviderModule(),');
-    expect(readFileSync(join(dir, 'apps/operator/src/providers.ts'), 'utf8')).toContain(
-      "if (platform === 'Foo') return new FooCloudProvider();",
-    );
+    expect(readFileSync(join(dir, 'apps/operator/src/providers.ts'), 'utf8')).toContain('  Foo: () => fooProviderModule(),');
     expect(existsSync(join(dir, 'node_modules/@karpenter-operator/provider-foo/src/index.ts'))).toBe(true);
   });
 

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { Tree } from '@nx/devkit';
 import { CLOUD_PROVIDER_PORT, readPort } from './port.js';
 import { providerNames, renderProviderPackage, type ProviderNames, type ProviderOptions } from './render.js';
-import { CONTAINER_FILE, OPERATOR_PACKAGE, PROVIDERS_FILE, wireContainer, wireOperatorPackage, wireProviders } from './wire.js';
+import { OPERATOR_PACKAGE, PROVIDERS_FILE, wireOperatorPackage, wireProviders } from './wire.js';
 
 /** The part of Nx's `Tree` the generator uses (an in-memory map in unit tests). */
 export type FileTree = Pick<Tree, 'root' | 'exists' | 'write'> & { read(path: string, encoding: 'utf-8'): string | null };
@@ -24,7 +24,6 @@ export function scaffoldProvider(tree: FileTree, options: ProviderOptions): Prov
   const port = readPort(readText(tree, CLOUD_PROVIDER_PORT));
   const files = {
     ...renderProviderPackage(n, port),
-    [CONTAINER_FILE]: wireContainer(readText(tree, CONTAINER_FILE), n),
     [PROVIDERS_FILE]: wireProviders(readText(tree, PROVIDERS_FILE), n),
     [OPERATOR_PACKAGE]: wireOperatorPackage(readText(tree, OPERATOR_PACKAGE), n),
   };
@@ -57,7 +56,7 @@ export async function providerGenerator(tree: Tree, options: ProviderOptions): P
     console.log(
       [
         '',
-        `${n.packageName} is wired into ${CONTAINER_FILE} and ${PROVIDERS_FILE} for platform ${n.platform}.`,
+        `${n.packageName} is wired into ${PROVIDERS_FILE} for platform ${n.platform}.`,
         'Next:',
         '  npm install                                   # records the workspace in package-lock.json',
         `  npx vitest run --project unit ${n.dir}   # the contract suite: each failure says what to implement`,

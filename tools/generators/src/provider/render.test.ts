@@ -5,16 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { scaffoldProvider, type FileTree } from './generator.js';
 import { CLOUD_PROVIDER_PORT, readPort } from './port.js';
 import { providerNames, quote, renderProviderPackage, type ProviderOptions } from './render.js';
-import {
-  CONTAINER_FILE,
-  insertAbove,
-  MARKERS,
-  OPERATOR_PACKAGE,
-  PROVIDERS_FILE,
-  wireContainer,
-  wireOperatorPackage,
-  wireProviders,
-} from './wire.js';
+import { insertAbove, MARKERS, OPERATOR_PACKAGE, PROVIDERS_FILE, wireOperatorPackage, wireProviders } from './wire.js';
 
 const root = join(fileURLToPath(new URL('.', import.meta.url)), '../../../..');
 const repoFile = (p: string): string => readFileSync(join(root, p), 'utf8');
@@ -39,8 +30,7 @@ class MemoryTree implements FileTree {
   }
 }
 
-const repoTree = () =>
-  new MemoryTree(new Map([CLOUD_PROVIDER_PORT, CONTAINER_FILE, PROVIDERS_FILE, OPERATOR_PACKAGE].map((p) => [p, repoFile(p)])));
+const repoTree = () => new MemoryTree(new Map([CLOUD_PROVIDER_PORT, PROVIDERS_FILE, OPERATOR_PACKAGE].map((p) => [p, repoFile(p)])));
 
 describe('providerNames', () => {
   it.each([
@@ -185,19 +175,10 @@ describe('wiring', () => {
 
   it.each([
     {
-      name: 'container.ts',
-      file: CONTAINER_FILE,
-      wire: wireContainer,
-      lines: ["import { fooProviderModule } from '@karpenter-operator/provider-foo';", '  Foo: () => fooProviderModule(),'],
-    },
-    {
       name: 'providers.ts',
       file: PROVIDERS_FILE,
       wire: wireProviders,
-      lines: [
-        "import { FooCloudProvider } from '@karpenter-operator/provider-foo';",
-        "  if (platform === 'Foo') return new FooCloudProvider();",
-      ],
+      lines: ["import { fooProviderModule } from '@karpenter-operator/provider-foo';", '  Foo: () => fooProviderModule(),'],
     },
   ])('$name: the repository file carries the markers; one import and one line, refused twice', ({ file, wire, lines }) => {
     const before = repoFile(file);
@@ -208,7 +189,7 @@ describe('wiring', () => {
   });
 
   it('names the missing marker', () => {
-    expect(() => wireContainer('export const providerModules = {};\n', n)).toThrow(`marker comment "${MARKERS.imports}" not found`);
+    expect(() => wireProviders('export const providerModules = {};\n', n)).toThrow(`marker comment "${MARKERS.imports}" not found`);
   });
 
   it('adds the package to the operator after the other providers, once', () => {
@@ -223,13 +204,11 @@ describe('wiring', () => {
 });
 
 describe('scaffoldProvider', () => {
-  it('writes the package and the three wiring files', () => {
+  it('writes the package and the two wiring files', () => {
     const tree = repoTree();
     scaffoldProvider(tree, { name: 'foo' });
-    expect(tree.writes).toHaveLength(10);
-    expect(tree.writes).toEqual(
-      expect.arrayContaining([CONTAINER_FILE, PROVIDERS_FILE, OPERATOR_PACKAGE, 'packages/provider-foo/src/contract.test.ts']),
-    );
+    expect(tree.writes).toHaveLength(9);
+    expect(tree.writes).toEqual(expect.arrayContaining([PROVIDERS_FILE, OPERATOR_PACKAGE, 'packages/provider-foo/src/contract.test.ts']));
   });
 
   it.each([
@@ -240,8 +219,8 @@ describe('scaffoldProvider', () => {
     },
     {
       name: 'marker removed',
-      setup: (t: MemoryTree) => t.files.set(PROVIDERS_FILE, t.files.get(PROVIDERS_FILE)!.replace(MARKERS.providerFor, '//')),
-      error: /generator:provider-for/,
+      setup: (t: MemoryTree) => t.files.set(PROVIDERS_FILE, t.files.get(PROVIDERS_FILE)!.replace(MARKERS.modules, '//')),
+      error: /generator:provider-modules/,
     },
     { name: 'port missing', setup: (t: MemoryTree) => t.files.delete(CLOUD_PROVIDER_PORT), error: /cloud-provider.ts not found/ },
   ])('refuses without writing anything: $name', ({ setup, error }) => {

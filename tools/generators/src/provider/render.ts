@@ -86,20 +86,15 @@ function packageJson(n: ProviderNames): string {
   });
 }
 
+/** The targets' commands are nx.json's `targetDefaults`; a provider has no `build` (the operator bundles its source). */
 function projectJson(n: ProviderNames): string {
-  const tsc = 'tsc -p {projectRoot}/tsconfig.json --noEmit';
   return json({
     name: n.projectName,
     $schema: '../../node_modules/nx/schemas/project-schema.json',
     sourceRoot: `${n.dir}/src`,
     projectType: 'library',
     tags: ['type:adapter'],
-    targets: {
-      typecheck: { executor: 'nx:run-commands', options: { command: tsc }, cache: true, inputs: ['default', '^default'] },
-      lint: { executor: 'nx:run-commands', options: { command: 'eslint {projectRoot}/src --max-warnings 0' }, cache: true },
-      test: { executor: 'nx:run-commands', options: { command: 'vitest run --project unit --dir {projectRoot}' } },
-      build: { executor: 'nx:run-commands', options: { command: tsc }, dependsOn: ['^build'], cache: true },
-    },
+    targets: { typecheck: {}, lint: {}, test: {} },
   });
 }
 

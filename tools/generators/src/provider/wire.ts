@@ -1,13 +1,11 @@
 import type { ProviderNames } from './render.js';
 
-/** The composition root files and the marker comments the generator inserts above. */
-export const CONTAINER_FILE = 'apps/operator/src/container.ts';
+/** The file where the provider of a platform is chosen, and the marker comments the generator inserts above. */
 export const PROVIDERS_FILE = 'apps/operator/src/providers.ts';
 export const OPERATOR_PACKAGE = 'apps/operator/package.json';
 export const MARKERS = {
   imports: '// generator:provider-imports',
   modules: '// generator:provider-modules',
-  providerFor: '// generator:provider-for',
 } as const;
 
 /** Inserts `line` above the line holding `marker`, with the marker's indentation. Throws when it is absent. */
@@ -21,19 +19,12 @@ export function insertAbove(source: string, file: string, marker: string, line: 
   return lines.join('\n');
 }
 
-/** `providerModules` in container.ts: the import and one entry for the platform. */
-export function wireContainer(source: string, n: ProviderNames): string {
-  if (new RegExp(`^\\s*${n.platform}:`, 'm').test(source))
-    throw new Error(`${CONTAINER_FILE}: providerModules already has an entry for ${n.platform}`);
-  const withImport = insertAbove(source, CONTAINER_FILE, MARKERS.imports, `import { ${n.moduleFactory} } from '${n.packageName}';`);
-  return insertAbove(withImport, CONTAINER_FILE, MARKERS.modules, `${n.platform}: () => ${n.moduleFactory}(),`);
-}
-
-/** `providerFor` in providers.ts (offline commands): the import and one branch for the platform. */
+/** `providerModules` in providers.ts (the operator, the offline commands, the sidecar): the import and one entry. */
 export function wireProviders(source: string, n: ProviderNames): string {
-  if (source.includes(`platform === '${n.platform}'`)) throw new Error(`${PROVIDERS_FILE}: providerFor already serves ${n.platform}`);
-  const withImport = insertAbove(source, PROVIDERS_FILE, MARKERS.imports, `import { ${n.className} } from '${n.packageName}';`);
-  return insertAbove(withImport, PROVIDERS_FILE, MARKERS.providerFor, `if (platform === '${n.platform}') return new ${n.className}();`);
+  if (new RegExp(`^\\s*${n.platform}:`, 'm').test(source))
+    throw new Error(`${PROVIDERS_FILE}: providerModules already has an entry for ${n.platform}`);
+  const withImport = insertAbove(source, PROVIDERS_FILE, MARKERS.imports, `import { ${n.moduleFactory} } from '${n.packageName}';`);
+  return insertAbove(withImport, PROVIDERS_FILE, MARKERS.modules, `${n.platform}: () => ${n.moduleFactory}(),`);
 }
 
 /** The operator app depends on the new package (the project graph and npm workspaces read this). */
