@@ -19,7 +19,9 @@ import {
 } from '@karpenter-operator/core';
 import { awsCredentialsRequests, awsRelatedObjects } from './credentials-requests.js';
 import { renderDefaultNodeClass } from './discovery.js';
-import { Ec2Adapter, instanceIdFromProviderId, type Ec2ClientOptions } from './ec2.js';
+import type { Ec2ClientOptions } from './aws-client.js';
+import { Ec2Adapter } from './ec2.js';
+import { instanceIdFromProviderId } from './instances.js';
 import type { EC2Client } from '@aws-sdk/client-ec2';
 import { EC2_FILTER_VALUES_MAX, EC2NodeClassLabel, EC2NodeClassType } from './names.js';
 import { renderEc2NodeClass } from './nodeclass.js';

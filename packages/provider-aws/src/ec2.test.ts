@@ -18,7 +18,10 @@ import {
   type Tag,
 } from '@aws-sdk/client-ec2';
 import { CoreError, ForbiddenError, InvalidInputError, RejectedError, TransientError, type KubeObject } from '@karpenter-operator/core';
-import { createEc2Client, Ec2Adapter, instanceIdFromProviderId, mapAwsError, rereadEvery, webIdentityTokenFileOf } from './ec2.js';
+import { createEc2Client, rereadEvery } from './aws-client.js';
+import { mapAwsError } from './aws-errors.js';
+import { Ec2Adapter, webIdentityTokenFileOf } from './ec2.js';
+import { instanceIdFromProviderId } from './instances.js';
 import { aFacts, INFRA_ID } from './testing/builders.js';
 
 const ec2Mock = mockClient(EC2Client);

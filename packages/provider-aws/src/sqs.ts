@@ -1,6 +1,7 @@
 import { GetQueueUrlCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { InvalidInputError, type ClusterFacts } from '@karpenter-operator/core';
-import { awsClientConfig, mapAwsError, type Ec2ClientOptions } from './ec2.js';
+import { awsClientConfig, type Ec2ClientOptions } from './aws-client.js';
+import { mapAwsError } from './aws-errors.js';
 
 // What SQS answers for a queue that does not exist: the JSON protocol's name and the query protocol's code.
 const NO_SUCH_QUEUE = new Set(['QueueDoesNotExist', 'AWS.SimpleQueueService.NonExistentQueue']);
