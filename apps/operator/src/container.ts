@@ -57,6 +57,7 @@ export const providerModules: Record<string, (config: OperatorConfig) => Contain
       },
       ...(config.operandEc2Endpoint ? { operandEc2Endpoint: config.operandEc2Endpoint } : {}),
       ...(config.awsSqsEndpoint ? { sqsEndpoint: config.awsSqsEndpoint } : {}),
+      ...(config.awsIamEndpoint ? { iamEndpoint: config.awsIamEndpoint } : {}),
     }),
   Azure: () => azureStubProviderModule(),
   // generator:provider-modules (one line per platform is added above)
@@ -80,6 +81,7 @@ export function unknownPlatformModule(platform: string): ContainerModule {
     credentialsRequests: () => [],
     relatedObjects: () => [],
     renderDefaultNodeClass: fail,
+    discoverDefaultNodeClass: async () => fail(),
     renderNodeClass: fail,
     verifyNodeClass: async () => fail(),
     instanceIdFromProviderId: () => undefined,

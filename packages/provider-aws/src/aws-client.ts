@@ -2,6 +2,7 @@ import { EC2Client } from '@aws-sdk/client-ec2';
 import { fromIni, fromTokenFile } from '@aws-sdk/credential-providers';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { Agent as HttpsAgent } from 'node:https';
+import { InvalidInputError, type ClusterFacts } from '@karpenter-operator/core';
 
 /** Where the adapter's AWS credentials come from. */
 export type AwsCredentialsSource =
@@ -89,5 +90,30 @@ export function awsClientConfig(options: Ec2ClientOptions, region: string, endpo
     retryMode: 'adaptive',
     maxAttempts: options.maxAttempts ?? EC2_DEFAULTS.maxAttempts,
     requestHandler,
+  };
+}
+
+/**
+ * One client per region, built on first use, for the region the options force or else the cluster's.
+ * The returned function throws `InvalidInputError` `RegionMissing` when neither names one.
+ */
+export function perRegion<C>(regionOverride: string | undefined, make: (region: string) => C): (facts: ClusterFacts) => C {
+  const clients = new Map<string, C>();
+  return (facts) => {
+    const region = regionOverride ?? facts.region;
+    if (!region) {
+      throw new InvalidInputError(
+        'RegionMissing',
+        'Infrastructure cluster',
+        'status.platformStatus.aws.region',
+        'the AWS region is not set',
+      );
+    }
+    let c = clients.get(region);
+    if (!c) {
+      c = make(region);
+      clients.set(region, c);
+    }
+    return c;
   };
 }

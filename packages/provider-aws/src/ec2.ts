@@ -7,7 +7,7 @@ import {
   type KubeObject,
   type VerificationProblem,
 } from '@karpenter-operator/core';
-import { createEc2Client, type Ec2ClientOptions } from './aws-client.js';
+import { createEc2Client, perRegion, type Ec2ClientOptions } from './aws-client.js';
 import { callAws } from './aws-errors.js';
 import { describeInstances } from './instances.js';
 import { verifyNodeClassReferences } from './nodeclass-verification.js';
@@ -17,30 +17,14 @@ import { verifyNodeClassReferences } from './nodeclass-verification.js';
  * for node identity and the credentials check. Every SDK error leaves through `mapAwsError`.
  */
 export class Ec2Adapter {
-  private readonly clients = new Map<string, EC2Client>();
+  /** The EC2 client of the cluster's region (or the configured override). */
+  readonly client: (facts: ClusterFacts) => EC2Client;
 
   constructor(
     private readonly options: Ec2ClientOptions,
-    private readonly clientFor: (region: string) => EC2Client = (region) => createEc2Client(options, region),
-  ) {}
-
-  /** The EC2 client of the cluster's region (or the configured override). */
-  client(facts: ClusterFacts): EC2Client {
-    const region = this.options.region ?? facts.region;
-    if (!region) {
-      throw new InvalidInputError(
-        'RegionMissing',
-        'Infrastructure cluster',
-        'status.platformStatus.aws.region',
-        'the AWS region is not set',
-      );
-    }
-    let c = this.clients.get(region);
-    if (!c) {
-      c = this.clientFor(region);
-      this.clients.set(region, c);
-    }
-    return c;
+    clientFor: (region: string) => EC2Client = (region) => createEc2Client(options, region),
+  ) {
+    this.client = perRegion(options.region, clientFor);
   }
 
   /**

@@ -2,6 +2,7 @@ import {
   UnsupportedPlatformError,
   type CloudProvider,
   type DefaultNodeClass,
+  type DiscoveredNodeClass,
   type InstanceInfo,
   type KubeObject,
   type OperandCloudConfig,
@@ -47,6 +48,10 @@ export class AzureStubCloudProvider implements CloudProvider {
   }
 
   renderDefaultNodeClass(): DefaultNodeClass {
+    throw new UnsupportedPlatformError(this.platform, AZURE_UNSUPPORTED_MESSAGE);
+  }
+
+  async discoverDefaultNodeClass(): Promise<DiscoveredNodeClass> {
     throw new UnsupportedPlatformError(this.platform, AZURE_UNSUPPORTED_MESSAGE);
   }
 
