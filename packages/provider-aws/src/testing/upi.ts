@@ -100,8 +100,13 @@ export function aUpiDiscoveryInput(cloud: UpiCloud, o: Partial<DiscoveryInput> =
   };
 }
 
-function matches(filters: Filter[], fields: Record<string, string | undefined>, tagList: Tag[] | undefined): boolean {
-  return filters.every((f) => {
+/** Evaluates EC2 filters (`tag-key`, `tag:<key>`, plain fields) against a resource's fields and tags, as EC2 would. */
+export function matchesEc2Filters(
+  filters: Filter[] | undefined,
+  fields: Record<string, string | undefined>,
+  tagList: Tag[] | undefined,
+): boolean {
+  return (filters ?? []).every((f) => {
     const values = f.Values ?? [];
     if (f.Name === 'tag-key') return (tagList ?? []).some((t) => values.includes(t.Key ?? ''));
     if (f.Name?.startsWith('tag:')) return (tagList ?? []).some((t) => t.Key === f.Name!.slice(4) && values.includes(t.Value ?? ''));
@@ -119,11 +124,13 @@ export function upiReads(cloud: UpiCloud): ConventionReads {
     },
     subnets: async (filters) => {
       cloud.calls.push('subnets');
-      return cloud.subnets.filter((s) => matches(filters, { 'vpc-id': s.VpcId, 'subnet-id': s.SubnetId }, s.Tags));
+      return cloud.subnets.filter((s) => matchesEc2Filters(filters, { 'vpc-id': s.VpcId, 'subnet-id': s.SubnetId }, s.Tags));
     },
     securityGroups: async (filters) => {
       cloud.calls.push('securityGroups');
-      return cloud.groups.filter((g) => matches(filters, { 'vpc-id': g.VpcId, 'group-name': g.GroupName, 'group-id': g.GroupId }, g.Tags));
+      return cloud.groups.filter((g) =>
+        matchesEc2Filters(filters, { 'vpc-id': g.VpcId, 'group-name': g.GroupName, 'group-id': g.GroupId }, g.Tags),
+      );
     },
     images: async (ids) => {
       cloud.calls.push('images');
