@@ -433,6 +433,20 @@ describe('ec2nodeclass.default discovery sources', () => {
     expect(await w.store.get(ref('default'))).toBeUndefined();
   });
 
+  it('drops the verification verdict when default is gone and cannot be re-created', async () => {
+    const w = world();
+    w.cloud.verifyResult = async () => [{ field: 'spec.instanceProfile', message: 'instance profile p not found' }];
+    await w.r.reconcile('default');
+    expect(w.r.conditions().verified).toMatchObject({ status: 'False', reason: 'InvalidReferences' });
+    w.cloud.renderDefaultNodeClass = () => {
+      throw new InvalidInputError('DiscoveryIncomplete', 'EC2NodeClass default', 'spec.instanceProfile', 'no instance profile');
+    };
+    await w.store.delete(ref('default'));
+    await w.r.reconcile('default');
+    expect(w.r.conditions().verified).toBeUndefined();
+    expect(w.board.conditions().map((c) => c.type)).toEqual(['NodeClassDiscovered']);
+  });
+
   it('passes the cluster’s own nodes, without the ones Karpenter launched', async () => {
     const node = (name: string, labels: Record<string, string>): KubeObject => ({
       ...Types.Node,

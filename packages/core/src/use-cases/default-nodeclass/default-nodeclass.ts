@@ -197,7 +197,11 @@ export class DefaultNodeClassReconciler implements Reconciler {
     const retry = outcome.retryAfterMs !== undefined ? { requeueAfterMs: outcome.retryAfterMs } : {};
     if (!isDefault || !outcome.facts) return retry;
     current ??= await store.get({ ...cloud.nodeClassType, name: Names.defaultNodeClass });
-    if (!current || current.metadata.deletionTimestamp) return retry;
+    if (!current || current.metadata.deletionTimestamp) {
+      // Nothing to verify: a verdict on a NodeClass that is gone would only mislead.
+      this.clearVerified();
+      return retry;
+    }
     const verified = await this.verify(current, outcome.facts);
     if (outcome.retryAfterMs === undefined) return verified;
     return { requeueAfterMs: Math.min(outcome.retryAfterMs, verified.requeueAfterMs ?? outcome.retryAfterMs) };
@@ -320,6 +324,14 @@ export class DefaultNodeClassReconciler implements Reconciler {
     this.deps.board?.setCondition(NODECLASS_VERIFIED_ENTRY, next);
     const changed = !prev || prev.status !== next.status || prev.reason !== next.reason || prev.message !== next.message;
     if (changed && next.status === 'False') this.deps.events.record(this.ref(Names.defaultNodeClass), 'Warning', next.reason, next.message);
+  }
+
+  private clearVerified(): void {
+    if (!this.verified && !this.lastVerify) return;
+    this.verified = undefined;
+    this.lastVerify = undefined;
+    this.verifyFailures = 0;
+    this.deps.board?.setCondition(NODECLASS_VERIFIED_ENTRY, undefined);
   }
 
   /** Verifies when what `default` references changed, after `verifyIntervalMs`, or to retry a failure. */
