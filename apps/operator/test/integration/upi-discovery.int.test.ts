@@ -14,14 +14,8 @@ import {
 } from '@karpenter-operator/testkit';
 import { seededWorld, testCluster } from '@karpenter-operator/testkit/vitest';
 import { adminRequest, clusterOperator, conditionOf } from '../support/k8s.js';
-import {
-  credentialsFileText,
-  installManifests,
-  OPERATOR_NS,
-  resetOperatorWorld,
-  startOperator,
-  type OperatorProcess,
-} from '../support/operator-process.js';
+import { installManifests, resetOperatorWorld, startOperator, type OperatorProcess } from '../support/operator-process.js';
+import { applyKarpenterAndCredentials } from '../support/scenario.js';
 
 /**
  * A user-provisioned cluster: no MachineSets, a control-plane instance running in the cluster's VPC, the
@@ -30,7 +24,6 @@ import {
  */
 const cluster = testCluster();
 const kc = () => cluster.kubeConfig();
-const KARPENTER = { apiVersion: 'autoscaling.openshift.io/v1alpha1', kind: 'Karpenter' };
 const NC = ['karpenter.k8s.aws/v1', 'EC2NodeClass', 'default'] as const;
 const CP_NODE = 'ip-10-0-130-99.ec2.internal';
 
@@ -75,13 +68,7 @@ describe('discovery without worker MachineSets (UPI-shaped cluster)', () => {
     cpInstance = run.Instances![0]!.InstanceId!;
     await applyObject(kc(), aNode({ name: CP_NODE, zone, ip: '10.0.130.99', instanceId: cpInstance, role: 'control-plane' }) as KubeObj);
     op = await startOperator(cluster, { name: 'karpenter-operator-upi' });
-    await applyObject(kc(), { ...KARPENTER, metadata: { name: 'default' }, spec: {} });
-    await applyObject(kc(), {
-      apiVersion: 'v1',
-      kind: 'Secret',
-      metadata: { name: 'karpenter-cloud-credentials', namespace: OPERATOR_NS },
-      stringData: { credentials: credentialsFileText() },
-    });
+    await applyKarpenterAndCredentials(cluster);
   }, 180_000);
 
   afterAll(async () => {
