@@ -58,6 +58,8 @@ export interface OperatorConfig {
   operandEc2Endpoint?: string;
   /** SQS endpoint of the interruption-queue check (`AWS_ENDPOINT_URL_SQS`, else `AWS_ENDPOINT_URL`). */
   awsSqsEndpoint?: string;
+  /** IAM endpoint of the instance profile look-ups (`AWS_ENDPOINT_URL_IAM`, else `AWS_ENDPOINT_URL`). */
+  awsIamEndpoint?: string;
   crdDir: string;
   logLevel: 'debug' | 'info' | 'warn' | 'error';
   podName: string;
@@ -233,6 +235,7 @@ export function parseConfig(
   opt('awsEndpoint', env.AWS_ENDPOINT_URL_EC2 ?? env.AWS_ENDPOINT_URL);
   opt('operandEc2Endpoint', env.OPERAND_AWS_ENDPOINT_URL_EC2);
   opt('awsSqsEndpoint', env.AWS_ENDPOINT_URL_SQS ?? env.AWS_ENDPOINT_URL);
+  opt('awsIamEndpoint', env.AWS_ENDPOINT_URL_IAM ?? env.AWS_ENDPOINT_URL);
   return { ok: true, config };
 }
 

@@ -92,7 +92,7 @@ async function renderCommand(argv: string[], env: NodeJS.ProcessEnv): Promise<nu
     ...(env.CLUSTER_ENDPOINT ? { clusterEndpointOverride: env.CLUSTER_ENDPOINT } : {}),
   };
   try {
-    const r = renderFrom({
+    const r = await renderFrom({
       from: o.from,
       output: o.output,
       settings,

@@ -23,6 +23,8 @@ export interface ProviderOptions {
   operandEndpoint?: string;
   /** The endpoint of the interruption-queue check. */
   queueEndpoint?: string;
+  /** The IAM endpoint of the instance-profile look-ups. */
+  iamEndpoint?: string;
 }
 
 /**
@@ -41,6 +43,7 @@ export const providerModules: Record<string, (o: ProviderOptions) => ContainerMo
       },
       ...(o.operandEndpoint ? { operandEc2Endpoint: o.operandEndpoint } : {}),
       ...(o.queueEndpoint ? { sqsEndpoint: o.queueEndpoint } : {}),
+      ...(o.iamEndpoint ? { iamEndpoint: o.iamEndpoint } : {}),
     }),
   Azure: () => azureStubProviderModule(),
   // generator:provider-modules (one line per platform is added above)
@@ -87,5 +90,6 @@ export function providerOptions(config: OperatorConfig): ProviderOptions {
     ...(credentialsFile ? { credentialsFile } : {}),
     ...(config.operandEc2Endpoint ? { operandEndpoint: config.operandEc2Endpoint } : {}),
     ...(config.awsSqsEndpoint ? { queueEndpoint: config.awsSqsEndpoint } : {}),
+    ...(config.awsIamEndpoint ? { iamEndpoint: config.awsIamEndpoint } : {}),
   };
 }

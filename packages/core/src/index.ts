@@ -38,6 +38,7 @@ export * from './use-cases/interruption-queue/interruption-queue.js';
 export * from './use-cases/gate.js';
 export * from './use-cases/default-nodeclass/default-nodeclass.js';
 export * from './use-cases/default-nodeclass/protected-fields.js';
+export * from './use-cases/default-nodeclass/discovery-nodes.js';
 export * from './use-cases/node-identity/node-identity.js';
 export {
   CsrDecisionsMetric,

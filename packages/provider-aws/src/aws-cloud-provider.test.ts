@@ -1,9 +1,13 @@
-import { describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { Container } from 'inversify';
-import { CloudProviderId, InvalidInputError, type OperatorSettings } from '@karpenter-operator/core';
+import { mockClient } from 'aws-sdk-client-mock';
+import { DescribeImagesCommand, DescribeSecurityGroupsCommand, DescribeSubnetsCommand, EC2Client } from '@aws-sdk/client-ec2';
+import { GetInstanceProfileCommand, IAMClient, IAMServiceException, NoSuchEntityException } from '@aws-sdk/client-iam';
+import { CloudProviderId, ForbiddenError, InvalidInputError, type OperatorSettings } from '@karpenter-operator/core';
 import { AwsCloudProvider } from './aws-cloud-provider.js';
 import { awsProviderModule } from './module.js';
-import { aDiscoveryInput, aFacts } from './testing/builders.js';
+import { aDiscoveryInput, aFacts, INFRA_ID } from './testing/builders.js';
+import { aUpiCloud, aUpiDiscoveryInput, UPI_AMI } from './testing/upi.js';
 import { KARPENTER_AWS_CRDS_DIR } from './testing/crd-schema.js';
 
 const settings: OperatorSettings = {
@@ -103,3 +107,84 @@ describe('AwsCloudProvider', () => {
     expect(container.get(CloudProviderId)).toBe(p);
   });
 });
+
+describe('AwsCloudProvider.discoverDefaultNodeClass', () => {
+  it('takes every field from worker MachineSets when there are any, as renderDefaultNodeClass renders them', async () => {
+    const p = provider();
+    const input = aDiscoveryInput();
+    const d = await p.discoverDefaultNodeClass(input);
+    expect(d.object).toEqual(p.renderDefaultNodeClass(input).object);
+    expect(new Set(d.sources.map((s) => s.source))).toEqual(new Set(['MachineSets']));
+    expect(d.sources.map((s) => s.field)).toEqual(['subnets', 'securityGroups', 'instanceProfile', 'ami', 'userData', 'blockDevice']);
+  });
+
+  it('renders a UPI cluster (no MachineSets) from conventions offline', async () => {
+    const p = provider();
+    const upi = await p.discoverDefaultNodeClass(aUpiDiscoveryInput(aUpiCloud()), { offline: true });
+    expect(upi.object.kind).toBe('EC2NodeClass');
+    expect(upi.protectedSpec).toMatchObject({ amiFamily: 'Custom', amiSelectorTerms: [{ id: UPI_AMI }] });
+  });
+});
+
+describe('AwsCloudProvider.verifyNodeClass: the instance profile in IAM', () => {
+  const ec2Mock = mockClient(EC2Client);
+  const iamMock = mockClient(IAMClient);
+  beforeEach(() => {
+    ec2Mock.reset();
+    iamMock.reset();
+    ec2Mock.on(DescribeSubnetsCommand).resolves({
+      Subnets: [{ SubnetId: 'subnet-0a', VpcId: 'vpc-1', Tags: [{ Key: `kubernetes.io/cluster/${INFRA_ID}`, Value: 'owned' }] }],
+    });
+    ec2Mock.on(DescribeSecurityGroupsCommand).resolves({ SecurityGroups: [{ GroupId: 'sg-0a', VpcId: 'vpc-1' }] });
+    ec2Mock.on(DescribeImagesCommand).resolves({ Images: [{ ImageId: 'ami-0a', State: 'available' }] });
+  });
+  const nodeClass = (instanceProfile: string) => ({
+    apiVersion: 'karpenter.k8s.aws/v1',
+    kind: 'EC2NodeClass',
+    metadata: { name: 'default' },
+    spec: {
+      subnetSelectorTerms: [{ id: 'subnet-0a' }],
+      securityGroupSelectorTerms: [{ id: 'sg-0a' }],
+      amiSelectorTerms: [{ id: 'ami-0a' }],
+      instanceProfile,
+    },
+  });
+  const p = () => provider({ ec2: { credentials: { type: 'default' } } });
+
+  it.each([
+    { name: 'exists with a role', answer: { InstanceProfile: profile('p', ['r']) }, problems: [] },
+    {
+      name: 'absent',
+      error: new NoSuchEntityException({ message: 'not found', $metadata: { httpStatusCode: 404 } }),
+      problems: [{ field: 'spec.instanceProfile', message: 'instance profile p not found (IAM GetInstanceProfile: NoSuchEntity)' }],
+    },
+    {
+      name: 'without a role',
+      answer: { InstanceProfile: profile('p', []) },
+      problems: [{ field: 'spec.instanceProfile', message: 'instance profile p has no role' }],
+    },
+  ])('$name', async ({ answer, error, problems }) => {
+    if (error) iamMock.on(GetInstanceProfileCommand).rejects(error);
+    else iamMock.on(GetInstanceProfileCommand).resolves(answer!);
+    expect(await p().verifyNodeClass(nodeClass('p'), aFacts())).toEqual(problems);
+    expect(iamMock.commandCalls(GetInstanceProfileCommand)[0]!.args[0].input).toEqual({ InstanceProfileName: 'p' });
+  });
+
+  it('maps IAM refusing the call to ForbiddenError', async () => {
+    iamMock
+      .on(GetInstanceProfileCommand)
+      .rejects(new IAMServiceException({ name: 'AccessDenied', $fault: 'client', $metadata: { httpStatusCode: 403 }, message: 'no' }));
+    await expect(p().verifyNodeClass(nodeClass('p'), aFacts())).rejects.toBeInstanceOf(ForbiddenError);
+  });
+});
+
+function profile(name: string, roles: string[]) {
+  return {
+    InstanceProfileName: name,
+    InstanceProfileId: 'AIPA',
+    Arn: `arn:aws:iam::1:instance-profile/${name}`,
+    Path: '/',
+    CreateDate: new Date(0),
+    Roles: roles.map((RoleName) => ({ RoleName, RoleId: 'R', Arn: `arn:aws:iam::1:role/${RoleName}`, Path: '/', CreateDate: new Date(0) })),
+  };
+}

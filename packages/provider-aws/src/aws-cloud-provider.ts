@@ -7,6 +7,7 @@ import {
   type CloudProvider,
   type ClusterFacts,
   type DefaultNodeClass,
+  type DiscoveredNodeClass,
   type DiscoveryInput,
   type InstanceInfo,
   type KubeObject,
@@ -18,8 +19,14 @@ import {
   type VerificationProblem,
 } from '@karpenter-operator/core';
 import { awsCredentialsRequests, awsRelatedObjects } from './credentials-requests.js';
-import { renderDefaultNodeClass } from './discovery.js';
-import { Ec2Adapter, instanceIdFromProviderId, type Ec2ClientOptions } from './ec2.js';
+import { DISCOVERY_FIELDS, nodeClassSourceFromConventions, type ConventionReads } from './conventions.js';
+import { isWorkerMachineSet, renderDefaultNodeClass } from './discovery.js';
+import { describeImages, describeSecurityGroups, describeSubnets } from './ec2-reads.js';
+import { IamAdapter } from './iam.js';
+import type { Ec2ClientOptions } from './aws-client.js';
+import { Ec2Adapter } from './ec2.js';
+import { instanceIdFromProviderId, liveInstances } from './instances.js';
+import type { IAMClient } from '@aws-sdk/client-iam';
 import type { EC2Client } from '@aws-sdk/client-ec2';
 import { EC2_FILTER_VALUES_MAX, EC2NodeClassLabel, EC2NodeClassType } from './names.js';
 import { renderEc2NodeClass } from './nodeclass.js';
@@ -47,8 +54,12 @@ export interface AwsCloudProviderOptions {
   operandEc2Endpoint?: string;
   /** Overrides the SQS endpoint of the operator's interruption-queue check (`AWS_ENDPOINT_URL_SQS`); same credentials as `ec2`. */
   sqsEndpoint?: string;
+  /** Overrides the IAM endpoint (`AWS_ENDPOINT_URL_IAM`): instance profile look-ups; same credentials as `ec2`. */
+  iamEndpoint?: string;
   /** Test seam: builds the EC2 client for a region. */
   ec2ClientFor?: (region: string) => EC2Client;
+  /** Test seam: builds the IAM client for a region. */
+  iamClientFor?: (region: string) => IAMClient;
 }
 
 /** The AWS `CloudProvider`: discovery from MachineSets, EC2 checks, operand cloud config, CRDs and RBAC. */
@@ -59,11 +70,13 @@ export class AwsCloudProvider implements CloudProvider {
   readonly maxInstancesPerLookup = EC2_FILTER_VALUES_MAX;
   private readonly ec2: Ec2Adapter;
   private readonly sqs: SqsAdapter;
+  private readonly iam: IamAdapter;
   private crdCache: KubeObject[] | undefined;
 
   constructor(private readonly options: AwsCloudProviderOptions) {
     this.ec2 = new Ec2Adapter(options.ec2, options.ec2ClientFor);
     this.sqs = new SqsAdapter(options.ec2, options.sqsEndpoint);
+    this.iam = new IamAdapter(options.ec2, options.iamEndpoint, options.iamClientFor);
   }
 
   assertSupported(): void {}
@@ -112,12 +125,50 @@ export class AwsCloudProvider implements CloudProvider {
     return renderDefaultNodeClass(input);
   }
 
+  /**
+   * The worker MachineSets' NodeClass when there are worker MachineSets; else conventions and worker
+   * instances (`nodeClassSourceFromConventions`), proven in EC2 and IAM unless `offline`.
+   */
+  async discoverDefaultNodeClass(input: DiscoveryInput, options: { offline?: boolean } = {}): Promise<DiscoveredNodeClass> {
+    if (input.machineSets.some(isWorkerMachineSet)) {
+      const fields = Object.keys(DISCOVERY_FIELDS);
+      return { ...renderDefaultNodeClass(input), sources: fields.map((field) => ({ field, source: 'MachineSets' })), unverified: [] };
+    }
+    const found = await nodeClassSourceFromConventions(input, options.offline ? undefined : this.conventionReads(input.facts));
+    return { ...renderEc2NodeClass(found.source), sources: found.sources, unverified: found.unverified };
+  }
+
+  private conventionReads(facts: ClusterFacts): ConventionReads {
+    const ec2 = this.ec2.client(facts);
+    return {
+      liveInstances: (ids) => liveInstances(ec2, ids),
+      subnets: (filters) => describeSubnets(ec2, filters),
+      securityGroups: (filters) => describeSecurityGroups(ec2, filters),
+      images: (ids) => describeImages(ec2, [{ Name: 'image-id', Values: ids }]),
+      instanceProfile: (name) => this.iam.instanceProfile(name, facts),
+    };
+  }
+
   renderNodeClass(source: NodeClassSource): DefaultNodeClass {
     return renderEc2NodeClass(source);
   }
 
-  verifyNodeClass(nodeClass: KubeObject, facts: ClusterFacts): Promise<VerificationProblem[]> {
-    return this.ec2.verifyNodeClass(nodeClass, facts);
+  /** EC2 references (subnets, security groups, AMIs), then the instance profile in IAM. */
+  async verifyNodeClass(nodeClass: KubeObject, facts: ClusterFacts): Promise<VerificationProblem[]> {
+    const problems = await this.ec2.verifyNodeClass(nodeClass, facts);
+    const name = (nodeClass.spec as { instanceProfile?: unknown } | undefined)?.instanceProfile;
+    if (typeof name === 'string' && name) {
+      const profile = await this.iam.instanceProfile(name, facts);
+      if (!profile) {
+        problems.push({
+          field: 'spec.instanceProfile',
+          message: `instance profile ${name} not found (IAM GetInstanceProfile: NoSuchEntity)`,
+        });
+      } else if (!profile.roles.length) {
+        problems.push({ field: 'spec.instanceProfile', message: `instance profile ${name} has no role` });
+      }
+    }
+    return problems;
   }
 
   instanceIdFromProviderId(providerID: string): string | undefined {

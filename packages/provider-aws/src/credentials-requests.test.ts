@@ -34,6 +34,8 @@ describe('awsCredentialsRequests', () => {
     { name: 'describes instances', action: 'ec2:DescribeInstances', operand: true, identity: true },
     { name: 'verifies subnets', action: 'ec2:DescribeSubnets', operand: true, identity: true },
     { name: 'resolves the interruption queue by name', action: 'sqs:GetQueueUrl', operand: true, identity: true },
+    { name: 'proves instance profiles', action: 'iam:GetInstanceProfile', operand: true, identity: true },
+    { name: 'never changes an instance profile from the operator', action: 'iam:CreateInstanceProfile', operand: true, identity: false },
     { name: 'receives interruption events', action: 'sqs:ReceiveMessage', operand: true, identity: false },
     { name: 'deletes handled interruption events', action: 'sqs:DeleteMessage', operand: true, identity: false },
     {
@@ -50,7 +52,8 @@ describe('awsCredentialsRequests', () => {
   it('gives the operator credential read-only Describe and queue look-up calls, node identity in a statement of its own', () => {
     const entries = byName('karpenter-node-identity-credentials')['spec'].providerSpec.statementEntries as Obj[];
     expect(entries[0]!['action']).toEqual(['ec2:DescribeInstances']);
-    for (const a of actions(byName('karpenter-node-identity-credentials'))) expect(a).toMatch(/^(ec2:Describe|sqs:GetQueueUrl$)/);
+    for (const a of actions(byName('karpenter-node-identity-credentials')))
+      expect(a).toMatch(/^(ec2:Describe|sqs:GetQueueUrl$|iam:GetInstanceProfile$)/);
   });
 });
 

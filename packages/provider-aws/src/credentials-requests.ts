@@ -44,12 +44,17 @@ export const operandAwsActions = {
   ],
 } as const;
 
-/** The operator's node-identity check looks instances up and does nothing else. */
+/**
+ * The operator's node-identity check looks instances up and does nothing else; discovery without
+ * MachineSets reads the same call for the control-plane and worker instances (VPC, subnets, security
+ * groups, instance profile to copy).
+ */
 export const nodeIdentityAwsActions = ['ec2:DescribeInstances'] as const;
 
 /**
- * The operator's EC2 client also verifies what a NodeClass references and checks that credentials work,
- * and its SQS client looks the interruption queue up; read-only calls, in a statement of their own so the node-identity one stays as narrow as it is.
+ * The operator's EC2 client also verifies what a NodeClass references (and proves the values discovery
+ * without MachineSets derives: subnets, security groups, AMIs), checks that credentials work, its SQS
+ * client looks the interruption queue up and its IAM client the instance profile; read-only calls, in a statement of their own so the node-identity one stays as narrow as it is.
  */
 export const operatorVerificationAwsActions = [
   'ec2:DescribeAvailabilityZones',
@@ -58,6 +63,9 @@ export const operatorVerificationAwsActions = [
   'ec2:DescribeSubnets',
   // Whether the Karpenter CR's interruption queue exists.
   'sqs:GetQueueUrl',
+  // Whether a NodeClass's instance profile exists and holds a role (verification), and the conventional
+  // or worker instances' profile before discovery without MachineSets uses it. Read-only.
+  'iam:GetInstanceProfile',
 ] as const;
 
 function credentialsRequest(name: string, namespace: string, serviceAccount: string, actions: readonly (readonly string[])[]): KubeObject {

@@ -13,8 +13,8 @@ import { renderEc2NodeClass } from './nodeclass.js';
 import { decodeProviderSpec, PROVIDER_SPEC_PATH, type AwsFilter, type AwsProviderSpec, type AwsResourceRef } from './provider-spec.js';
 
 /**
- * Worker MachineSets → EC2NodeClass `default`, by the rules of `reference/nodes.md` ("Default EC2NodeClass
- * from worker MachineSets"). Pure: no cloud calls. Rule numbers in comments refer to that page.
+ * Worker MachineSets → EC2NodeClass `default`, by rules 1–12 of docs/architecture.md ("Default
+ * EC2NodeClass: where each field comes from"). Pure: no cloud calls. Rule numbers in comments refer to it.
  */
 
 export const ROLE_LABEL = 'machine.openshift.io/cluster-api-machine-role';
@@ -80,9 +80,10 @@ export function architectureOf(ms: KubeObject, spec: AwsProviderSpec): Architect
   return 'amd64';
 }
 
-const idFromArn = (arn: string | undefined, resource: string): string | undefined => {
+/** The resource id (the last path segment) in an ARN such as `arn:aws:iam::1:instance-profile/path/name`. Pure. */
+export const idFromArn = (arn: string | undefined, resource: string): string | undefined => {
   if (!arn) return undefined;
-  const m = new RegExp(`:${resource}/([^/]+)$`).exec(arn);
+  const m = new RegExp(`:${resource}/(?:[^/]*/)*([^/]+)$`).exec(arn);
   return m?.[1];
 };
 
@@ -157,19 +158,28 @@ export function sameTerms(a: unknown, b: unknown): boolean {
 }
 
 /** Rule 9: the Infrastructure's tags, then the primary's (which win); the renderer drops restricted keys. */
-const sourceTags = (infra: ResourceTag[], machine: Array<{ name: string; value: string }>): NodeClassSource['tags'] => [
+export const sourceTags = (infra: ResourceTag[], machine: Array<{ name: string; value: string }>): NodeClassSource['tags'] => [
   ...infra.map((t) => ({ key: t.key, value: t.value })),
   ...machine.map((t) => ({ key: t.name, value: t.value })),
 ];
 
-function readUserData(input: DiscoveryInput, primary: Worker): string {
-  const name = primary.spec.userDataSecret ?? DEFAULT_USER_DATA_SECRET;
+/** Who asks for a value: the object and field a missing value is reported against. */
+export interface Asker {
+  object: string;
+  field: string;
+}
+
+/**
+ * The pointer config in Secret `openshift-machine-api/<name>` (`worker-user-data` unless a MachineSet
+ * names another). Throws `UserDataSecretMissing` against `asker` when the Secret is absent.
+ */
+export function readUserData(input: DiscoveryInput, name: string, asker: Asker): string {
   const secretName = `Secret ${Names.machineApiNamespace}/${name}`;
   const secret = input.secrets.find(
     (s) => s.metadata.name === name && (s.metadata.namespace ?? Names.machineApiNamespace) === Names.machineApiNamespace,
   );
   if (!secret) {
-    throw new InvalidInputError('UserDataSecretMissing', primary.object, field('userDataSecret.name'), `${secretName} not found`);
+    throw new InvalidInputError('UserDataSecretMissing', asker.object, asker.field, `${secretName} not found`);
   }
   const stringData = path(secret, 'stringData', 'userData');
   const data = path(secret, 'data', 'userData');
@@ -187,10 +197,17 @@ function readUserData(input: DiscoveryInput, primary: Worker): string {
   return userData;
 }
 
-function bootImage(input: DiscoveryInput, arch: Architecture, worker: Worker): string {
+export const DEFAULT_USER_DATA_SECRET_NAME = DEFAULT_USER_DATA_SECRET;
+
+/**
+ * The RHCOS boot image of `arch` in the cluster's region, from ConfigMap
+ * `openshift-machine-config-operator/coreos-bootimages`. Throws against `asker` (reason `reason`) when the
+ * ConfigMap has none.
+ */
+export function bootImage(input: DiscoveryInput, arch: Architecture, asker: Asker, reason = 'InvalidProviderSpec'): string {
   const cmName = `ConfigMap ${Names.mcoNamespace}/${Names.bootImagesConfigMap}`;
   const missing = (detail: string): never => {
-    throw new InvalidInputError('InvalidProviderSpec', worker.object, field('ami'), `no AMI id, and ${detail}`);
+    throw new InvalidInputError(reason, asker.object, asker.field, `no AMI id, and ${detail}`);
   };
   if (!input.bootImages) return missing(`${cmName} is absent`);
   const raw = path(input.bootImages, 'data', 'stream');
@@ -233,7 +250,7 @@ function amiTerms(input: DiscoveryInput, workers: Worker[]): Term[] {
   for (const w of needBootImage) {
     if (!archs.has(w.arch)) continue;
     archs.delete(w.arch);
-    pushUnique(terms, seen, [{ id: bootImage(input, w.arch, w) }], () => {
+    pushUnique(terms, seen, [{ id: bootImage(input, w.arch, { object: w.object, field: field('ami') }) }], () => {
       throw new InvalidInputError('InvalidProviderSpec', w.object, field('ami'), `more than ${MAX_TERMS} distinct AMIs`);
     });
   }
@@ -346,7 +363,10 @@ export function nodeClassSourceFromMachineSets(input: DiscoveryInput): NodeClass
     );
   }
 
-  const userData = readUserData(input, primary);
+  const userData = readUserData(input, primary.spec.userDataSecret ?? DEFAULT_USER_DATA_SECRET, {
+    object: primary.object,
+    field: field('userDataSecret.name'),
+  });
   const profile = instanceProfile(primary);
   const volume = rootVolume(primary);
   return {

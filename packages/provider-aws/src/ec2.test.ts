@@ -18,8 +18,12 @@ import {
   type Tag,
 } from '@aws-sdk/client-ec2';
 import { CoreError, ForbiddenError, InvalidInputError, RejectedError, TransientError, type KubeObject } from '@karpenter-operator/core';
-import { createEc2Client, Ec2Adapter, instanceIdFromProviderId, mapAwsError, rereadEvery, webIdentityTokenFileOf } from './ec2.js';
+import { createEc2Client, rereadEvery } from './aws-client.js';
+import { mapAwsError } from './aws-errors.js';
+import { Ec2Adapter, webIdentityTokenFileOf } from './ec2.js';
+import { instanceIdFromProviderId } from './instances.js';
 import { aFacts, INFRA_ID } from './testing/builders.js';
+import { matchesEc2Filters } from './testing/upi.js';
 
 const ec2Mock = mockClient(EC2Client);
 const facts = aFacts();
@@ -29,16 +33,7 @@ function awsError(name: string, status: number, fault: 'client' | 'server' = sta
   return new EC2ServiceException({ name, $fault: fault, $metadata: { httpStatusCode: status }, message: `${name} happened` });
 }
 
-/** Evaluates the EC2 filters this adapter sends against a resource's fields and tags. */
-function matches(filters: Filter[] | undefined, fields: Record<string, string | undefined>, tags: Tag[] | undefined): boolean {
-  return (filters ?? []).every((f) => {
-    const values = f.Values ?? [];
-    if (f.Name === 'tag-key') return (tags ?? []).some((t) => values.includes(t.Key ?? ''));
-    if (f.Name?.startsWith('tag:')) return (tags ?? []).some((t) => t.Key === f.Name!.slice(4) && values.includes(t.Value ?? ''));
-    const v = fields[f.Name ?? ''];
-    return v !== undefined && values.includes(v);
-  });
-}
+const matches = matchesEc2Filters;
 
 interface World {
   subnets: Subnet[];

@@ -10,16 +10,11 @@ export {
   type Architecture,
 } from './discovery.js';
 export { decodeProviderSpec, PROVIDER_SPEC_PATH, type AwsProviderSpec, type AwsResourceRef, type AwsFilter } from './provider-spec.js';
-export {
-  Ec2Adapter,
-  createEc2Client,
-  mapAwsError,
-  instanceIdFromProviderId,
-  clusterTagKey,
-  EC2_DEFAULTS,
-  type Ec2ClientOptions,
-  type AwsCredentialsSource,
-} from './ec2.js';
+export { createEc2Client, EC2_DEFAULTS, type Ec2ClientOptions, type AwsCredentialsSource } from './aws-client.js';
+export { mapAwsError } from './aws-errors.js';
+export { Ec2Adapter } from './ec2.js';
+export { clusterTagKey } from './ec2-reads.js';
+export { instanceIdFromProviderId } from './instances.js';
 export { EC2NodeClassType, EC2NodeClassLabel, EC2_FILTER_VALUES_MAX, EC2_LIVE_INSTANCE_STATES } from './names.js';
 export {
   renderEc2NodeClass,

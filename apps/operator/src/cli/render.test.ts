@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { KARPENTER_AWS_CRDS_DIR } from '@karpenter-operator/provider-aws/testing';
-import { aWorkerMachineSet, openShiftAwsObjects } from '@karpenter-operator/testkit';
+import { aWorkerMachineSet, openShiftAws, openShiftAwsObjects } from '@karpenter-operator/testkit';
 import type { KubeObject } from '@karpenter-operator/core';
 import { providerFor } from '../providers.js';
 import { InputError } from './load-objects.js';
@@ -38,8 +38,8 @@ const render = (from: string, kind?: string) =>
 const seed = () => openShiftAwsObjects('-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n') as KubeObject[];
 
 describe('render', () => {
-  it('prints CRDs, CredentialsRequests, the operand, EC2NodeClass default and its pool from a must-gather-like directory', () => {
-    const { objects, notes } = render(dirWith(seed()));
+  it('prints CRDs, CredentialsRequests, the operand, EC2NodeClass default and its pool from a must-gather-like directory', async () => {
+    const { objects, notes } = await render(dirWith(seed()));
     const kinds = objects.map((o) => `${o.kind}/${o.metadata.name}`);
     expect(kinds).toEqual(
       expect.arrayContaining([
@@ -59,20 +59,20 @@ describe('render', () => {
     expect((nc.spec as { subnetSelectorTerms: unknown[] }).subnetSelectorTerms).toHaveLength(3);
   });
 
-  it('filters by kind and reads List documents', () => {
-    const { objects } = render(dirWith(seed(), true), 'EC2NodeClass');
+  it('filters by kind and reads List documents', async () => {
+    const { objects } = await render(dirWith(seed(), true), 'EC2NodeClass');
     expect(objects.map((o) => o.kind)).toEqual(['EC2NodeClass']);
     expect(JSON.parse(formatObjects(objects, 'json')).kind).toBe('EC2NodeClass');
   });
 
-  it("renders the operand with the CR's settings", () => {
+  it("renders the operand with the CR's settings", async () => {
     const karpenter = {
       apiVersion: 'autoscaling.openshift.io/v1alpha1',
       kind: 'Karpenter',
       metadata: { name: 'default' },
       spec: { replicas: 3, settings: { batchMaxDuration: '30s', featureGates: { NodeRepair: true } } },
     };
-    const { objects } = render(dirWith([...seed(), karpenter]));
+    const { objects } = await render(dirWith([...seed(), karpenter]));
     const dep = objects.find((o) => o.kind === 'Deployment')! as {
       spec: { replicas: number; template: { spec: { containers: Array<{ env: Array<{ name: string; value?: string }> }> } } };
     } & KubeObject;
@@ -127,15 +127,40 @@ describe('render', () => {
       message: /MachineSet openshift-machine-api\/.*providerSpec\.value\.ami/,
     },
     { name: 'no user-data Secret', mutate: (o: KubeObject[]) => o.filter((x) => x.kind !== 'Secret'), message: /worker-user-data/ },
-  ])('exits with a message: $name', ({ mutate, message }) => {
+  ])('exits with a message: $name', async ({ mutate, message }) => {
     let err: unknown;
     try {
-      render(dirWith(mutate(seed())));
+      await render(dirWith(mutate(seed())));
     } catch (e) {
       err = e;
     }
     expect(err).toBeInstanceOf(InputError);
     expect((err as Error).message).toMatch(message);
+  });
+});
+
+describe('render without worker MachineSets (offline conventions)', () => {
+  it('renders the conventional names and marks each convention-derived value unverified in the notes', async () => {
+    const { objects, notes } = await render(dirWith(seed().filter((o) => o.kind !== 'MachineSet')), 'EC2NodeClass');
+    const spec = objects[0]!.spec as Record<string, unknown>;
+    const infra = openShiftAws.infraId;
+    expect(spec.securityGroupSelectorTerms).toEqual([{ name: `${infra}-node` }, { name: `${infra}-lb` }]);
+    expect(spec.instanceProfile).toBe(`${infra}-worker-profile`);
+    expect(spec.amiSelectorTerms).toEqual([{ id: openShiftAws.amis.x86_64 }]);
+    expect(spec.subnetSelectorTerms).toEqual([{ tags: { [openShiftAws.clusterTagKey]: '*', 'kubernetes.io/role/internal-elb': '*' } }]);
+    const unverified = notes.filter((n) => n.includes('unverified'));
+    for (const field of ['subnetSelectorTerms', 'securityGroupSelectorTerms', 'instanceProfile', 'amiSelectorTerms']) {
+      expect(unverified.some((n) => n.includes(`spec.${field}`))).toBe(true);
+    }
+    expect(notes).toContain(
+      'EC2NodeClass default: DiscoveredFrom: subnets=Conventions, securityGroups=Conventions, instanceProfile=Conventions, ami=Conventions, userData=Conventions, blockDevice=Conventions',
+    );
+  });
+
+  it('marks nothing unverified when MachineSets are the source', async () => {
+    const { notes } = await render(dirWith(seed()), 'EC2NodeClass');
+    expect(notes.filter((n) => n.includes('unverified'))).toEqual([]);
+    expect(notes.some((n) => n.includes('subnets=MachineSets'))).toBe(true);
   });
 });
 

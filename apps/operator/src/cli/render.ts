@@ -1,7 +1,9 @@
 import {
   decodeInfrastructure,
   decodeKarpenter,
+  describeSources,
   desiredCrds,
+  discoveryNodes,
   isInvalidInputError,
   isUnsupportedPlatformError,
   Names,
@@ -38,10 +40,11 @@ const is = (o: KubeObject, t: { apiVersion: string; kind: string }) => o.apiVers
 
 /**
  * Everything the operator would apply for a set of cluster objects, computed with the same pure functions
- * the reconcilers use, with no cluster and no cloud calls. Throws `InputError` naming the object and field
+ * the reconcilers use, with no cluster and no cloud calls (discovery without MachineSets returns the
+ * conventional values unproven; each is listed in the notes). Throws `InputError` naming the object and field
  * when the input cannot be used.
  */
-export function renderFrom(opts: RenderOptions): RenderResult {
+export async function renderFrom(opts: RenderOptions): Promise<RenderResult> {
   const input = loadObjects(opts.from);
   const notes: string[] = [];
   const infra = input.find((o) => is(o, Types.Infrastructure) && o.metadata.name === Names.infrastructure);
@@ -80,7 +83,13 @@ export function renderFrom(opts: RenderOptions): RenderResult {
         return b ? { bootImages: b } : {};
       })(),
     };
-    const nodeClass = cloud.renderDefaultNodeClass(discovery);
+    const nodes = discoveryNodes(
+      input.filter((o) => is(o, Types.Node)),
+      cloud.nodeClassLabel,
+    );
+    const nodeClass = await cloud.discoverDefaultNodeClass({ ...discovery, nodes }, { offline: true });
+    notes.push(`EC2NodeClass default: ${describeSources(nodeClass.sources)}`);
+    for (const u of nodeClass.unverified) notes.push(`EC2NodeClass default: unverified (offline, no cloud calls): ${u}`);
     notes.push(
       'EC2NodeClass default: userData merges /config/worker until MCO has rendered pool karpenter-default, then /config/karpenter-default',
     );

@@ -144,6 +144,7 @@ export async function startOperator(cluster: ClusterClient, opts: StartOptions =
     AWS_SHARED_CREDENTIALS_FILE: creds,
     NODE_IDENTITY_CREDENTIALS_FILE: creds,
     AWS_ENDPOINT_URL_EC2: cluster.info.ec2Endpoint ?? '',
+    AWS_ENDPOINT_URL_IAM: cluster.info.ec2Endpoint ?? '',
     AWS_EC2_METADATA_DISABLED: 'true',
     LOG_LEVEL: 'debug',
     ...opts.env,

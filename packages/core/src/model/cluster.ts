@@ -122,4 +122,19 @@ export interface DiscoveryInput {
   bootImages?: KubeObject;
   /** Kubelet maxPods of the cluster (OpenShift default 250). */
   maxPods: number;
+  /**
+   * The cluster's own control-plane and worker nodes (not the ones Karpenter launched): where discovery
+   * without worker MachineSets finds the VPC, the architectures and instances to copy from.
+   */
+  nodes?: DiscoveryNode[];
+}
+
+/** A node of the cluster as discovery sees it. */
+export interface DiscoveryNode {
+  name: string;
+  role: 'control-plane' | 'worker';
+  /** `spec.providerID`, when the cloud's node controller has set it. */
+  providerID?: string;
+  /** `kubernetes.io/arch` (amd64, arm64). */
+  architecture?: string;
 }

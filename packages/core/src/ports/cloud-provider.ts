@@ -53,6 +53,17 @@ export interface NodeClassSource {
   maxPods?: number;
 }
 
+/** Where a field of the default NodeClass came from, in the order discovery tries them. */
+export type DiscoverySource = 'MachineSets' | 'Conventions' | 'WorkerInstances';
+
+/** A discovered default NodeClass and where each of its fields came from. */
+export interface DiscoveredNodeClass extends DefaultNodeClass {
+  /** Each field's source, in a stable order (AWS: subnets, securityGroups, instanceProfile, ami, userData, blockDevice). */
+  sources: Array<{ field: string; source: DiscoverySource }>;
+  /** Values used without being proven in the cloud (offline discovery), one line each. */
+  unverified: string[];
+}
+
 export interface VerificationProblem {
   /** Spec field at fault, e.g. `spec.subnetSelectorTerms[1]`. */
   field: string;
@@ -131,6 +142,17 @@ export interface CloudProvider {
    * `UserDataSecretMissing`, naming the object and field.
    */
   renderDefaultNodeClass(input: DiscoveryInput): DefaultNodeClass;
+
+  /**
+   * Derives the default NodeClass: from the worker MachineSets when there are any (as
+   * `renderDefaultNodeClass`), else field by field from the platform's naming conventions, then from the
+   * cluster's existing worker instances, each value proven in the cloud before it is used. Nothing is
+   * guessed: when a field cannot be proven, or several candidates fit, it throws `InvalidInputError`
+   * (reason `DiscoveryIncomplete` or `DiscoveryAmbiguous`) naming every missing or ambiguous piece and
+   * what was tried. `offline`: no cloud calls; convention values are returned unproven and listed in
+   * `unverified`. Throws `TransientError` / `ForbiddenError` as `verifyNodeClass`.
+   */
+  discoverDefaultNodeClass(input: DiscoveryInput, options?: { offline?: boolean }): Promise<DiscoveredNodeClass>;
 
   /**
    * Renders NodeClass `default` from an already decoded source (what a topology other than standalone

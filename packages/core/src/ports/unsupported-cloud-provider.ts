@@ -3,6 +3,7 @@ import type { KubeObject, TypeRef } from '../model/kube.js';
 import type {
   CloudProvider,
   DefaultNodeClass,
+  DiscoveredNodeClass,
   InstanceInfo,
   OperandCloudConfig,
   RelatedObject,
@@ -73,6 +74,10 @@ export class UnsupportedCloudProvider implements CloudProvider {
 
   renderDefaultNodeClass(): DefaultNodeClass {
     throw this.unsupported();
+  }
+
+  discoverDefaultNodeClass(): Promise<DiscoveredNodeClass> {
+    return Promise.reject(this.unsupported());
   }
 
   renderNodeClass(): DefaultNodeClass {

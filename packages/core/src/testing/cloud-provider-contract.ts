@@ -93,6 +93,21 @@ export function describeCloudProviderContract(
       for (const c of crds) expect(c.kind).toBe('CustomResourceDefinition');
     });
 
+    it('supported: discovers offline from the same MachineSets what it renders, naming a source per field', async () => {
+      const { f, ok } = await supported();
+      if (!ok) {
+        await expect(
+          f.provider.discoverDefaultNodeClass({ facts: f.facts, machineSets: [], secrets: [], maxPods: 250 }, { offline: true }),
+        ).rejects.toThrow(UnsupportedPlatformError);
+        return;
+      }
+      const found = await f.provider.discoverDefaultNodeClass(f.discovery!, { offline: true });
+      expect(found.object).toEqual(f.provider.renderDefaultNodeClass(f.discovery!).object);
+      expect(found.sources.length, 'at least one field with its source').toBeGreaterThan(0);
+      for (const s of found.sources) expect(['MachineSets', 'Conventions', 'WorkerInstances']).toContain(s.source);
+      expect(found.unverified, 'MachineSet values need no cloud proof').toEqual([]);
+    });
+
     it('supported: renders a default NodeClass of its kind, and rejects an empty cluster naming a field', async () => {
       const { f, ok } = await supported();
       if (!ok) {

@@ -3,6 +3,7 @@ import type { KubeObject, TypeRef } from '../model/kube.js';
 import type {
   CloudProvider,
   DefaultNodeClass,
+  DiscoveredNodeClass,
   InstanceInfo,
   NodeClassSource,
   OperandCloudConfig,
@@ -19,6 +20,7 @@ export type FakeCloudMethod =
   | 'credentialsRequests'
   | 'relatedObjects'
   | 'renderDefaultNodeClass'
+  | 'discoverDefaultNodeClass'
   | 'renderNodeClass'
   | 'verifyNodeClass'
   | 'instanceIdFromProviderId'
@@ -77,6 +79,8 @@ export class FakeCloudProvider implements CloudProvider {
   readonly queues: Set<string>;
   crdList: KubeObject[];
   defaultNodeClass: FakeCloudProviderOptions['defaultNodeClass'];
+  /** What `discoverDefaultNodeClass` reports as the source of each field. */
+  discoverySources: DiscoveredNodeClass['sources'] = [{ field: 'nodeClass', source: 'MachineSets' }];
   private readonly instances = new Map<string, InstanceInfo>();
   private readonly failures: Array<{ method: FakeCloudMethod; error: Error; always: boolean }> = [];
   private readonly options: FakeCloudProviderOptions;
@@ -182,6 +186,13 @@ export class FakeCloudProvider implements CloudProvider {
     const d = this.defaultNodeClass;
     if (d === undefined) throw new Error('FakeCloudProvider: no defaultNodeClass configured');
     return structuredClone(typeof d === 'function' ? d(input) : d);
+  }
+
+  /** `renderDefaultNodeClass` (its failures included) with `discoverySources` as the sources. */
+  async discoverDefaultNodeClass(input: DiscoveryInput, options?: { offline?: boolean }): Promise<DiscoveredNodeClass> {
+    this.record('discoverDefaultNodeClass', [input, options]);
+    await this.delay();
+    return { ...this.renderDefaultNodeClass(input), sources: structuredClone(this.discoverySources), unverified: [] };
   }
 
   /** A minimal NodeClass of the source's fields (not a provider's real rendering). */

@@ -2,7 +2,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { ForbiddenError, InvalidInputError, TransientError } from '../../errors.js';
 import type { ClusterFacts, DiscoveryInput } from '../../model/cluster.js';
 import { Types, type KubeObject } from '../../model/kube.js';
-import type { CloudProvider, DefaultNodeClass, VerificationProblem } from '../../ports/cloud-provider.js';
+import type { CloudProvider, DefaultNodeClass, DiscoveredNodeClass, VerificationProblem } from '../../ports/cloud-provider.js';
 import { silentLogger } from '../../ports/logger.js';
 import { FakeClock, MemoryClusterStore, RecordingEvents } from '../../testing/index.js';
 import { StatusBoard } from '../status-board.js';
@@ -45,6 +45,11 @@ class FakeCloud implements CloudProvider {
   readonly nodeClassLabel = 'karpenter.k8s.aws/ec2nodeclass';
   readonly maxInstancesPerLookup = 200;
   verifyCalls = 0;
+  discoverCalls = 0;
+  sources: DiscoveredNodeClass['sources'] = [
+    { field: 'ami', source: 'MachineSets' },
+    { field: 'userData', source: 'MachineSets' },
+  ];
   verifyResult: () => Promise<VerificationProblem[]> = async () => [];
   assertSupported(): void {}
   crds(): KubeObject[] {
@@ -103,6 +108,10 @@ class FakeCloud implements CloudProvider {
       },
       protectedSpec: { amiFamily: 'Custom', amiSelectorTerms: structuredClone(amiSelectorTerms), userData },
     };
+  }
+  async discoverDefaultNodeClass(input: DiscoveryInput): Promise<DiscoveredNodeClass> {
+    this.discoverCalls++;
+    return { ...this.renderDefaultNodeClass(input), sources: structuredClone(this.sources), unverified: [] };
   }
   async verifyNodeClass(): Promise<VerificationProblem[]> {
     this.verifyCalls++;
@@ -188,7 +197,12 @@ describe('ec2nodeclass.default', () => {
       userData: pointer('karpenter-default'),
       kubelet: { maxPods: 250 },
     });
-    expect(w.r.conditions().discovered).toEqual({ type: 'NodeClassDiscovered', status: 'True', reason: 'AsExpected', message: '' });
+    expect(w.r.conditions().discovered).toEqual({
+      type: 'NodeClassDiscovered',
+      status: 'True',
+      reason: 'AsExpected',
+      message: 'DiscoveredFrom: ami=MachineSets, userData=MachineSets',
+    });
     expect(w.events.events.map((e) => e.reason)).toEqual(['Created']);
   });
 
@@ -355,6 +369,109 @@ describe('ec2nodeclass.default', () => {
   it('resyncs default and every NodeClass', async () => {
     w.store.seed({ ...EC2NodeClass, metadata: { name: 'gpu' }, spec: {} });
     expect(await w.r.resyncKeys()).toEqual(['default', 'gpu']);
+  });
+});
+
+describe('ec2nodeclass.default discovery sources', () => {
+  it('a MachineSet taking over from conventions is an event and no write when the NodeClass comes out the same', async () => {
+    const w = world();
+    w.cloud.sources = [
+      { field: 'ami', source: 'Conventions' },
+      { field: 'userData', source: 'Conventions' },
+    ];
+    await w.r.reconcile('default');
+    expect(w.r.conditions().discovered?.message).toBe('DiscoveredFrom: ami=Conventions, userData=Conventions');
+    w.cloud.sources = [
+      { field: 'ami', source: 'MachineSets' },
+      { field: 'userData', source: 'Conventions' },
+    ];
+    // A new MachineSet changes the input (and with it the discovery) but renders the same AMI.
+    w.store.seed(machineSet('worker-b', 'ami-0x86'));
+    w.store.clearWrites();
+    await w.r.reconcile('default');
+    expect(w.store.writes).toEqual([]);
+    expect(w.r.conditions().discovered?.message).toBe('DiscoveredFrom: ami=MachineSets, userData=Conventions');
+    expect(w.events.events.filter((e) => e.reason === 'DiscoverySourceChanged').map((e) => e.message)).toEqual([
+      'ami: Conventions → MachineSets',
+    ]);
+    // Unchanged sources: no second event.
+    w.store.seed(machineSet('worker-c', 'ami-0x86'));
+    await w.r.reconcile('default');
+    expect(w.events.events.filter((e) => e.reason === 'DiscoverySourceChanged')).toHaveLength(1);
+  });
+
+  it('discovers once per input within the verification interval, again after it', async () => {
+    const w = world();
+    await w.r.reconcile('default');
+    await w.r.reconcile('default');
+    await w.r.reconcile('gpu');
+    expect(w.cloud.discoverCalls).toBe(1);
+    w.clock.advance(5 * 60 * 1000);
+    await w.r.reconcile('default');
+    expect(w.cloud.discoverCalls).toBe(2);
+    // A deleted default is re-created from a fresh discovery, not a remembered one.
+    await w.store.delete(ref('default'));
+    await w.r.reconcile('default');
+    expect(w.cloud.discoverCalls).toBe(3);
+    expect(await w.store.get(ref('default'))).toBeDefined();
+  });
+
+  it('retries a discovery the cloud has to fix on a timer, without events to wake it', async () => {
+    const w = world([userDataSecret()]);
+    const incomplete = new InvalidInputError('DiscoveryIncomplete', 'EC2NodeClass default', 'spec.instanceProfile', 'no instance profile');
+    w.cloud.renderDefaultNodeClass = () => {
+      throw incomplete;
+    };
+    const r = await w.r.reconcile('default');
+    expect(r.requeueAfterMs).toBe(60_000);
+    expect(w.r.conditions().discovered).toMatchObject({ status: 'False', reason: 'DiscoveryIncomplete' });
+    await w.r.reconcile('default');
+    expect(w.cloud.discoverCalls).toBe(1);
+    w.clock.advance(60_000);
+    await w.r.reconcile('default');
+    expect(w.cloud.discoverCalls).toBe(2);
+    expect(await w.store.get(ref('default'))).toBeUndefined();
+  });
+
+  it('drops the verification verdict when default is gone and cannot be re-created', async () => {
+    const w = world();
+    w.cloud.verifyResult = async () => [{ field: 'spec.instanceProfile', message: 'instance profile p not found' }];
+    await w.r.reconcile('default');
+    expect(w.r.conditions().verified).toMatchObject({ status: 'False', reason: 'InvalidReferences' });
+    w.cloud.renderDefaultNodeClass = () => {
+      throw new InvalidInputError('DiscoveryIncomplete', 'EC2NodeClass default', 'spec.instanceProfile', 'no instance profile');
+    };
+    await w.store.delete(ref('default'));
+    await w.r.reconcile('default');
+    expect(w.r.conditions().verified).toBeUndefined();
+    expect(w.board.conditions().map((c) => c.type)).toEqual(['NodeClassDiscovered']);
+  });
+
+  it('passes the cluster’s own nodes, without the ones Karpenter launched', async () => {
+    const node = (name: string, labels: Record<string, string>): KubeObject => ({
+      ...Types.Node,
+      metadata: { name, labels: { 'kubernetes.io/arch': 'arm64', ...labels } },
+      spec: { providerID: `aws:///us-east-1a/i-${name}` },
+    });
+    const w = world([
+      machineSet('worker-a', 'ami-0x86'),
+      userDataSecret(),
+      node('m1', { 'node-role.kubernetes.io/master': '' }),
+      node('w1', { 'node-role.kubernetes.io/worker': '' }),
+      node('k1', { 'node-role.kubernetes.io/worker': '', 'karpenter.sh/nodepool': 'general' }),
+      node('x1', {}),
+    ]);
+    let seen: DiscoveryInput | undefined;
+    const render = w.cloud.renderDefaultNodeClass.bind(w.cloud);
+    w.cloud.renderDefaultNodeClass = (input) => {
+      seen = input;
+      return render(input);
+    };
+    await w.r.reconcile('default');
+    expect(seen?.nodes).toEqual([
+      { name: 'm1', role: 'control-plane', providerID: 'aws:///us-east-1a/i-m1', architecture: 'arm64' },
+      { name: 'w1', role: 'worker', providerID: 'aws:///us-east-1a/i-w1', architecture: 'arm64' },
+    ]);
   });
 });
 

@@ -1,10 +1,10 @@
 import { describeError, isCoreError, isForbiddenError, isInvalidInputError, isTransientError } from '../../errors.js';
-import type { ClusterFacts } from '../../model/cluster.js';
+import type { ClusterFacts, DiscoveryInput } from '../../model/cluster.js';
 import { Types, type KubeObject, type ObjectRef } from '../../model/kube.js';
 import { Names, poolNameFor } from '../../model/names.js';
 import type { ConditionInput } from '../../policy/conditions.js';
 import { ignitionPools, rewriteIgnitionPool } from '../../policy/ignition.js';
-import type { CloudProvider, DefaultNodeClass } from '../../ports/cloud-provider.js';
+import type { CloudProvider, DefaultNodeClass, DiscoveredNodeClass } from '../../ports/cloud-provider.js';
 import type { Clock } from '../../ports/clock.js';
 import type { ClusterStore } from '../../ports/cluster-store.js';
 import type { EventRecorder } from '../../ports/event-recorder.js';
@@ -12,6 +12,7 @@ import type { Logger } from '../../ports/logger.js';
 import type { Reconciler, Result, Watch } from '../../runtime/reconciler.js';
 import { isPoolRendered } from '../node-config/render.js';
 import type { StatusBoard } from '../status-board.js';
+import { discoveryNodes } from './discovery-nodes.js';
 import { protectedFieldsPatch } from './protected-fields.js';
 
 export const DEFAULT_NODECLASS_CONTROLLER = 'ec2nodeclass.default';
@@ -25,6 +26,10 @@ export const NodeClassReasons = {
   NoWorkerMachineSet: 'NoWorkerMachineSet',
   InvalidProviderSpec: 'InvalidProviderSpec',
   UserDataSecretMissing: 'UserDataSecretMissing',
+  /** No worker MachineSet, and a field could not be proven from the conventions or worker instances. */
+  DiscoveryIncomplete: 'DiscoveryIncomplete',
+  /** No worker MachineSet, and several candidates fit a field. */
+  DiscoveryAmbiguous: 'DiscoveryAmbiguous',
   /** The cloud says something the NodeClass references is missing or not the cluster's. */
   InvalidReferences: 'InvalidReferences',
   /** The cloud refused the operator's credentials. */
@@ -58,6 +63,24 @@ export interface DefaultNodeClassDeps {
 
 const FIVE_MINUTES = 5 * 60 * 1000;
 const RETRY_BASE_MS = 15_000;
+/** How long a failed cloud-backed discovery stands before it is tried again (the cloud changes without events). */
+const DISCOVERY_RETRY_MS = 60_000;
+
+/** Reasons whose fix happens in the cloud, not in a watched object: discovery is retried on a timer. */
+const CLOUD_BACKED_REASONS: ReadonlySet<string> = new Set([NodeClassReasons.DiscoveryIncomplete, NodeClassReasons.DiscoveryAmbiguous]);
+
+interface DiscoveryMemo {
+  /** The discovery input, serialized: a different input discovers again. */
+  key: string;
+  at: number;
+  result?: DiscoveredNodeClass;
+  error?: Error;
+}
+
+/** `DiscoveredFrom: subnets=Conventions, ...`: the condition message of a successful discovery. */
+export function describeSources(sources: DiscoveredNodeClass['sources']): string {
+  return `DiscoveredFrom: ${sources.map((s) => `${s.field}=${s.source}`).join(', ')}`;
+}
 
 interface VerifyState {
   /** What was verified: the NodeClass's referencing fields. */
@@ -82,6 +105,8 @@ export class DefaultNodeClassReconciler implements Reconciler {
   private verified: ConditionInput | undefined;
   private lastVerify: VerifyState | undefined;
   private verifyFailures = 0;
+  private memo: DiscoveryMemo | undefined;
+  private sources: DiscoveredNodeClass['sources'] | undefined;
 
   constructor(private readonly deps: DefaultNodeClassDeps) {
     this.watches = [
@@ -123,8 +148,10 @@ export class DefaultNodeClassReconciler implements Reconciler {
 
   async reconcile(key: string): Promise<Result> {
     const { store, cloud } = this.deps;
-    const outcome = await this.discover();
     const isDefault = key === Names.defaultNodeClass;
+    // `default` is created only from freshly proven values, never from a remembered discovery.
+    const fresh = isDefault && !(await store.get({ ...cloud.nodeClassType, name: Names.defaultNodeClass }));
+    const outcome = await this.discover(fresh);
 
     let current: KubeObject | undefined;
     if (outcome.rendered && isDefault) {
@@ -137,7 +164,7 @@ export class DefaultNodeClassReconciler implements Reconciler {
           this.ref(Names.defaultNodeClass),
           'Normal',
           'Created',
-          'created the default NodeClass from the worker MachineSets',
+          `created the default NodeClass (${describeSources(outcome.rendered.sources)})`,
         );
       }
     }
@@ -167,37 +194,91 @@ export class DefaultNodeClassReconciler implements Reconciler {
       }
     }
 
-    if (!isDefault || !outcome.facts) return {};
+    const retry = outcome.retryAfterMs !== undefined ? { requeueAfterMs: outcome.retryAfterMs } : {};
+    if (!isDefault || !outcome.facts) return retry;
     current ??= await store.get({ ...cloud.nodeClassType, name: Names.defaultNodeClass });
-    if (!current || current.metadata.deletionTimestamp) return {};
-    return this.verify(current, outcome.facts);
+    if (!current || current.metadata.deletionTimestamp) {
+      // Nothing to verify: a verdict on a NodeClass that is gone would only mislead.
+      this.clearVerified();
+      return retry;
+    }
+    const verified = await this.verify(current, outcome.facts);
+    if (outcome.retryAfterMs === undefined) return verified;
+    return { requeueAfterMs: Math.min(outcome.retryAfterMs, verified.requeueAfterMs ?? outcome.retryAfterMs) };
   }
 
-  private async discover(): Promise<{ rendered?: DefaultNodeClass; facts?: ClusterFacts }> {
+  private async discover(fresh: boolean): Promise<{ rendered?: DiscoveredNodeClass; facts?: ClusterFacts; retryAfterMs?: number }> {
     const { store, cloud } = this.deps;
     let facts: ClusterFacts | undefined;
     try {
       facts = await this.deps.facts();
-      const [machineSets, secrets, bootImages] = await Promise.all([
+      const [machineSets, secrets, bootImages, nodes] = await Promise.all([
         store.list(Types.MachineSet, { namespace: Names.machineApiNamespace }),
         store.list(Types.Secret, { namespace: Names.machineApiNamespace }),
         store.get({ ...Types.ConfigMap, namespace: Names.mcoNamespace, name: Names.bootImagesConfigMap }),
+        store.list(Types.Node),
       ]);
-      const rendered = cloud.renderDefaultNodeClass({
+      const rendered = await this.discoverMemoized(fresh, {
         facts,
         machineSets,
         secrets,
         ...(bootImages ? { bootImages } : {}),
         maxPods: this.deps.maxPods,
+        nodes: discoveryNodes(nodes, cloud.nodeClassLabel),
       });
-      this.setDiscovered({ type: NodeClassConditions.Discovered, status: 'True', reason: NodeClassReasons.AsExpected, message: '' });
+      this.setSources(rendered.sources);
+      this.setDiscovered({
+        type: NodeClassConditions.Discovered,
+        status: 'True',
+        reason: NodeClassReasons.AsExpected,
+        message: describeSources(rendered.sources),
+      });
       return { rendered, facts };
     } catch (e) {
-      // Bad input waits for the input to change (the watches wake us); anything else backs off.
+      // Bad input waits for the input to change (the watches wake us), or for the cloud to change when
+      // the conventions could not be proven; anything else backs off.
       if (!isInvalidInputError(e)) throw e;
       this.setDiscovered({ type: NodeClassConditions.Discovered, status: 'False', reason: e.reason, message: e.message });
-      return facts ? { facts } : {};
+      const retry = CLOUD_BACKED_REASONS.has(e.reason) ? { retryAfterMs: DISCOVERY_RETRY_MS } : {};
+      return facts ? { facts, ...retry } : retry;
     }
+  }
+
+  /**
+   * The provider's discovery, remembered for the same input: discovery without MachineSets calls the
+   * cloud, and reconciles of unrelated NodeClasses must not repeat those calls. A success stands for
+   * `verifyIntervalMs` (not when `fresh`: `default` is about to be created), a failure for a minute.
+   */
+  private async discoverMemoized(fresh: boolean, input: DiscoveryInput): Promise<DiscoveredNodeClass> {
+    const key = JSON.stringify(input);
+    const now = this.deps.clock.now();
+    const memo = this.memo;
+    if (memo && memo.key === key && !(fresh && memo.result)) {
+      if (memo.result && now - memo.at < (this.deps.verifyIntervalMs ?? FIVE_MINUTES)) return memo.result;
+      if (memo.error && now - memo.at < DISCOVERY_RETRY_MS) throw memo.error;
+    }
+    try {
+      const result = await this.deps.cloud.discoverDefaultNodeClass(input);
+      this.memo = { key, at: now, result };
+      return result;
+    } catch (e) {
+      if (isInvalidInputError(e)) this.memo = { key, at: now, error: e };
+      throw e;
+    }
+  }
+
+  /** Records where each field came from; a change of source (a MachineSet taking over) is an event. */
+  private setSources(next: DiscoveredNodeClass['sources']): void {
+    const prev = this.sources;
+    this.sources = next;
+    if (!prev) return;
+    const before = new Map(prev.map((s) => [s.field, s.source]));
+    const changes = next
+      .filter((s) => before.get(s.field) !== s.source)
+      .map((s) => `${s.field}: ${before.get(s.field) ?? 'none'} → ${s.source}`);
+    if (!changes.length) return;
+    this.deps.logger.info('default NodeClass discovery source changed', { changes });
+    this.deps.events.record(this.ref(Names.defaultNodeClass), 'Normal', 'DiscoverySourceChanged', changes.join('; '));
   }
 
   private async forPool(rendered: DefaultNodeClass, name: string): Promise<KubeObject> {
@@ -243,6 +324,14 @@ export class DefaultNodeClassReconciler implements Reconciler {
     this.deps.board?.setCondition(NODECLASS_VERIFIED_ENTRY, next);
     const changed = !prev || prev.status !== next.status || prev.reason !== next.reason || prev.message !== next.message;
     if (changed && next.status === 'False') this.deps.events.record(this.ref(Names.defaultNodeClass), 'Warning', next.reason, next.message);
+  }
+
+  private clearVerified(): void {
+    if (!this.verified && !this.lastVerify) return;
+    this.verified = undefined;
+    this.lastVerify = undefined;
+    this.verifyFailures = 0;
+    this.deps.board?.setCondition(NODECLASS_VERIFIED_ENTRY, undefined);
   }
 
   /** Verifies when what `default` references changed, after `verifyIntervalMs`, or to retry a failure. */

@@ -1,0 +1,174 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EC2Client, RunInstancesCommand, TerminateInstancesCommand } from '@aws-sdk/client-ec2';
+import { GetInstanceProfileCommand, IAMClient } from '@aws-sdk/client-iam';
+import {
+  aNode,
+  applyObject,
+  aWorkerMachineSet,
+  deleteObject,
+  getObject,
+  iamCall,
+  listObjects,
+  waitFor,
+  type KubeObj,
+} from '@karpenter-operator/testkit';
+import { seededWorld, testCluster } from '@karpenter-operator/testkit/vitest';
+import { adminRequest, clusterOperator, conditionOf } from '../support/k8s.js';
+import { installManifests, resetOperatorWorld, startOperator, type OperatorProcess } from '../support/operator-process.js';
+import { applyKarpenterAndCredentials } from '../support/scenario.js';
+
+/**
+ * A user-provisioned cluster: no MachineSets, a control-plane instance running in the cluster's VPC, the
+ * installer's conventional names in the emulator (subnets tagged for the cluster, `<infraID>-node` and
+ * `<infraID>-lb`, `<infraID>-worker-profile`). The seeded MachineSets are put back afterwards.
+ */
+const cluster = testCluster();
+const kc = () => cluster.kubeConfig();
+const NC = ['karpenter.k8s.aws/v1', 'EC2NodeClass', 'default'] as const;
+const CP_NODE = 'ip-10-0-130-99.ec2.internal';
+
+let op: OperatorProcess | undefined;
+let cpInstance = '';
+
+const iam = () => new IAMClient({ ...cluster.ec2Config(), endpoint: cluster.info.ec2Endpoint! });
+const ncSpec = async () => (await getObject(kc(), ...NC))?.spec as Record<string, unknown> | undefined;
+const degraded = async () => conditionOf(await clusterOperator(cluster), 'Degraded');
+
+async function restoreProfile(): Promise<void> {
+  const f = seededWorld().facts;
+  const exists = await iam()
+    .send(new GetInstanceProfileCommand({ InstanceProfileName: f.instanceProfile }))
+    .then(() => true)
+    .catch(() => false);
+  if (exists) return;
+  await iamCall(cluster.info.ec2Endpoint!, 'CreateInstanceProfile', { InstanceProfileName: f.instanceProfile, Path: '/' });
+  await iamCall(cluster.info.ec2Endpoint!, 'AddRoleToInstanceProfile', { InstanceProfileName: f.instanceProfile, RoleName: f.workerRole });
+}
+
+describe('discovery without worker MachineSets (UPI-shaped cluster)', () => {
+  beforeAll(async () => {
+    const world = seededWorld();
+    await installManifests(cluster);
+    await resetOperatorWorld(cluster);
+    await deleteObject(kc(), ...NC).catch(() => false);
+    for (const ms of await listObjects(kc(), 'machine.openshift.io/v1beta1', 'MachineSet', 'openshift-machine-api')) {
+      await deleteObject(kc(), 'machine.openshift.io/v1beta1', 'MachineSet', ms.metadata.name, 'openshift-machine-api');
+    }
+    const zone = world.facts.zones[0]!;
+    const run = await new EC2Client(cluster.ec2Config()).send(
+      new RunInstancesCommand({
+        ImageId: world.facts.amis.x86_64,
+        InstanceType: 'm6i.xlarge',
+        MinCount: 1,
+        MaxCount: 1,
+        SubnetId: world.ec2!.privateSubnetIds[zone],
+        TagSpecifications: [{ ResourceType: 'instance', Tags: [{ Key: world.facts.clusterTagKey, Value: 'shared' }] }],
+      }),
+    );
+    cpInstance = run.Instances![0]!.InstanceId!;
+    await applyObject(kc(), aNode({ name: CP_NODE, zone, ip: '10.0.130.99', instanceId: cpInstance, role: 'control-plane' }) as KubeObj);
+    op = await startOperator(cluster, { name: 'karpenter-operator-upi' });
+    await applyKarpenterAndCredentials(cluster);
+  }, 180_000);
+
+  afterAll(async () => {
+    await op?.stop();
+    await restoreProfile();
+    await deleteObject(kc(), 'v1', 'Node', CP_NODE).catch(() => false);
+    if (cpInstance) await new EC2Client(cluster.ec2Config()).send(new TerminateInstancesCommand({ InstanceIds: [cpInstance] }));
+    const world = seededWorld();
+    for (const z of world.facts.zones) await applyObject(kc(), aWorkerMachineSet(z, world.facts) as KubeObj);
+    await resetOperatorWorld(cluster);
+  }, 120_000);
+
+  it('moto answers IAM GetInstanceProfile through the SDK client: the seeded profile with its role, NoSuchEntity for none', async () => {
+    const f = seededWorld().facts;
+    const got = await iam().send(new GetInstanceProfileCommand({ InstanceProfileName: f.instanceProfile }));
+    expect(got.InstanceProfile?.Roles?.map((r) => r.RoleName)).toEqual([f.workerRole]);
+    await expect(iam().send(new GetInstanceProfileCommand({ InstanceProfileName: 'no-such-profile' }))).rejects.toMatchObject({
+      name: 'NoSuchEntityException',
+    });
+  });
+
+  it('creates EC2NodeClass default from the proven conventions, accepted by the real CRD', async () => {
+    const world = seededWorld();
+    const spec = await waitFor('EC2NodeClass default from conventions', ncSpec, { timeoutMs: 60_000 });
+    expect(spec.instanceProfile).toBe(world.facts.instanceProfile);
+    expect(spec.securityGroupSelectorTerms).toEqual([{ id: world.ec2!.securityGroupIds.node }, { id: world.ec2!.securityGroupIds.lb }]);
+    expect(spec.subnetSelectorTerms).toEqual(
+      Object.values(world.ec2!.privateSubnetIds)
+        .sort()
+        .map((id) => ({ id })),
+    );
+    expect(spec.amiSelectorTerms).toEqual([{ id: world.facts.amis.x86_64 }]);
+    expect(spec.amiFamily).toBe('Custom');
+    expect(String(spec.userData)).toContain('22623/config/');
+    const created = await waitFor(
+      'the Created event naming the sources',
+      async () =>
+        (await listObjects(kc(), 'v1', 'Event')).find(
+          (e) => (e as { reason?: string }).reason === 'Created' && JSON.stringify(e).includes('DiscoveredFrom'),
+        ),
+      { timeoutMs: 30_000 },
+    );
+    expect((created as { message?: string }).message).toBe(
+      'created the default NodeClass (DiscoveredFrom: subnets=Conventions, securityGroups=Conventions, instanceProfile=Conventions, ami=Conventions, userData=Conventions, blockDevice=Conventions)',
+    );
+    await waitFor('verification True (Degraded False)', async () => (await degraded())?.status === 'False', { timeoutMs: 60_000 });
+  });
+
+  it('deleting the instance profile in the emulator turns verification False naming it', async () => {
+    const f = seededWorld().facts;
+    await iamCall(cluster.info.ec2Endpoint!, 'RemoveRoleFromInstanceProfile', {
+      InstanceProfileName: f.instanceProfile,
+      RoleName: f.workerRole,
+    });
+    await iamCall(cluster.info.ec2Endpoint!, 'DeleteInstanceProfile', { InstanceProfileName: f.instanceProfile });
+    // Verification runs on a change of the NodeClass or every 5 minutes: a user edit is a change.
+    await adminRequest(
+      cluster,
+      'PATCH',
+      '/apis/karpenter.k8s.aws/v1/ec2nodeclasses/default',
+      { spec: { tags: { rev: '2' } } },
+      'application/merge-patch+json',
+    );
+    const c = await waitFor(
+      'Degraded naming the instance profile',
+      async () => {
+        const d = await degraded();
+        // A verification racing the two IAM calls may first see the profile without its role; the one the
+        // edit triggers runs after the deletion.
+        return d?.status === 'True' && d.message.includes(`instance profile ${f.instanceProfile} not found`) ? d : undefined;
+      },
+      { timeoutMs: 60_000 },
+    );
+    expect(c.reason).toBe('InvalidReferences');
+    expect(c.message).toContain(
+      `spec.instanceProfile: instance profile ${f.instanceProfile} not found (IAM GetInstanceProfile: NoSuchEntity)`,
+    );
+  });
+
+  it('without the conventional profile and no worker instance to copy from: no NodeClass, and the condition names what is missing', async () => {
+    const f = seededWorld().facts;
+    await deleteObject(kc(), ...NC);
+    const c = await waitFor(
+      'Degraded naming the missing piece',
+      async () => {
+        const d = await degraded();
+        // No verdict on the deleted NodeClass lingers beside it.
+        return d?.status === 'True' && d.message.includes('NodeClassDiscovered:') && !d.message.includes('NodeClassVerified')
+          ? d
+          : undefined;
+      },
+      { timeoutMs: 90_000 },
+    );
+    expect(c.message).toContain(
+      // The seeded worker Nodes name instances the emulator never ran: nothing to copy from, and it says so.
+      `instanceProfile: no instance profile named ${f.instanceProfile} (IAM GetInstanceProfile: NoSuchEntity), and none of the worker instances ${f.workerNodes
+        .map((n) => n.instanceId)
+        .join(', ')} is running`,
+    );
+    expect(c.message).not.toContain('securityGroups:');
+    expect(await getObject(kc(), ...NC)).toBeUndefined();
+  });
+});
