@@ -7,7 +7,8 @@
 #   4. the real CRDs from pinned Go modules into generated/crds (tools/cluster/fetch-crds.sh)
 #   5. a Python virtualenv with moto[server] (the EC2 emulator)
 #   6. promtool from the pinned Prometheus module (tools/cluster/build-promtool.sh, cached per version)
-#   7. .local/toolchain.json: where all of that is, for packages/testkit
+#   7. manifest-inclusion, the CVO's manifest filter from the pinned library-go (tools/cluster/build-manifest-inclusion.sh)
+#   8. .local/toolchain.json: where all of that is, for packages/testkit
 # Long builds print a progress line every 30 s (elapsed, the previous build's duration, the log).
 set -euo pipefail
 KO_SCRIPT=setup
@@ -28,7 +29,7 @@ node_major=$(node_modules/.bin/node -p 'process.versions.node.split(".")[0]' 2>/
 [ "$node_major" -ge 24 ] || ko_fail "node_modules/.bin/node is not Node >= 24; delete node_modules and re-run npm run setup"
 
 # 2. Binaries (minutes cold, instant warm; Go is needed only when something must be built).
-if ! ko_with_progress control-plane "step 2 of 7: building the control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok)" \
+if ! ko_with_progress control-plane "step 2 of 8: building the control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok)" \
   "$logs/build-binaries.log" bash tools/cluster/build-binaries.sh; then
   ko_fail "$(grep -E '^build-binaries: ' "$logs/build-binaries.log" | tail -n1 | sed 's/^build-binaries: //') (full log: $logs/build-binaries.log)"
 fi
@@ -64,7 +65,12 @@ if ! promtool_bin=$(bash tools/cluster/build-promtool.sh); then
 fi
 ko_log "promtool $PROMETHEUS_VERSION: $promtool_bin"
 
-# 7. What packages/testkit reads to find the toolchain.
+# 7. manifest-inclusion, which the install/ inclusion test runs (about 10 minutes cold on two cores).
+if ! manifest_inclusion_bin=$(bash tools/cluster/build-manifest-inclusion.sh); then
+  ko_fail "building manifest-inclusion failed: see the lines above; re-run with: bash tools/cluster/build-manifest-inclusion.sh"
+fi
+
+# 8. What packages/testkit reads to find the toolchain.
 cat > "$ko_local_dir/toolchain.json.tmp" <<JSON
 {
   "binDir": "$bin_dir",
@@ -73,6 +79,7 @@ cat > "$ko_local_dir/toolchain.json.tmp" <<JSON
   "kwokStages": "$ko_kwok_stages",
   "motoServer": "$ko_venv_dir/bin/moto_server",
   "promtool": "$promtool_bin",
+  "manifestInclusion": "$manifest_inclusion_bin",
   "versions": {
     "kubernetes": "$K8S_VERSION",
     "etcd": "$ETCD_VERSION",

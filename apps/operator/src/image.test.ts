@@ -1,10 +1,11 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
+import { parseAllDocuments, stringify } from 'yaml';
 import { openShiftAwsObjects } from '@karpenter-operator/testkit';
 import { ExitCodes } from './runtime/manager.js';
 
@@ -209,4 +210,138 @@ describe.each(cases)('$name image', ({ name, stageNames, operatorOnly, otherBund
       expect(r.stderr.trimEnd()).toBe('hypershift-adapter: cannot start: --metrics-bind-address must be [host]:port, got "8080"');
     });
   }
+});
+
+/**
+ * The payload build (images/operator.rhel.Containerfile): OpenShift's builder and base images, every input
+ * prefetched (package-lock.json's npm packages and images/artifacts.lock.yaml's files under
+ * /cachi2/output/deps), nothing fetched during the build, and the runtime tree of the UBI image above.
+ */
+describe('operator payload build (operator.rhel.Containerfile)', () => {
+  const file = join(repo, 'images/operator.rhel.Containerfile');
+  const lock = join(repo, 'images/artifacts.lock.yaml');
+  interface Artifact {
+    download_url: string;
+    checksum: string;
+    filename: string;
+  }
+  const artifacts = () => (parseAllDocuments(readFileSync(lock, 'utf8')).at(-1)!.toJS() as { artifacts: Artifact[] }).artifacts;
+  const build = () => stages(file).find((x) => x.name === 'build')!;
+  const deps = '/cachi2/output/deps';
+
+  it("builds on OpenShift's builder image and runs on its base image, of one OpenShift release", () => {
+    const s = stages(file);
+    expect(s.map((x) => x.name ?? 'final')).toEqual(['build', 'final']);
+    const builder = /^registry\.ci\.openshift\.org\/ocp\/builder:rhel-9-base-nodejs-openshift-(4\.\d+)$/.exec(s[0]!.from);
+    const base = /^registry\.ci\.openshift\.org\/ocp\/(4\.\d+):base-rhel9$/.exec(s[1]!.from);
+    expect(builder, s[0]!.from).not.toBeNull();
+    expect(base, s[1]!.from).not.toBeNull();
+    expect(builder![1]).toBe(base![1]);
+  });
+
+  it('fetches nothing during the build: npm ci --offline, the rest from the prefetched directory', () => {
+    const b = build();
+    expect(b.lines).toContain(`ARG DEPS=${deps}`);
+    for (const l of b.lines) {
+      expect(l, 'no download').not.toMatch(
+        /\b(curl|wget|git clone|go (mod download|get|install)|pip install|dnf|yum|microdnf)\b|https?:\/\/|fetch-crds\.sh/,
+      );
+      expect(l.startsWith('ADD '), 'no ADD (it fetches URLs)').toBe(false);
+    }
+    const npm = b.lines.filter((l) => /\bnpm (ci|install|i)\b/.test(l));
+    expect(npm).toHaveLength(1);
+    expect(npm[0]).toMatch(/npm ci --offline --ignore-scripts /);
+    expect(npm[0]).toMatch(/&& node apps\/operator\/scripts\/build\.mjs --entry main$/);
+  });
+
+  it('reads from the prefetched directory only files images/artifacts.lock.yaml pins, and uses each', () => {
+    const names = artifacts().map((a) => a.filename);
+    const text = build().lines.join('\n');
+    // Each reference to ${DEPS}/generic/<name>, with its shell expansions (architectures, globs) spelled out.
+    const refs = [...text.matchAll(/\$\{DEPS\}\/generic\/(\S+)/g)].map((m) => m[1]!.replace(/;$/, ''));
+    expect(refs.length).toBeGreaterThan(0);
+    const covered = new Set<string>();
+    for (const ref of refs) {
+      const pattern = new RegExp(
+        `^${ref
+          .replace(/[.]/g, '\\.')
+          .replace(/\$\{TARGETARCH\}/g, '(?:amd64|arm64)')
+          .replace(/\*/g, '[^/]*')}$`,
+      );
+      const hits = names.filter((n) => pattern.test(n));
+      expect(hits.length, `${ref} matches a pinned artifact`).toBeGreaterThan(0);
+      hits.forEach((h) => covered.add(h));
+    }
+    expect([...covered].sort()).toEqual([...names].sort());
+  });
+
+  it("pins the Node.js runtime of package-lock.json's node and the CRDs of the pinned karpenter-provider-aws, by checksum", () => {
+    const lockfile = JSON.parse(readFileSync(join(repo, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version: string }> };
+    const nodeVersion = lockfile.packages['node_modules/node']!.version;
+    const karpenter = /^KARPENTER_AWS_VERSION=(\S+)$/m.exec(readFileSync(join(repo, 'tools/cluster/versions.env'), 'utf8'))![1]!;
+    const all = artifacts();
+    for (const a of all) expect(a.checksum, a.filename).toMatch(/^(sha256:[0-9a-f]{64}|sha512:[0-9a-f]{128})$/);
+    const runtimes = all.filter((a) => a.filename.startsWith('node-'));
+    expect(runtimes.map((a) => a.filename).sort()).toEqual([`node-amd64-${nodeVersion}.tgz`, `node-arm64-${nodeVersion}.tgz`]);
+    // TARGETARCH amd64 is Node's x64.
+    for (const a of runtimes) {
+      const pkg = `node-linux-${a.filename.startsWith('node-amd64') ? 'x64' : 'arm64'}`;
+      expect(a.download_url).toBe(`https://registry.npmjs.org/${pkg}/-/${pkg}-${nodeVersion}.tgz`);
+    }
+    // The CRDs: exactly the runtime CRDs the operator ships, with the bytes of the pinned module's files.
+    const crdDir = join(repo, 'generated/crds/karpenter');
+    const crds = all.filter((a) => a.filename.endsWith('.yaml'));
+    const shipped = readdirSync(crdDir).filter((f) => f.endsWith('.yaml'));
+    expect(crds.map((a) => a.filename.replace(/^(.+?)_(.+)\.yaml$/, '$2.$1.yaml')).sort()).toEqual(shipped.sort());
+    for (const a of crds) {
+      expect(a.download_url).toBe(`https://raw.githubusercontent.com/aws/karpenter-provider-aws/${karpenter}/pkg/apis/crds/${a.filename}`);
+      const local = join(crdDir, a.filename.replace(/^(.+?)_(.+)\.yaml$/, '$2.$1.yaml'));
+      expect(a.checksum, a.filename).toBe(`sha256:${createHash('sha256').update(readFileSync(local)).digest('hex')}`);
+    }
+  });
+
+  it("the build stage's CRD step lays the prefetched CRDs out as build.mjs reads them", () => {
+    const step = build().lines.find((l) => l.startsWith('RUN ') && l.includes('generated/crds/karpenter'))!;
+    const work = mkdtempSync(join(tmpdir(), 'ko-payload-'));
+    try {
+      const generic = join(work, 'deps/generic');
+      mkdirSync(generic, { recursive: true });
+      for (const a of artifacts().filter((x) => x.filename.endsWith('.yaml')))
+        copyFileSync(
+          join(repo, 'generated/crds/karpenter', a.filename.replace(/^(.+?)_(.+)\.yaml$/, '$2.$1.yaml')),
+          join(generic, a.filename),
+        );
+      mkdirSync(join(work, 'src'));
+      const r = spawnSync('sh', ['-ec', step.slice('RUN '.length)], {
+        cwd: join(work, 'src'),
+        encoding: 'utf8',
+        env: { PATH: process.env.PATH, DEPS: join(work, 'deps') },
+      });
+      expect(r.status, r.stderr).toBe(0);
+      const out = join(work, 'src/generated/crds/karpenter');
+      const want = readdirSync(join(repo, 'generated/crds/karpenter')).filter((f) => f.endsWith('.yaml'));
+      expect(readdirSync(out).sort()).toEqual(want.sort());
+      for (const f of want)
+        expect(readFileSync(join(out, f), 'utf8')).toBe(readFileSync(join(repo, 'generated/crds/karpenter', f), 'utf8'));
+    } finally {
+      rmSync(work, { recursive: true, force: true });
+    }
+  });
+
+  it('ships the runtime tree of the UBI image, the prefetched node as /usr/bin/node, and the payload labels', () => {
+    const final = stages(file).at(-1)!;
+    const ubi = stages(join(repo, images.operator!.containerfile)).at(-1)!;
+    const layout = (lines: string[]) =>
+      lines.filter((l) => /^(COPY|ENTRYPOINT|CMD|RUN \/usr\/bin\/karpenter-operator)/.test(l) && !l.includes('/usr/bin/node'));
+    expect(layout(final.lines)).toEqual(layout(ubi.lines));
+    expect(final.lines).toContain('COPY --from=build /opt/node/bin/node /usr/bin/node');
+    expect(final.lines.filter((l) => l.startsWith('USER ')).at(-1)).toMatch(/^USER [1-9][0-9]*$/);
+    const labels = Object.fromEntries(
+      final.lines
+        .filter((l) => l.startsWith('LABEL '))
+        .flatMap((l) => [...l.matchAll(/([\w.-]+)=("([^"]*)"|\S+)/g)].map((m) => [m[1]!, m[3] ?? m[2]!])),
+    ) as Record<string, string>;
+    expect(labels).toMatchObject({ 'io.openshift.release.operator': 'true', 'io.openshift.tags': 'openshift,karpenter' });
+    for (const k of ['io.k8s.display-name', 'io.k8s.description', 'com.redhat.component', 'name']) expect(labels[k], k).toBeTruthy();
+  });
 });

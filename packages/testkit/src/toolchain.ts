@@ -15,6 +15,8 @@ export interface Toolchain {
   karpenterBinary: string;
   /** promtool from the pinned Prometheus module (`tools/cluster/build-promtool.sh`); checked by `promtoolBinary()`. */
   promtool: string;
+  /** The CVO's manifest filter (`tools/cluster/build-manifest-inclusion.sh`); checked by `manifestInclusionBinary()`. */
+  manifestInclusion: string;
   versions: Record<string, string>;
 }
 
@@ -61,6 +63,7 @@ export function loadToolchain(repoRoot = findRepoRoot()): Toolchain {
     motoServer: process.env.KO_MOTO_SERVER ?? raw.motoServer ?? '',
     karpenterBinary: process.env.KO_KARPENTER_BINARY ?? raw.karpenterBinary ?? '',
     promtool: process.env.KO_PROMTOOL ?? raw.promtool ?? '',
+    manifestInclusion: process.env.KO_MANIFEST_INCLUSION ?? raw.manifestInclusion ?? '',
     versions: raw.versions ?? {},
   };
   for (const b of CLUSTER_BINARIES) assertExecutable(join(tc.binDir, b), `binary ${b}`);
@@ -106,4 +109,19 @@ export function promtoolBinary(tc: Toolchain = loadToolchain()): string {
     throw new LocalClusterError(`promtool is missing (${tc.promtool}): ${build}`);
   }
   return tc.promtool;
+}
+
+/**
+ * tools/manifest-inclusion (library-go's `pkg/manifest` inclusion over a manifest directory), or a
+ * LocalClusterError in one line naming the command that builds it. Env override: `KO_MANIFEST_INCLUSION`.
+ */
+export function manifestInclusionBinary(tc: Toolchain = loadToolchain()): string {
+  const build = 'build it with `bash tools/cluster/build-manifest-inclusion.sh` (or `npm run setup`)';
+  if (!tc.manifestInclusion) throw new LocalClusterError(`manifest-inclusion is not in .local/toolchain.json: ${build}`);
+  try {
+    accessSync(tc.manifestInclusion, constants.X_OK);
+  } catch {
+    throw new LocalClusterError(`manifest-inclusion is missing (${tc.manifestInclusion}): ${build}`);
+  }
+  return tc.manifestInclusion;
 }

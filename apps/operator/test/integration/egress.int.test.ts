@@ -152,4 +152,36 @@ describe('cluster-wide proxy and trusted CA', () => {
     expect(degraded?.status).toBe('True');
     expect(op.exited()).toBe(false);
   }, 120_000);
+
+  it('an unparseable CA bundle: the operator keeps running and reports Degraded naming the file and the ConfigMap', async () => {
+    await op?.stop();
+    op = undefined;
+    await installManifests(cluster);
+    const bad = join(dir, 'unparseable-bundle.pem');
+    writeFileSync(bad, '-----BEGIN CERTIFICATE-----\nMIIBroken\n-----END CERTIFICATE-----\n');
+    op = await startOperator(cluster, { name: 'egress-bad-ca', env: { ...egressEnv(), SSL_CERT_FILE: bad } });
+    await applyKarpenterAndCredentials(cluster);
+    const want = `trusted CA bundle ${bad} (ConfigMap openshift-karpenter/karpenter-trusted-ca-bundle, key ca-bundle.crt): certificate 1 of 1 does not parse`;
+    let seen: unknown;
+    await waitFor(
+      'Degraded naming the CA bundle',
+      async () => {
+        seen = (await clusterOperator(cluster))?.status;
+        return (conditionOf(await clusterOperator(cluster), 'Degraded')?.message ?? '').includes(want);
+      },
+      {
+        timeoutMs: 90_000,
+        intervalMs: 500,
+        abort: () => (op!.exited() ? op!.logs().slice(-3000) : undefined),
+      },
+    ).catch((e: Error) => {
+      throw new Error(`${e.message}; ClusterOperator status: ${JSON.stringify(seen)}; operator log: ${op!.logs().slice(-2000)}`);
+    });
+    const degraded = conditionOf(await clusterOperator(cluster), 'Degraded');
+    expect([degraded?.status, degraded?.reason]).toEqual(['True', expect.stringMatching(/\S/)]);
+    expect(degraded?.message).not.toMatch(/HTTPS_PROXY/);
+    // Still running a while later: no crash loop.
+    await new Promise((r) => setTimeout(r, 5_000));
+    expect(op.exited()).toBe(false);
+  }, 180_000);
 });
