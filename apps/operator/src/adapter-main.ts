@@ -1,15 +1,18 @@
 // The HyperShift sidecar adapter (images/hypershift-adapter.Containerfile): the HCP-specific controllers of
-// packages/topology-hypershift/src/adapter. It talks to the operator only through Kubernetes objects.
+// packages/topology-hypershift/src/sidecar. It talks to the operator only through Kubernetes objects.
 import type { Server } from 'node:net';
 import { parseArgs } from 'node:util';
 import { describeError, systemClock, type Reconciler } from '@karpenter-operator/core';
 import {
   AutoNodeStatusReconciler,
+  GuestIdentity,
+  guestProbe,
   HcpDefaultNodeClassReconciler,
   HcpFinalizerReconciler,
   NODECLASS_POLICY_CONTROLLER,
   NodeClassPolicyReconciler,
-} from '@karpenter-operator/topology-hypershift';
+  type SelfSubjectReviewStatus,
+} from '@karpenter-operator/topology-hypershift/sidecar';
 import { DEFAULT_ADDRESSES, parseAddress } from './config.js';
 import { providerFor } from './providers.js';
 import { startHttpServer } from './http/server.js';
@@ -80,49 +83,38 @@ async function main(argv: string[]): Promise<number> {
   const guestKubeconfig = new WatchedKubeConfig(guestPath, { logger });
   await guestKubeconfig.start();
   const guest = createKubeCluster(() => guestKubeconfig.current(), { metrics, logger, clock });
-  // A live request: cached lists keep answering with the last state after the guest is gone.
-  const probeGuest = async (): Promise<void> => {
-    await guest.transport.request({ verb: 'get', kind: 'Version', method: 'GET', path: '/version' }).catch((e: unknown) => {
-      // Only "cannot connect" counts towards releasing the finalizer: a slow, overloaded or misconfigured
-      // guest still holds instances, so its errors are plain failures (retried, never a release).
-      if (isConnectionFailure(e)) throw toCoreError(e, 'probing the guest API');
-      throw new Error(`probing the guest API: ${describeError(toCoreError(e, 'probing the guest API'))}`, { cause: e });
-    });
-  };
+  const probeGuest = guestProbe({
+    request: () => guest.transport.request({ verb: 'get', kind: 'Version', method: 'GET', path: '/version' }),
+    isConnectionFailure,
+    describe: (e) => describeError(toCoreError(e, 'GET /version')),
+  });
   const events = new KubeEventRecorder({ transport: mgmt.transport, reportingInstance: 'hypershift-adapter', logger, metrics, clock });
   const base = { management: mgmt.store, guest: guest.store, namespace, ...(hcpName ? { hcpName } : {}) };
   const reconcilers: Reconciler[] = [
     new AutoNodeStatusReconciler(base),
     new HcpFinalizerReconciler({ ...base, clock, events, unreachableAfterMs, probeGuest }),
   ];
-  // Who the adapter is in the guest, as the API server sees it: the one identity allowed to change the managed
-  // NodeClass. Learnt lazily, forgotten when the kubeconfig changes (it may name another identity).
-  let identity: Promise<string[] | undefined> | undefined;
-  const guestIdentity = (): Promise<string[] | undefined> =>
-    (identity ??= guest.transport
-      .request<{ status?: { userInfo?: { username?: string } } }>({
-        verb: 'create',
-        kind: 'SelfSubjectReview',
-        method: 'POST',
-        path: '/apis/authentication.k8s.io/v1/selfsubjectreviews',
-        body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
-      })
-      .then((r) => {
-        const user = r.status?.userInfo?.username;
-        if (!user) identity = undefined; // ask again next time
-        return user ? [user] : undefined;
-      })
-      .catch((e: unknown) => {
-        identity = undefined;
-        logger.warn('cannot tell who this adapter is in the guest yet', { error: describeError(toCoreError(e, 'SelfSubjectReview')) });
-        return undefined;
-      }));
+  const identity = new GuestIdentity({
+    logger,
+    selfSubjectReview: () =>
+      guest.transport
+        .request<SelfSubjectReviewStatus>({
+          verb: 'create',
+          kind: 'SelfSubjectReview',
+          method: 'POST',
+          path: '/apis/authentication.k8s.io/v1/selfsubjectreviews',
+          body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
+        })
+        .catch((e: unknown) => {
+          throw toCoreError(e, 'SelfSubjectReview');
+        }),
+  });
   if (hcpName) {
     // HyperShift's autoNode is AWS only. The sidecar uses the provider's pure NodeClass members, no CRDs or EC2.
     const cloud = providerFor('AWS', { crdDir: '' });
     reconcilers.push(
       new HcpDefaultNodeClassReconciler({ ...base, hcpName, events, cloud }),
-      new NodeClassPolicyReconciler({ management: mgmt.store, guest: guest.store, namespace, hcpName, exempt: guestIdentity }),
+      new NodeClassPolicyReconciler({ management: mgmt.store, guest: guest.store, namespace, hcpName, exempt: () => identity.usernames() }),
     );
   }
   const runtime = new ControllerRuntime({
@@ -133,7 +125,7 @@ async function main(argv: string[]): Promise<number> {
     clock,
   });
   guestKubeconfig.onChange(() => {
-    identity = undefined;
+    identity.forget();
     if (hcpName) runtime.enqueue(NODECLASS_POLICY_CONTROLLER, hcpName);
   });
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Types, type KubeObject } from '@karpenter-operator/core';
 import { MemoryClusterStore, RecordingEvents } from '@karpenter-operator/core/testing';
-import { EC2NODECLASS_CRD, HcpDefaultNodeClassReconciler } from '@karpenter-operator/topology-hypershift';
+import { EC2NODECLASS_CRD, HcpDefaultNodeClassReconciler } from '@karpenter-operator/topology-hypershift/sidecar';
 import { aHostedControlPlane, anIgnitionSecret, HCP_NAME, HCP_NAMESPACE, INFRA_ID } from '@karpenter-operator/topology-hypershift/testing';
 import { providerFor } from './providers.js';
 

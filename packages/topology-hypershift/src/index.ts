@@ -39,4 +39,3 @@ export {
 export { hcpOperandLayout, hcpScheduling, HcpOperandNames, HcpPodConventions, tokenMinterSidecar } from './operand-layout.js';
 export { autoNodeStatus, cpuCores, type AutoNodeStatus } from './status.js';
 export { hypershiftTopologyModule, HyperShiftTopologyId, type HyperShiftTopologyModuleOptions } from './module.js';
-export * from './adapter/index.js';

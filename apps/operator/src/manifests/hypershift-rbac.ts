@@ -1,5 +1,5 @@
 import { OperandNames, Types, operandDnsRules, type KubeObject, type PolicyRule } from '@karpenter-operator/core';
-import { NODECLASS_POLICY_NAME } from '@karpenter-operator/topology-hypershift';
+import { NODECLASS_POLICY_NAME } from '@karpenter-operator/topology-hypershift/sidecar';
 import { operandGrantRules, operatorClusterRules, OperatorRbacNames, type DocumentedRule } from './operator-rbac.js';
 
 /**

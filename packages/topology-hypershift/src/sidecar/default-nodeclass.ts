@@ -5,13 +5,13 @@ import {
   type CloudProvider,
   type ClusterStore,
   type EventRecorder,
-  type KubeObject,
   type Reconciler,
   type Result,
   type Watch,
 } from '@karpenter-operator/core';
-import { decodeHostedControlPlane, HostedControlPlaneType } from '../hcp.js';
+import { HostedControlPlaneType } from '../hcp.js';
 import { hcpNodeClassSource, ignitionSecretWatch, IgnitionLabels, nodeClassInputsFromSecrets } from '../ignition.js';
+import { HcpScope } from './hcp-scope.js';
 
 export const HCP_DEFAULT_NODECLASS_CONTROLLER = 'hostedcontrolplane.default-nodeclass';
 export const EC2NODECLASS_CRD = 'ec2nodeclasses.karpenter.k8s.aws';
@@ -39,9 +39,11 @@ export interface HcpDefaultNodeClassDeps {
 export class HcpDefaultNodeClassReconciler implements Reconciler {
   readonly name = HCP_DEFAULT_NODECLASS_CONTROLLER;
   readonly watches: Watch[];
+  private readonly scope: HcpScope;
   private lastProblem: string | undefined;
 
   constructor(private readonly deps: HcpDefaultNodeClassDeps) {
+    this.scope = new HcpScope(deps);
     this.watches = [
       { type: HostedControlPlaneType, cluster: 'control', namespace: deps.namespace, fieldSelector: `metadata.name=${deps.hcpName}` },
       ignitionSecretWatch(deps.namespace),
@@ -63,34 +65,38 @@ export class HcpDefaultNodeClassReconciler implements Reconciler {
     return this.lastProblem;
   }
 
-  async reconcile(): Promise<Result> {
+  reconcile(): Promise<Result> {
     const { management, guest, namespace, hcpName, events } = this.deps;
-    const obj = await management.get<KubeObject>({ ...HostedControlPlaneType, namespace, name: hcpName });
-    if (!obj) return {};
-    const crd = await guest.get({ ...Types.CustomResourceDefinition, name: EC2NODECLASS_CRD });
-    if (!crd) return { requeueAfterMs: this.deps.retryMs ?? 10_000 };
-    const secrets = await management.list(Types.Secret, { namespace, labels: { [IgnitionLabels.managedByKarpenter]: 'true' } });
-    const problems: string[] = [];
-    try {
-      const hcp = decodeHostedControlPlane(obj);
+    return this.scope.each(hcpName, async (hcp) => {
+      const crd = await guest.get({ ...Types.CustomResourceDefinition, name: EC2NODECLASS_CRD });
+      if (!crd) return { requeueAfterMs: this.deps.retryMs ?? 10_000 };
       if (!hcp.autoNode || hcp.deleting) return {};
-      const nodeClassInputs = nodeClassInputsFromSecrets(secrets, namespace, { onInvalid: (e) => problems.push(e.message) });
-      const current = await guest.get({ ...this.deps.cloud.nodeClassType, name: Names.defaultNodeClass });
-      const currentTags = (current?.spec as { tags?: Record<string, string> } | undefined)?.tags;
-      const { source } = hcpNodeClassSource({ hcp, nodeClassInputs, ...(currentTags ? { nodeClassTags: currentTags } : {}) });
-      const rendered = this.deps.cloud.renderNodeClass(source);
-      const r = await guest.apply(rendered.object, { fieldManager: ADAPTER_FIELD_MANAGER, force: true });
-      if (r.changed)
-        events.record(hcp.ref, 'Normal', 'DefaultNodeClassApplied', `EC2NodeClass ${Names.defaultNodeClass} follows the ignition Secrets`);
-    } catch (e) {
-      if (!isInvalidInputError(e)) throw e;
-      problems.push(e.message);
-    }
-    const problem = problems.length ? problems.join('; ') : undefined;
-    if (problem && problem !== this.lastProblem) {
-      events.record({ ...HostedControlPlaneType, namespace, name: hcpName }, 'Warning', 'InvalidIgnitionSecret', problem);
-    }
-    this.lastProblem = problem;
-    return {};
+      const secrets = await management.list(Types.Secret, { namespace, labels: { [IgnitionLabels.managedByKarpenter]: 'true' } });
+      const problems: string[] = [];
+      try {
+        const nodeClassInputs = nodeClassInputsFromSecrets(secrets, namespace, { onInvalid: (e) => problems.push(e.message) });
+        const current = await guest.get({ ...this.deps.cloud.nodeClassType, name: Names.defaultNodeClass });
+        const currentTags = (current?.spec as { tags?: Record<string, string> } | undefined)?.tags;
+        const { source } = hcpNodeClassSource({ hcp, nodeClassInputs, ...(currentTags ? { nodeClassTags: currentTags } : {}) });
+        const rendered = this.deps.cloud.renderNodeClass(source);
+        const r = await guest.apply(rendered.object, { fieldManager: ADAPTER_FIELD_MANAGER, force: true });
+        if (r.changed)
+          events.record(
+            hcp.ref,
+            'Normal',
+            'DefaultNodeClassApplied',
+            `EC2NodeClass ${Names.defaultNodeClass} follows the ignition Secrets`,
+          );
+      } catch (e) {
+        if (!isInvalidInputError(e)) throw e;
+        problems.push(e.message);
+      }
+      const problem = problems.length ? problems.join('; ') : undefined;
+      if (problem && problem !== this.lastProblem) {
+        events.record({ ...HostedControlPlaneType, namespace, name: hcpName }, 'Warning', 'InvalidIgnitionSecret', problem);
+      }
+      this.lastProblem = problem;
+      return {};
+    });
   }
 }

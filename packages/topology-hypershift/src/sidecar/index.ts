@@ -1,3 +1,15 @@
+// The HyperShift sidecar (`@karpenter-operator/topology-hypershift/sidecar`): the HCP-specific controllers
+// that run beside the operator in an HCP namespace (apps/operator/src/adapter-main.ts composes them). They
+// talk to the operator only through Kubernetes objects.
+export { HcpScope, ALL_HCPS, type HcpScopeDeps } from './hcp-scope.js';
+export {
+  GuestUnreachableError,
+  isGuestUnreachableError,
+  guestProbe,
+  GuestIdentity,
+  type GuestProbeDeps,
+  type SelfSubjectReviewStatus,
+} from './guest.js';
 export { AutoNodeStatusReconciler, AUTONODE_STATUS_CONTROLLER, type AutoNodeStatusDeps } from './autonode-status.js';
 export { HcpFinalizerReconciler, HCP_FINALIZER_CONTROLLER, type HcpFinalizerDeps } from './finalizer.js';
 export {

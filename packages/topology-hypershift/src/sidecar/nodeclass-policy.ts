@@ -7,7 +7,8 @@ import {
   type TypeRef,
   type Watch,
 } from '@karpenter-operator/core';
-import { decodeHostedControlPlane, HostedControlPlaneType } from '../hcp.js';
+import { HostedControlPlaneType } from '../hcp.js';
+import { HcpScope } from './hcp-scope.js';
 import { ADAPTER_FIELD_MANAGER } from './default-nodeclass.js';
 
 export const NODECLASS_POLICY_CONTROLLER = 'validatingadmissionpolicy.managed-nodeclass';
@@ -88,8 +89,10 @@ export interface NodeClassPolicyDeps {
 export class NodeClassPolicyReconciler implements Reconciler {
   readonly name = NODECLASS_POLICY_CONTROLLER;
   readonly watches: Watch[];
+  private readonly scope: HcpScope;
 
   constructor(private readonly deps: NodeClassPolicyDeps) {
+    this.scope = new HcpScope(deps);
     const byName = `metadata.name=${NODECLASS_POLICY_NAME}`;
     this.watches = [
       { type: HostedControlPlaneType, cluster: 'control', namespace: deps.namespace, fieldSelector: `metadata.name=${deps.hcpName}` },
@@ -106,26 +109,19 @@ export class NodeClassPolicyReconciler implements Reconciler {
     return [this.deps.hcpName];
   }
 
-  async reconcile(): Promise<Result> {
-    const { management, guest, namespace, hcpName } = this.deps;
-    const obj = await management.get<KubeObject>({ ...HostedControlPlaneType, namespace, name: hcpName });
-    if (!obj) return {};
-    let enabled: boolean;
-    try {
-      const hcp = decodeHostedControlPlane(obj);
-      enabled = hcp.autoNode !== undefined && !hcp.deleting;
-    } catch {
-      return {}; // the operator reports the field
-    }
-    if (!enabled) {
-      // Teardown deletes NodeClasses' users first; the policy only guards updates, so it may go at once.
-      for (const type of [ValidatingAdmissionPolicyBindingType, ValidatingAdmissionPolicyType])
-        await guest.delete({ ...type, name: NODECLASS_POLICY_NAME });
+  reconcile(): Promise<Result> {
+    const { guest, hcpName } = this.deps;
+    return this.scope.each(hcpName, async (hcp) => {
+      if (!hcp.autoNode || hcp.deleting) {
+        // Teardown deletes NodeClasses' users first; the policy only guards updates, so it may go at once.
+        for (const type of [ValidatingAdmissionPolicyBindingType, ValidatingAdmissionPolicyType])
+          await guest.delete({ ...type, name: NODECLASS_POLICY_NAME });
+        return {};
+      }
+      const exempt = await this.deps.exempt();
+      if (!exempt?.length) return { requeueAfterMs: 5_000 };
+      for (const o of renderNodeClassPolicy(exempt)) await guest.apply(o, { fieldManager: ADAPTER_FIELD_MANAGER });
       return {};
-    }
-    const exempt = await this.deps.exempt();
-    if (!exempt?.length) return { requeueAfterMs: 5_000 };
-    for (const o of renderNodeClassPolicy(exempt)) await guest.apply(o, { fieldManager: ADAPTER_FIELD_MANAGER });
-    return {};
+    });
   }
 }
