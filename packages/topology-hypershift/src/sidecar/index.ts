@@ -28,3 +28,18 @@ export {
   ValidatingAdmissionPolicyBindingType,
   type NodeClassPolicyDeps,
 } from './nodeclass-policy.js';
+export {
+  OpenshiftNodeClassReconciler,
+  OPENSHIFT_NODECLASS_CONTROLLER,
+  OPENSHIFT_NODECLASS_CRD,
+  OPENSHIFT_NODECLASS_FINALIZER,
+  OpenshiftEC2NodeClassType,
+  OpenshiftNodeClassReasons,
+  AWS_MACHINE_PUBLIC_IPS_ANNOTATION,
+  renderDefaultOpenshiftNodeClass,
+  translateOpenshiftNodeClass,
+  mirroredStatus,
+  type OpenshiftNodeClassDeps,
+  type TranslationInput,
+  type Translation,
+} from './openshift-nodeclass.js';
