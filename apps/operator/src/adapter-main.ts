@@ -1,18 +1,22 @@
 // The HyperShift sidecar adapter (images/hypershift-adapter.Containerfile): the HCP-specific controllers of
 // packages/topology-hypershift/src/sidecar. It talks to the operator only through Kubernetes objects.
 import type { Server } from 'node:net';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { describeError, systemClock, type Reconciler } from '@karpenter-operator/core';
 import {
   AutoNodeStatusReconciler,
   GuestIdentity,
   guestProbe,
-  HcpDefaultNodeClassReconciler,
   HcpFinalizerReconciler,
   NODECLASS_POLICY_CONTROLLER,
   NodeClassPolicyReconciler,
+  OPENSHIFT_NODECLASS_CRD,
+  OpenshiftNodeClassReconciler,
   type SelfSubjectReviewStatus,
 } from '@karpenter-operator/topology-hypershift/sidecar';
+import { loadObjects } from './cli/load-objects.js';
 import { DEFAULT_ADDRESSES, parseAddress } from './config.js';
 import { providerFor } from './providers.js';
 import { startHttpServer } from './http/server.js';
@@ -112,8 +116,13 @@ async function main(argv: string[]): Promise<number> {
   if (hcpName) {
     // HyperShift's autoNode is AWS only. The sidecar uses the provider's pure NodeClass members, no CRDs or EC2.
     const cloud = providerFor('AWS', { crdDir: '' });
+    // The OpenshiftEC2NodeClass CRD it serves in the guest, bundled beside adapter.js (build.mjs).
+    const crdDir = process.env.KARPENTER_CRD_DIR ?? join(dirname(fileURLToPath(import.meta.url)), 'crds');
+    const crd = loadObjects(crdDir).find((o) => o.kind === 'CustomResourceDefinition' && o.metadata.name === OPENSHIFT_NODECLASS_CRD);
+    if (!crd) throw new Error(`CRD ${OPENSHIFT_NODECLASS_CRD} is missing from ${crdDir}`);
+    const now = () => new Date(clock.now()).toISOString().replace(/\.\d{3}Z$/, 'Z');
     reconcilers.push(
-      new HcpDefaultNodeClassReconciler({ ...base, hcpName, events, cloud }),
+      new OpenshiftNodeClassReconciler({ ...base, hcpName, events, cloud, crd, now }),
       new NodeClassPolicyReconciler({ management: mgmt.store, guest: guest.store, namespace, hcpName, exempt: () => identity.usernames() }),
     );
   }
