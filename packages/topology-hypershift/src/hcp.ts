@@ -10,7 +10,7 @@ import {
 
 /**
  * HostedControlPlane (hypershift.openshift.io/v1beta1) → a small validated projection. Field names follow
- * the HyperShift CRD in `generated/crds/hypershift/`; the rules follow `reference/hypershift.md`.
+ * the HyperShift CRD in `generated/crds/hypershift/`.
  */
 
 export const HostedControlPlaneType = {

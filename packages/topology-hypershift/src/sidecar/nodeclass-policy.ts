@@ -9,7 +9,7 @@ import {
 } from '@karpenter-operator/core';
 import { HostedControlPlaneType } from '../hcp.js';
 import { HcpScope } from './hcp-scope.js';
-import { ADAPTER_FIELD_MANAGER } from './default-nodeclass.js';
+import { ADAPTER_FIELD_MANAGER } from './names.js';
 
 export const NODECLASS_POLICY_CONTROLLER = 'validatingadmissionpolicy.managed-nodeclass';
 export const NODECLASS_POLICY_NAME = 'karpenter-operator-managed-nodeclass';

@@ -3,7 +3,7 @@ import { MemoryClusterStore, RecordingEvents } from '@karpenter-operator/core/te
 import { describe, expect, it } from 'vitest';
 import { decodeHostedControlPlane } from '../hcp.js';
 import { aHostedControlPlane, anIgnitionSecret, HCP_NAME, HCP_NAMESPACE, INFRA_ID } from '../testing/builders.js';
-import { EC2NODECLASS_CRD } from './default-nodeclass.js';
+import { EC2NODECLASS_CRD } from './names.js';
 import {
   mirroredStatus,
   OPENSHIFT_NODECLASS_CRD,

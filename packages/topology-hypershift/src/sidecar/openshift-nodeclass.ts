@@ -15,7 +15,7 @@ import {
 } from '@karpenter-operator/core';
 import { HostedControlPlaneType, HcpAnnotations, type HostedControlPlane } from '../hcp.js';
 import { ignitionSecretWatch, IgnitionLabels, mergeNodeClassTags, nodeClassInputsFromSecrets, type NodeClassInput } from '../ignition.js';
-import { ADAPTER_FIELD_MANAGER, EC2NODECLASS_CRD } from './default-nodeclass.js';
+import { ADAPTER_FIELD_MANAGER, EC2NODECLASS_CRD } from './names.js';
 import { HcpScope } from './hcp-scope.js';
 
 export const OPENSHIFT_NODECLASS_CONTROLLER = 'openshiftec2nodeclass.translate';
