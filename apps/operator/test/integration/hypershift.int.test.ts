@@ -388,6 +388,40 @@ describe('HyperShift: management cluster + guest cluster', () => {
     expect(nodeClass.spec).toMatchObject({ amiSelectorTerms: [{ id: world.facts.amis.x86_64 }], tags: { team: 'a' } });
     expect(foo.metadata.finalizers).toEqual(['hypershift.openshift.io/ec2-nodeclass-finalizer']);
 
+    // The admission policy: the translated EC2NodeClass and OpenshiftEC2NodeClass default refuse direct spec
+    // edits; OpenshiftEC2NodeClass foo is the user's, and its EC2NodeClass follows it.
+    let attempt = 0;
+    const refusedEdit = (path: string) =>
+      waitFor(
+        `a direct spec edit of ${path} to be refused`,
+        async () => {
+          const r = await kubeRequest<{ message?: string }>(g, 'PATCH', path, {
+            body: { spec: { detailedMonitoring: attempt++ % 2 === 0 } },
+            contentType: 'application/merge-patch+json',
+          });
+          return r.status >= 400 ? r : false;
+        },
+        { timeoutMs: 30_000, intervalMs: 500 },
+      );
+    for (const path of [
+      '/apis/karpenter.k8s.aws/v1/ec2nodeclasses/foo',
+      '/apis/karpenter.hypershift.openshift.io/v1beta1/openshiftec2nodeclasses/default',
+    ]) {
+      const refused = await refusedEdit(path);
+      expect(refused.status, path).toBe(403);
+      expect(refused.body.message).toMatch(/managed for this hosted cluster/);
+    }
+    const own = await kubeRequest(g, 'PATCH', '/apis/karpenter.hypershift.openshift.io/v1beta1/openshiftec2nodeclasses/foo', {
+      body: { spec: { tags: { team: 'b' } } },
+      contentType: 'application/merge-patch+json',
+    });
+    expect(own.status).toBe(200);
+    await waitFor(
+      'EC2NodeClass foo to follow its OpenshiftEC2NodeClass',
+      async () => ((await getObject(g, EC2NC.apiVersion, EC2NC.kind, 'foo'))?.spec as { tags?: Record<string, string> }).tags?.team === 'b',
+      { timeoutMs: 30_000 },
+    );
+
     await deleteObject(g, OEC2NC.apiVersion, OEC2NC.kind, 'foo');
     await waitFor(
       'EC2NodeClass foo, then OpenshiftEC2NodeClass foo gone',

@@ -10,6 +10,10 @@ import {
 import { HostedControlPlaneType } from '../hcp.js';
 import { HcpScope } from './hcp-scope.js';
 import { ADAPTER_FIELD_MANAGER } from './names.js';
+import { OpenshiftEC2NodeClassType } from './openshift-nodeclass.js';
+
+const OPENSHIFT_NODECLASS_GROUP = OpenshiftEC2NodeClassType.apiVersion.split('/')[0]!;
+const OPENSHIFT_NODECLASS_KIND = OpenshiftEC2NodeClassType.kind;
 
 export const NODECLASS_POLICY_CONTROLLER = 'validatingadmissionpolicy.managed-nodeclass';
 export const NODECLASS_POLICY_NAME = 'karpenter-operator-managed-nodeclass';
@@ -27,11 +31,27 @@ export const ValidatingAdmissionPolicyBindingType = {
 const celString = (s: string): string => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
 
 /**
- * The guest's ValidatingAdmissionPolicy and binding that refuse changes to the spec of EC2NodeClass
- * `default` (which the adapter renders from the HCP and the ignition Secrets), and its deletion, by anyone
- * but `exempt`: a direct edit would be reverted at the next reconcile anyway, and a deletion makes its
- * NodePools not ready until it is back, so both are refused with a message saying where the setting comes
- * from. Metadata and status stay writable (Karpenter's finalizers and conditions). Pure.
+ * Which requests the policy judges (a CEL match condition): updates and deletions of OpenshiftEC2NodeClass
+ * `default` and EC2NodeClass `default` (the sidecar keeps both), and updates of every EC2NodeClass an
+ * OpenshiftEC2NodeClass owns (the sidecar translates it). Those others may be deleted: the sidecar deletes them
+ * before it releases their OpenshiftEC2NodeClass, and the garbage collector follows the owner reference.
+ * On DELETE `object` is null: the name is the old object's.
+ */
+export function managedNodeClassCondition(): string {
+  const name = celString(Names.defaultNodeClass);
+  const translated = `(has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, r.kind == ${celString(OPENSHIFT_NODECLASS_KIND)}))`;
+  return [
+    `request.operation == 'DELETE' ? oldObject.metadata.name == ${name} :`,
+    `object.metadata.name == ${name} || (request.resource.resource == 'ec2nodeclasses' && ${translated})`,
+  ].join(' ');
+}
+
+/**
+ * The guest's ValidatingAdmissionPolicy and binding that refuse changes to the spec of the NodeClasses the
+ * sidecar manages (`managedNodeClassCondition`), and the deletion of the two `default`s, by anyone but
+ * `exempt`: a direct edit would be reverted at the next reconcile anyway, and a deletion of `default` makes
+ * its NodePools not ready until it is back, so both are refused with a message saying where the setting
+ * comes from. Metadata and status stay writable (Karpenter's finalizers and conditions). Pure.
  */
 export function renderNodeClassPolicy(exempt: readonly string[]): KubeObject[] {
   const users = [...new Set(exempt)].sort();
@@ -44,19 +64,19 @@ export function renderNodeClassPolicy(exempt: readonly string[]): KubeObject[] {
         matchConstraints: {
           resourceRules: [
             { apiGroups: ['karpenter.k8s.aws'], apiVersions: ['*'], operations: ['UPDATE', 'DELETE'], resources: ['ec2nodeclasses'] },
+            {
+              apiGroups: [OPENSHIFT_NODECLASS_GROUP],
+              apiVersions: ['*'],
+              operations: ['UPDATE', 'DELETE'],
+              resources: ['openshiftec2nodeclasses'],
+            },
           ],
         },
-        // On DELETE `object` is null: the name is the old object's.
-        matchConditions: [
-          {
-            name: 'operator-managed',
-            expression: `(request.operation == 'DELETE' ? oldObject : object).metadata.name == ${celString(Names.defaultNodeClass)}`,
-          },
-        ],
+        matchConditions: [{ name: 'operator-managed', expression: managedNodeClassCondition() }],
         validations: [
           {
             expression: `(request.operation != 'DELETE' && object.spec == oldObject.spec) || request.userInfo.username in [${users.map(celString).join(', ')}]`,
-            message: `EC2NodeClass ${Names.defaultNodeClass} is managed for this hosted cluster: its spec comes from the HostedCluster (AutoNode, resource tags, instance profile) and its ignition configuration; change those instead`,
+            message: `This NodeClass is managed for this hosted cluster: an EC2NodeClass's spec comes from its OpenshiftEC2NodeClass and its ignition configuration, and the default ones from the HostedCluster (AutoNode, resource tags, instance profile); change those instead`,
             reason: 'Forbidden',
           },
         ],
