@@ -153,13 +153,14 @@ export interface TagMerge {
 
 /**
  * The HostedCluster's `resourceTags` merged with a NodeClass's own tags (keys the cloud reserves are
- * dropped later, by the provider's renderer). The cluster's value wins on a conflict unless `allowOverride`; conflicts are listed either way so that
- * they can be reported as a condition. Pure.
+ * dropped later, by the provider's renderer). The cluster's value wins on a conflict unless `allowOverride`
+ * (`true` for every key, or the keys whose HostedCluster tag has `overridePolicy: Allow`); conflicts are listed
+ * either way so that they can be reported. Pure.
  */
 export function mergeNodeClassTags(
   clusterTags: readonly ResourceTag[],
   nodeClassTags: Readonly<Record<string, string>> = {},
-  allowOverride = false,
+  allowOverride: boolean | readonly string[] = false,
 ): TagMerge {
   const cluster: Record<string, string> = {};
   for (const t of clusterTags) cluster[t.key] = t.value;
@@ -168,7 +169,7 @@ export function mergeNodeClassTags(
   for (const [k, v] of Object.entries(nodeClassTags)) {
     if (k in cluster && cluster[k] !== v) {
       conflicts.push(k);
-      if (!allowOverride) continue;
+      if (allowOverride !== true && !(Array.isArray(allowOverride) && allowOverride.includes(k))) continue;
     }
     tags[k] = v;
   }

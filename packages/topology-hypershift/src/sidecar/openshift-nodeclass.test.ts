@@ -122,6 +122,31 @@ describe('translateOpenshiftNodeClass', () => {
     expect(t.tagConflicts).toEqual(['red-hat-managed']);
   });
 
+  it('tags: a HostedCluster tag with overridePolicy Allow yields to the NodeClass, the others do not', () => {
+    const hcp = hcpOf({
+      spec: {
+        platform: {
+          aws: {
+            resourceTags: [
+              { key: 'cost-center', value: 'platform', overridePolicy: 'Allow' },
+              { key: 'red-hat-managed', value: 'true', overridePolicy: 'Deny' },
+            ],
+          },
+        },
+      },
+    });
+    expect(hcp.resourceTagOverridesAllowed).toEqual(['cost-center']);
+    const t = translateOpenshiftNodeClass({
+      hcp,
+      openshift: oec2nc('foo', { tags: { 'cost-center': 'team-a', 'red-hat-managed': 'no' } }),
+      ignition,
+      render,
+    });
+    if (!t.ok) throw new Error(t.message);
+    expect(specOf(t.object)!.tags).toEqual({ 'cost-center': 'team-a', 'red-hat-managed': 'true' });
+    expect(t.tagConflicts).toEqual(['red-hat-managed']);
+  });
+
   it("HyperShift's default has no role and no instance profile: without the HCP's annotation nothing is rendered, and the reason names it", () => {
     const bare = hcpOf({ metadata: { annotations: { 'hypershift.openshift.io/aws-karpenter-default-instance-profile': null } } });
     const t = translateOpenshiftNodeClass({ hcp: bare, openshift: oec2nc('default'), ignition, render });

@@ -75,8 +75,9 @@ const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
  * guest's garbage collector follows a deletion). The provider renders the NodeClass from the ignition
  * Secret's userData and AMIs, the HCP's instance profile and the OpenshiftEC2NodeClass's selectors (the infra
  * ID's discovery tag when it names none); its block devices, instance-store policy and detailed monitoring
- * are carried over as given. Tags: the HostedCluster's `resourceTags` win over the NodeClass's own on a
- * conflict (the conflicting keys are returned); keys Karpenter reserves are dropped by the renderer.
+ * are carried over as given. Tags, per tag: the HostedCluster's `resourceTags` win over the NodeClass's own on a
+ * conflict unless that tag's `overridePolicy` is `Allow` (the keys whose NodeClass value was refused are
+ * returned); keys Karpenter reserves are dropped by the renderer.
  *
  * HyperShift's default carries no role and no instance profile, which Karpenter's EC2NodeClass requires one
  * of: without the HCP's default instance profile annotation nothing is rendered and the reason says so. Pure.
@@ -109,7 +110,8 @@ export function translateOpenshiftNodeClass(input: TranslationInput): Translatio
   const ownTags = isRecord(spec.tags)
     ? Object.fromEntries(Object.entries(spec.tags).filter((e): e is [string, string] => typeof e[1] === 'string'))
     : {};
-  const { tags, conflicts } = mergeNodeClassTags(hcp.resourceTags, ownTags, false);
+  const { tags, conflicts } = mergeNodeClassTags(hcp.resourceTags, ownTags, hcp.resourceTagOverridesAllowed);
+  const kept = conflicts.filter((k) => !hcp.resourceTagOverridesAllowed.includes(k));
   const source: NodeClassSource = {
     userData: input.ignition.userData,
     imageSelectorTerms: input.ignition.amiSelectorTerms.map((t) => ({ ...t })),
@@ -128,7 +130,7 @@ export function translateOpenshiftNodeClass(input: TranslationInput): Translatio
   if (typeof spec.detailedMonitoring === 'boolean') out.detailedMonitoring = spec.detailedMonitoring;
   return {
     ok: true,
-    tagConflicts: conflicts,
+    tagConflicts: kept,
     object: {
       apiVersion: rendered.apiVersion,
       kind: rendered.kind,
