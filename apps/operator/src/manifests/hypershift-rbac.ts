@@ -79,6 +79,13 @@ const MANAGEMENT_RULES: ManagementRule[] = [
     verbs: ro,
   },
   {
+    by: ['adapter'],
+    why: "HyperShift's ConfigMaps set-karpenter-taint (read by its ignition generator) and karpenter-subnets (resolved subnets).",
+    apiGroups: [''],
+    resources: ['configmaps'],
+    verbs: [...ro, 'create', 'patch', 'delete'],
+  },
+  {
     by: ['operator', 'adapter'],
     why: 'Events on the HCP and the operand Deployment.',
     apiGroups: ['events.k8s.io'],

@@ -387,6 +387,9 @@ describe('HyperShift: management cluster + guest cluster', () => {
     ]);
     expect(nodeClass.spec).toMatchObject({ amiSelectorTerms: [{ id: world.facts.amis.x86_64 }], tags: { team: 'a' } });
     expect(foo.metadata.finalizers).toEqual(['hypershift.openshift.io/ec2-nodeclass-finalizer']);
+    // The KubeletConfig HyperShift's ignition generator adds: nodes register with Karpenter's taint.
+    const taint = await getObject(mgmt.kubeConfig(), 'v1', 'ConfigMap', 'set-karpenter-taint', NS);
+    expect((taint?.['data'] as { config?: string } | undefined)?.config).toContain('karpenter.sh/unregistered');
 
     // The admission policy: the translated EC2NodeClass and OpenshiftEC2NodeClass default refuse direct spec
     // edits; OpenshiftEC2NodeClass foo is the user's, and its EC2NodeClass follows it.

@@ -247,6 +247,47 @@ describe('OpenshiftNodeClassReconciler', () => {
     expect(management.writes).toEqual([]);
   });
 
+  it('keeps set-karpenter-taint, and karpenter-subnets from the resolved subnets (gone when there are none)', async () => {
+    const { management, guest, r } = setup();
+    guest.seed(oec2nc('foo', {}, { uid: 'uid-foo' }));
+    await r.reconcile('*');
+    const taint = await management.get({ ...Types.ConfigMap, namespace: HCP_NAMESPACE, name: 'set-karpenter-taint' });
+    expect((taint?.['data'] as { config: string }).config).toContain('key: "karpenter.sh/unregistered"');
+    expect((taint?.['data'] as { config: string }).config).toContain('effect: "NoExecute"');
+    const subnetsRef = { ...Types.ConfigMap, namespace: HCP_NAMESPACE, name: 'karpenter-subnets' };
+    expect(await management.get(subnetsRef)).toBeUndefined();
+    const withSubnets = (name: string, ids: string[]) => ({
+      ...oec2nc(name),
+      status: { subnets: ids.map((id) => ({ id, zone: 'us-east-2a' })) },
+    });
+    guest.seed(withSubnets('foo', ['subnet-b', 'subnet-a']));
+    guest.seed({ ...withSubnets('gone', ['subnet-z']), metadata: { name: 'gone', uid: 'g', deletionTimestamp: '2026-01-01T00:00:00Z' } });
+    const ec2 = (await guest.get({ ...EC2NodeClass, name: 'foo' }))!;
+    guest.seed({
+      ...ec2,
+      status: {
+        subnets: [
+          { id: 'subnet-b', zone: 'us-east-2a' },
+          { id: 'subnet-a', zone: 'us-east-2a' },
+        ],
+      },
+    });
+    await r.reconcile('*');
+    const cm = await management.get(subnetsRef);
+    expect(cm?.['data']).toEqual({ subnetIDs: '["subnet-a","subnet-b"]' });
+    expect(cm?.metadata.labels).toEqual({
+      'hypershift.openshift.io/managed-by': 'karpenter',
+      'hypershift.openshift.io/infra-id': INFRA_ID,
+    });
+    expect(cm?.metadata.ownerReferences?.[0]).toMatchObject({ kind: 'HostedControlPlane', name: HCP_NAME, controller: true });
+    management.clearWrites();
+    await r.reconcile('*');
+    expect(management.writes).toEqual([]);
+    guest.remove({ ...OpenshiftEC2NodeClassType, name: 'foo' });
+    await r.reconcile('*');
+    expect(await management.get(subnetsRef)).toBeUndefined();
+  });
+
   it("mirrors the EC2NodeClass's status back, once", async () => {
     const { guest, r } = setup();
     guest.seed(oec2nc('foo'));

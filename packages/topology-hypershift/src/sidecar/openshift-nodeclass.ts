@@ -56,6 +56,62 @@ export function renderDefaultOpenshiftNodeClass(hcp: HostedControlPlane, annotat
   return { ...OpenshiftEC2NodeClassType, metadata: { name: Names.defaultNodeClass }, spec };
 }
 
+/** ConfigMap in the HCP namespace whose KubeletConfig HyperShift's ignition adds: nodes register with Karpenter's taint. */
+export const KARPENTER_TAINT_CONFIGMAP = 'set-karpenter-taint';
+/** ConfigMap in the HCP namespace listing the subnets the OpenshiftEC2NodeClasses resolved (HyperShift adds them to its VPC endpoint). */
+export const KARPENTER_SUBNETS_CONFIGMAP = 'karpenter-subnets';
+
+/** ConfigMap `set-karpenter-taint`, as HyperShift's ignition generator reads it (`data.config`, a KubeletConfig). Pure. */
+export function renderTaintConfigMap(namespace: string): KubeObject {
+  const config = [
+    'apiVersion: machineconfiguration.openshift.io/v1',
+    'kind: KubeletConfig',
+    'metadata:',
+    `  name: ${KARPENTER_TAINT_CONFIGMAP}`,
+    'spec:',
+    '  kubeletConfig:',
+    '    registerWithTaints:',
+    '      - key: "karpenter.sh/unregistered"',
+    '        value: "true"',
+    '        effect: "NoExecute"',
+  ].join('\n');
+  return { ...Types.ConfigMap, metadata: { name: KARPENTER_TAINT_CONFIGMAP, namespace }, data: { config } };
+}
+
+/**
+ * ConfigMap `karpenter-subnets`: the sorted subnet IDs in the status of every OpenshiftEC2NodeClass not being
+ * deleted, as a JSON list (`data.subnetIDs`), owned by the HCP; undefined when there are none (the ConfigMap
+ * goes). Pure.
+ */
+export function renderSubnetsConfigMap(hcp: HostedControlPlane, nodeClasses: readonly KubeObject[]): KubeObject | undefined {
+  const ids = new Set<string>();
+  for (const nc of nodeClasses) {
+    if (nc.metadata.deletionTimestamp) continue;
+    const subnets = (nc.status as { subnets?: unknown } | undefined)?.subnets;
+    if (!Array.isArray(subnets)) continue;
+    for (const s of subnets) if (isRecord(s) && typeof s.id === 'string' && s.id) ids.add(s.id);
+  }
+  if (!ids.size) return undefined;
+  return {
+    ...Types.ConfigMap,
+    metadata: {
+      name: KARPENTER_SUBNETS_CONFIGMAP,
+      namespace: hcp.ref.namespace,
+      labels: { 'hypershift.openshift.io/managed-by': 'karpenter', 'hypershift.openshift.io/infra-id': hcp.infraID ?? '' },
+      ownerReferences: [
+        {
+          apiVersion: HostedControlPlaneType.apiVersion,
+          kind: HostedControlPlaneType.kind,
+          name: hcp.ref.name,
+          uid: hcp.ref.uid,
+          controller: true,
+        },
+      ],
+    },
+    data: { subnetIDs: JSON.stringify([...ids].sort()) },
+  };
+}
+
 export interface TranslationInput {
   hcp: HostedControlPlane;
   /** The OpenshiftEC2NodeClass as read from the guest (with uid). */
@@ -209,7 +265,8 @@ export interface OpenshiftNodeClassDeps {
 
 /**
  * `openshiftec2nodeclass.translate`: HyperShift's NodeClass contract in the guest. While AutoNode is on it
- * serves the OpenshiftEC2NodeClass CRD, keeps OpenshiftEC2NodeClass `default`, and translates every
+ * serves the OpenshiftEC2NodeClass CRD, keeps OpenshiftEC2NodeClass `default` and, in the HCP namespace, ConfigMaps
+ * `set-karpenter-taint` and `karpenter-subnets`, and translates every
  * OpenshiftEC2NodeClass into the EC2NodeClass of the same name (`translateOpenshiftNodeClass`) once
  * HyperShift's ignition generator has written its Secret; its finalizer holds it until the EC2NodeClass is
  * gone, and its status mirrors the EC2NodeClass's. Level-based: each key re-derives everything and writes
@@ -227,6 +284,18 @@ export class OpenshiftNodeClassReconciler implements Reconciler {
     this.watches = [
       { type: HostedControlPlaneType, cluster: 'control', namespace: deps.namespace, fieldSelector: `metadata.name=${deps.hcpName}` },
       ignitionSecretWatch(deps.namespace),
+      {
+        type: Types.ConfigMap,
+        cluster: 'control',
+        namespace: deps.namespace,
+        fieldSelector: `metadata.name=${KARPENTER_TAINT_CONFIGMAP}`,
+      },
+      {
+        type: Types.ConfigMap,
+        cluster: 'control',
+        namespace: deps.namespace,
+        fieldSelector: `metadata.name=${KARPENTER_SUBNETS_CONFIGMAP}`,
+      },
       { type: OpenshiftEC2NodeClassType },
       { type: deps.cloud.nodeClassType },
       ...crdNames.map((n) => ({ type: Types.CustomResourceDefinition, fieldSelector: `metadata.name=${n}` })),
@@ -264,11 +333,18 @@ export class OpenshiftNodeClassReconciler implements Reconciler {
       const inputs = nodeClassInputsFromSecrets(secrets, namespace, {
         onInvalid: (e) => this.report(hcp, `secret:${e.object}`, 'InvalidIgnitionSecret', e.message),
       });
+      await management.apply(renderTaintConfigMap(namespace), { fieldManager: ADAPTER_FIELD_MANAGER, force: true });
       const names = key === '*' ? (await guest.list(OpenshiftEC2NodeClassType)).map((o) => o.metadata.name) : [key];
       let result: Result = {};
       for (const name of names) {
         const r = await this.translate(hcp, name, inputs.get(name));
         if (r.requeueAfterMs !== undefined) result = r;
+      }
+      const subnets = renderSubnetsConfigMap(hcp, await guest.list(OpenshiftEC2NodeClassType));
+      if (subnets) await management.apply(subnets, { fieldManager: ADAPTER_FIELD_MANAGER, force: true });
+      else {
+        const ref = { ...Types.ConfigMap, namespace, name: KARPENTER_SUBNETS_CONFIGMAP };
+        if (await management.get(ref)) await management.delete(ref);
       }
       return result;
     });
