@@ -1,33 +1,12 @@
 import { Types, type KubeObject } from '@karpenter-operator/core';
 import { MemoryClusterStore } from '@karpenter-operator/core/testing';
 import { describe, expect, it } from 'vitest';
+import { aSidecarHostedControlPlane } from '../testing/builders.js';
 import { AutoNodeStatusReconciler } from './autonode-status.js';
 
 const NS = 'clusters-demo';
-const ROLE = 'arn:aws:iam::123456789012:role/karpenter';
 
-function hcp(
-  extra: { finalizers?: string[]; deletionTimestamp?: string; autoNode?: boolean; status?: Record<string, unknown> } = {},
-): KubeObject {
-  return {
-    apiVersion: 'hypershift.openshift.io/v1beta1',
-    kind: 'HostedControlPlane',
-    metadata: {
-      name: 'demo',
-      namespace: NS,
-      uid: 'u1',
-      ...(extra.finalizers ? { finalizers: extra.finalizers } : {}),
-      ...(extra.deletionTimestamp ? { deletionTimestamp: extra.deletionTimestamp } : {}),
-    },
-    spec: {
-      infraID: 'demo-x',
-      ...(extra.autoNode === false
-        ? {}
-        : { autoNode: { provisionerConfig: { name: 'Karpenter', karpenter: { platform: 'AWS', aws: { roleARN: ROLE } } } } }),
-    },
-    ...(extra.status ? { status: extra.status } : {}),
-  };
-}
+const hcp = aSidecarHostedControlPlane;
 
 const node = (name: string, pool = true): KubeObject => ({
   ...Types.Node,
