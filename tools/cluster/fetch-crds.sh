@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Copies the real CRDs the local cluster serves from pinned Go modules (module cache) into
-# generated/crds/{openshift,karpenter,hypershift,cco}/ (gitignored), and KWOK's stock node/pod stages
+# generated/crds/{openshift,karpenter,hypershift,karpenter-hypershift,cco}/ (gitignored), and KWOK's stock node/pod stages
 # (the kwok binary has none built in) into generated/kwok/stages.yaml. Never hand-copied, never committed.
 # Idempotent: does nothing when the stamp matches the pinned versions. Prints the CRD directory.
 set -euo pipefail
@@ -8,7 +8,7 @@ KO_SCRIPT=fetch-crds
 # shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-stamp="openshift-api=$OPENSHIFT_API_VERSION karpenter-aws=$KARPENTER_AWS_VERSION hypershift-api=$HYPERSHIFT_API_VERSION cco=$CCO_VERSION kwok=$KWOK_VERSION layout=2"
+stamp="openshift-api=$OPENSHIFT_API_VERSION karpenter-aws=$KARPENTER_AWS_VERSION hypershift-api=$HYPERSHIFT_API_VERSION controller-tools=$CONTROLLER_TOOLS_VERSION cco=$CCO_VERSION kwok=$KWOK_VERSION layout=3"
 if [ -f "$ko_crd_dir/.stamp" ] && [ "$(cat "$ko_crd_dir/.stamp")" = "$stamp" ] && [ -f "$ko_kwok_stages" ]; then
   echo "$ko_crd_dir"; exit 0
 fi
@@ -23,7 +23,7 @@ kwok=$(ko_go_module_dir sigs.k8s.io/kwok "$KWOK_VERSION")
 mkdir -p "$(dirname "$ko_crd_dir")"
 tmp=$(mktemp -d "$(dirname "$ko_crd_dir")/.crds.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-mkdir -p "$tmp"/{openshift,karpenter,hypershift,cco}
+mkdir -p "$tmp"/{openshift,karpenter,hypershift,karpenter-hypershift,cco}
 : > "$tmp/SOURCES.txt"
 
 # copy <group-dir> <target-name> <module-dir> <module@version> <glob>...: the first glob that matches
@@ -71,6 +71,22 @@ copy hypershift hostedcontrolplanes.hypershift.openshift.io "$hypershift" "$h" \
   "$fg/hostedcontrolplanes.hypershift.openshift.io/AutoNodeKarpenter.yaml" "$fg/hostedcontrolplanes.hypershift.openshift.io/AAA_ungated.yaml"
 copy hypershift hostedclusters.hypershift.openshift.io "$hypershift" "$h" \
   "$fg/hostedclusters.hypershift.openshift.io/AutoNodeKarpenter.yaml" "$fg/hostedclusters.hypershift.openshift.io/AAA_ungated.yaml"
+
+# OpenshiftEC2NodeClass (karpenter.hypershift.openshift.io) has Go types only in the API module: generate its
+# CRD with the pinned controller-gen, from a scratch copy of the module (the module cache is read-only). It is
+# served in the guest by the HyperShift sidecar, not seeded by testkit (karpenter-hypershift/ is not a seeded group).
+cgen_dir="$ko_cache_root/bin/controller-gen-$CONTROLLER_TOOLS_VERSION"
+if [ ! -x "$cgen_dir/controller-gen" ]; then
+  (cd "${TMPDIR:-/tmp}" && GOFLAGS=-mod=mod GOBIN="$cgen_dir" go install "sigs.k8s.io/controller-tools/cmd/controller-gen@$CONTROLLER_TOOLS_VERSION") \
+    || ko_fail "could not build controller-gen $CONTROLLER_TOOLS_VERSION"
+fi
+cp -r "$hypershift" "$tmp/.hypershift-api" && chmod -R u+w "$tmp/.hypershift-api"
+(cd "$tmp/.hypershift-api" && GOFLAGS=-mod=mod "$cgen_dir/controller-gen" crd paths=./karpenter/v1beta1/... output:crd:dir="$tmp/.oec2nc") \
+  || ko_fail "controller-gen could not generate the OpenshiftEC2NodeClass CRD from $h"
+mv "$tmp/.oec2nc/karpenter.hypershift.openshift.io_openshiftec2nodeclasses.yaml" \
+  "$tmp/karpenter-hypershift/openshiftec2nodeclasses.karpenter.hypershift.openshift.io.yaml"
+echo "karpenter-hypershift/openshiftec2nodeclasses.karpenter.hypershift.openshift.io.yaml <= $h karpenter/v1beta1 (controller-gen $CONTROLLER_TOOLS_VERSION)" >> "$tmp/SOURCES.txt"
+rm -rf "$tmp/.hypershift-api" "$tmp/.oec2nc"
 
 c=github.com/openshift/cloud-credential-operator@$CCO_VERSION
 copy cco credentialsrequests.cloudcredential.openshift.io "$cco" "$c" "manifests/*_cloud-credential-operator_01_crd.yaml"

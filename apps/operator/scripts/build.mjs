@@ -1,8 +1,9 @@
 // Bundles each image's entry point into one ESM file with production dependencies inlined, and copies the
-// runtime CRDs (produced from the pinned Go modules by tools/cluster/fetch-crds.sh) beside the operator's.
+// CRDs each one serves (produced from the pinned Go modules by tools/cluster/fetch-crds.sh) beside it: the
+// operator's Karpenter CRDs, the HyperShift sidecar's OpenshiftEC2NodeClass.
 //   build.mjs [OUTDIR] [--entry main|adapter]...
 // OUTDIR is apps/operator/dist by default (the image test builds into a tree of its own); without --entry every
-// entry is built. Only `main` needs the CRDs, so `--entry adapter` builds without generated/crds.
+// entry is built.
 import { build } from 'esbuild';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -10,11 +11,12 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
-const crdSrc = join(root, 'generated/crds/karpenter');
+const crdRoot = join(root, 'generated/crds');
 
+// crds: the generated/crds group directories whose CRDs the entry serves.
 const allEntries = [
-  { in: 'apps/operator/src/main.ts', out: 'main', crds: true }, // images/operator.Containerfile
-  { in: 'apps/operator/src/adapter-main.ts', out: 'adapter', crds: false }, // images/hypershift-adapter.Containerfile
+  { in: 'apps/operator/src/main.ts', out: 'main', crds: ['karpenter'] }, // images/operator.Containerfile
+  { in: 'apps/operator/src/adapter-main.ts', out: 'adapter', crds: ['karpenter-hypershift'] }, // images/hypershift-adapter.Containerfile
 ];
 
 const fail = (msg) => {
@@ -35,9 +37,11 @@ if (unknown.length) fail(`unknown --entry ${unknown.join(', ')} (known: ${allEnt
 const entries = allEntries.filter((e) => wanted.includes(e.out));
 // Check every input before touching OUTDIR, so a failed build leaves the previous one in place.
 for (const e of entries) if (!existsSync(join(root, e.in))) fail(`entry point ${e.in} (${e.out}.js) does not exist`);
-const withCrds = entries.some((e) => e.crds);
-if (withCrds && !existsSync(crdSrc))
-  fail(`${crdSrc} is missing; run \`npm run setup\` (tools/cluster/fetch-crds.sh) to produce the runtime CRDs`);
+const crdGroups = [...new Set(entries.flatMap((e) => e.crds))];
+const withCrds = crdGroups.length > 0;
+for (const g of crdGroups)
+  if (!existsSync(join(crdRoot, g)))
+    fail(`${join(crdRoot, g)} is missing; run \`npm run setup\` (tools/cluster/fetch-crds.sh) to produce the runtime CRDs`);
 
 rmSync(out, { recursive: true, force: true });
 mkdirSync(out, { recursive: true });
@@ -61,9 +65,10 @@ if (withCrds) {
   // generated/crds names files by CRD (`nodepools.karpenter.sh.yaml`); the provider reads them under the
   // names karpenter-provider-aws ships them with (`karpenter.sh_nodepools.yaml`).
   mkdirSync(join(out, 'crds'));
-  for (const f of readdirSync(crdSrc).filter((n) => n.endsWith('.yaml'))) {
-    const [plural, ...group] = f.replace(/\.yaml$/, '').split('.');
-    copyFileSync(join(crdSrc, f), join(out, 'crds', `${group.join('.')}_${plural}.yaml`));
-  }
+  for (const g of crdGroups)
+    for (const f of readdirSync(join(crdRoot, g)).filter((n) => n.endsWith('.yaml'))) {
+      const [plural, ...group] = f.replace(/\.yaml$/, '').split('.');
+      copyFileSync(join(crdRoot, g, f), join(out, 'crds', `${group.join('.')}_${plural}.yaml`));
+    }
 }
 console.log(`build: ${entries.map((e) => `${e.out}.js`).join(', ')}${withCrds ? ' and crds/' : ''} in ${out}`);

@@ -1,13 +1,20 @@
 // The HyperShift sidecar adapter (images/hypershift-adapter.Containerfile): the HCP-specific controllers of
-// packages/topology-hypershift/src/adapter. It talks to the operator only through Kubernetes objects.
+// packages/topology-hypershift/src/sidecar. It talks to the operator only through Kubernetes objects.
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describeError, systemClock, type Reconciler } from '@karpenter-operator/core';
 import {
   AutoNodeStatusReconciler,
-  HcpDefaultNodeClassReconciler,
+  GuestIdentity,
+  guestProbe,
   HcpFinalizerReconciler,
   NODECLASS_POLICY_CONTROLLER,
   NodeClassPolicyReconciler,
-} from '@karpenter-operator/topology-hypershift';
+  OPENSHIFT_NODECLASS_CRD,
+  OpenshiftNodeClassReconciler,
+  type SelfSubjectReviewStatus,
+} from '@karpenter-operator/topology-hypershift/sidecar';
+import { loadObjects } from './cli/load-objects.js';
 import { DEFAULT_ADDRESSES, parseAdapterConfig } from './config.js';
 import { providerFor } from './providers.js';
 import { startHttpServer } from './http/server.js';
@@ -21,7 +28,7 @@ const USAGE = `Usage: karpenter-operator-hypershift-adapter [run] --namespace NS
        [--metrics-bind-address [host]:port (${DEFAULT_ADDRESSES.adapter.metrics})] [--health-probe-bind-address [host]:port (${DEFAULT_ADDRESSES.adapter.health})]
        [--guest-unreachable-timeout DURATION (5m): how long the guest API may be unreachable during HCP deletion before the HCP finalizer goes]
 The HyperShift sidecar adapter: HCP status.autoNode, the HCP finalizer when the guest is gone, and (with --hcp-name)
-EC2NodeClass default from ignition Secrets (guarded in the guest by a ValidatingAdmissionPolicy). The operand's
+each OpenshiftEC2NodeClass translated into an EC2NodeClass with its ignition userData (guarded by a ValidatingAdmissionPolicy). The operand's
 credentials Secret (karpenter-credentials) is HyperShift's own.`;
 
 async function main(argv: string[]): Promise<number> {
@@ -51,49 +58,43 @@ async function main(argv: string[]): Promise<number> {
   const guestKubeconfig = new WatchedKubeConfig(guestPath, { logger });
   await guestKubeconfig.start();
   const guest = createKubeCluster(() => guestKubeconfig.current(), { metrics, logger, clock });
-  // A live request: cached lists keep answering with the last state after the guest is gone.
-  const probeGuest = async (): Promise<void> => {
-    await guest.transport.request({ verb: 'get', kind: 'Version', method: 'GET', path: '/version' }).catch((e: unknown) => {
-      // Only "cannot connect" counts towards releasing the finalizer: a slow, overloaded or misconfigured
-      // guest still holds instances, so its errors are plain failures (retried, never a release).
-      if (isConnectionFailure(e)) throw toCoreError(e, 'probing the guest API');
-      throw new Error(`probing the guest API: ${describeError(toCoreError(e, 'probing the guest API'))}`, { cause: e });
-    });
-  };
+  const probeGuest = guestProbe({
+    request: () => guest.transport.request({ verb: 'get', kind: 'Version', method: 'GET', path: '/version' }),
+    isConnectionFailure,
+    describe: (e) => describeError(toCoreError(e, 'GET /version')),
+  });
   const events = new KubeEventRecorder({ transport: mgmt.transport, reportingInstance: 'hypershift-adapter', logger, metrics, clock });
   const base = { management: mgmt.store, guest: guest.store, namespace, ...(hcpName ? { hcpName } : {}) };
   const reconcilers: Reconciler[] = [
     new AutoNodeStatusReconciler(base),
     new HcpFinalizerReconciler({ ...base, clock, events, unreachableAfterMs, probeGuest }),
   ];
-  // Who the adapter is in the guest, as the API server sees it: the one identity allowed to change the managed
-  // NodeClass. Learnt lazily, forgotten when the kubeconfig changes (it may name another identity).
-  let identity: Promise<string[] | undefined> | undefined;
-  const guestIdentity = (): Promise<string[] | undefined> =>
-    (identity ??= guest.transport
-      .request<{ status?: { userInfo?: { username?: string } } }>({
-        verb: 'create',
-        kind: 'SelfSubjectReview',
-        method: 'POST',
-        path: '/apis/authentication.k8s.io/v1/selfsubjectreviews',
-        body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
-      })
-      .then((r) => {
-        const user = r.status?.userInfo?.username;
-        if (!user) identity = undefined; // ask again next time
-        return user ? [user] : undefined;
-      })
-      .catch((e: unknown) => {
-        identity = undefined;
-        logger.warn('cannot tell who this adapter is in the guest yet', { error: describeError(toCoreError(e, 'SelfSubjectReview')) });
-        return undefined;
-      }));
+  const identity = new GuestIdentity({
+    logger,
+    selfSubjectReview: () =>
+      guest.transport
+        .request<SelfSubjectReviewStatus>({
+          verb: 'create',
+          kind: 'SelfSubjectReview',
+          method: 'POST',
+          path: '/apis/authentication.k8s.io/v1/selfsubjectreviews',
+          body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
+        })
+        .catch((e: unknown) => {
+          throw toCoreError(e, 'SelfSubjectReview');
+        }),
+  });
   if (hcpName) {
     // HyperShift's autoNode is AWS only. The sidecar uses the provider's pure NodeClass members, no CRDs or EC2.
     const cloud = providerFor('AWS', { crdDir: '' });
+    // The OpenshiftEC2NodeClass CRD it serves in the guest, bundled beside adapter.js (build.mjs).
+    const crdDir = process.env.KARPENTER_CRD_DIR ?? join(dirname(fileURLToPath(import.meta.url)), 'crds');
+    const crd = loadObjects(crdDir).find((o) => o.kind === 'CustomResourceDefinition' && o.metadata.name === OPENSHIFT_NODECLASS_CRD);
+    if (!crd) throw new Error(`CRD ${OPENSHIFT_NODECLASS_CRD} is missing from ${crdDir}`);
+    const now = () => new Date(clock.now()).toISOString().replace(/\.\d{3}Z$/, 'Z');
     reconcilers.push(
-      new HcpDefaultNodeClassReconciler({ ...base, hcpName, events, cloud }),
-      new NodeClassPolicyReconciler({ management: mgmt.store, guest: guest.store, namespace, hcpName, exempt: guestIdentity }),
+      new OpenshiftNodeClassReconciler({ ...base, hcpName, events, cloud, crd, now }),
+      new NodeClassPolicyReconciler({ management: mgmt.store, guest: guest.store, namespace, hcpName, exempt: () => identity.usernames() }),
     );
   }
   const runtime = new ControllerRuntime({
@@ -104,7 +105,7 @@ async function main(argv: string[]): Promise<number> {
     clock,
   });
   guestKubeconfig.onChange(() => {
-    identity = undefined;
+    identity.forget();
     if (hcpName) runtime.enqueue(NODECLASS_POLICY_CONTROLLER, hcpName);
   });
 

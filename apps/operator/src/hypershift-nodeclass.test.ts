@@ -1,14 +1,25 @@
 import { describe, expect, it } from 'vitest';
 import { Types, type KubeObject } from '@karpenter-operator/core';
 import { MemoryClusterStore, RecordingEvents } from '@karpenter-operator/core/testing';
-import { EC2NODECLASS_CRD, HcpDefaultNodeClassReconciler } from '@karpenter-operator/topology-hypershift';
+import {
+  EC2NODECLASS_CRD,
+  OPENSHIFT_NODECLASS_CRD,
+  OpenshiftEC2NodeClassType,
+  OpenshiftNodeClassReconciler,
+} from '@karpenter-operator/topology-hypershift/sidecar';
 import { aHostedControlPlane, anIgnitionSecret, HCP_NAME, HCP_NAMESPACE, INFRA_ID } from '@karpenter-operator/topology-hypershift/testing';
 import { providerFor } from './providers.js';
 
-// The sidecar as adapter-main wires it: the HCP's ignition Secrets decoded by topology-hypershift, rendered by
-// the AWS provider, the one renderer the standalone default NodeClass uses too.
-describe('HyperShift default NodeClass through the AWS provider', () => {
-  it('carries the OpenShift kubelet reservations and drops reserved tags, like the standalone NodeClass', async () => {
+const established = (name: string): KubeObject => ({
+  ...Types.CustomResourceDefinition,
+  metadata: { name },
+  status: { conditions: [{ type: 'Established', status: 'True' }] },
+});
+
+// The sidecar as adapter-main wires it: OpenshiftEC2NodeClasses and their ignition Secrets translated by
+// topology-hypershift, rendered by the AWS provider, the one renderer the standalone default NodeClass uses too.
+describe('HyperShift NodeClasses through the AWS provider', () => {
+  it('carry the OpenShift kubelet reservations and drop reserved tags, like the standalone NodeClass', async () => {
     const cloud = providerFor('AWS', { crdDir: '' });
     const tags = [
       { key: 'red-hat-managed', value: 'true' },
@@ -16,17 +27,20 @@ describe('HyperShift default NodeClass through the AWS provider', () => {
     ];
     const hcp = aHostedControlPlane({ spec: { platform: { aws: { resourceTags: tags } } } });
     const management = new MemoryClusterStore([hcp, anIgnitionSecret({ userData: '{"ignition":{"version":"3.4.0"}}', ami: 'ami-0aaa' })]);
-    const guest = new MemoryClusterStore([{ ...Types.CustomResourceDefinition, metadata: { name: EC2NODECLASS_CRD } } as KubeObject]);
-    const r = new HcpDefaultNodeClassReconciler({
+    const guest = new MemoryClusterStore([established(EC2NODECLASS_CRD), established(OPENSHIFT_NODECLASS_CRD)]);
+    const r = new OpenshiftNodeClassReconciler({
       management,
       guest,
       namespace: HCP_NAMESPACE,
       hcpName: HCP_NAME,
       events: new RecordingEvents(),
       cloud,
+      crd: established(OPENSHIFT_NODECLASS_CRD),
+      now: () => '2026-01-01T00:00:00Z',
     });
-    await r.reconcile();
-    expect(r.problem()).toBeUndefined();
+    await r.reconcile('*'); // OpenshiftEC2NodeClass default
+    await r.reconcile('*'); // ... and its EC2NodeClass
+    expect(await guest.get({ ...OpenshiftEC2NodeClassType, name: 'default' })).toBeDefined();
     const nc = await guest.get({ ...cloud.nodeClassType, name: 'default' });
     const spec = nc?.spec as Record<string, unknown>;
     expect(spec.kubelet).toEqual({
@@ -37,6 +51,8 @@ describe('HyperShift default NodeClass through the AWS provider', () => {
       amiFamily: 'Custom',
       amiSelectorTerms: [{ id: 'ami-0aaa' }],
       userData: '{"ignition":{"version":"3.4.0"}}',
+      instanceProfile: 'demo-x7k2p-worker',
+      subnetSelectorTerms: [{ tags: { 'karpenter.sh/discovery': INFRA_ID } }],
     });
     expect(spec.tags).toEqual({ 'red-hat-managed': 'true' });
   });

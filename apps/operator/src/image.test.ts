@@ -50,7 +50,7 @@ const { images } = (await import(runtimeTree)) as RuntimeTree;
 /** What the runtime stage of each image must and must not have beyond the bundle. */
 const cases = [
   { name: 'operator', stageNames: ['crds', 'build', 'final'], operatorOnly: true, otherBundle: 'adapter.js' },
-  { name: 'hypershift-adapter', stageNames: ['build', 'final'], operatorOnly: false, otherBundle: 'main.js' },
+  { name: 'hypershift-adapter', stageNames: ['crds', 'build', 'final'], operatorOnly: false, otherBundle: 'main.js' },
 ];
 
 describe.each(cases)('$name image', ({ name, stageNames, operatorOnly, otherBundle }) => {
@@ -115,9 +115,10 @@ describe.each(cases)('$name image', ({ name, stageNames, operatorOnly, otherBund
     expect(argv).toEqual(operatorOnly ? ['/usr/bin/karpenter-operator'] : ['node', `${spec.opt}/${spec.entry}.js`]);
     const opt = join(tree, spec.opt);
     expect(existsSync(join(opt, `${spec.entry}.js`))).toBe(true);
-    // Only this image's bundle, and the CRDs only where the operator reads them.
+    // Only this image's bundle, and only the CRDs it serves: Karpenter's by the operator, OpenshiftEC2NodeClass by the adapter.
     expect(existsSync(join(opt, otherBundle))).toBe(false);
     expect(existsSync(join(opt, 'crds/karpenter.k8s.aws_ec2nodeclasses.yaml'))).toBe(operatorOnly);
+    expect(existsSync(join(opt, 'crds/karpenter.hypershift.openshift.io_openshiftec2nodeclasses.yaml'))).toBe(!operatorOnly);
   });
 
   if (name === 'operator') {

@@ -8,6 +8,11 @@ const KARPENTER = 'spec.autoNode.provisionerConfig.karpenter';
 const withKarpenter = (karpenter: unknown) => aHostedControlPlane({ spec: { autoNode: { provisionerConfig: { karpenter } } } });
 
 describe('decodeHostedControlPlane', () => {
+  it('a resource tag overridePolicy that is not a string is named', () => {
+    const obj = aHostedControlPlane({ spec: { platform: { aws: { resourceTags: [{ key: 'a', value: 'b', overridePolicy: 7 }] } } } });
+    expect(() => decodeHostedControlPlane(obj)).toThrow(/spec\.platform\.aws\.resourceTags\[0\]\.overridePolicy/);
+  });
+
   it('decodes a HostedControlPlane with AutoNode on', () => {
     const hcp = decodeHostedControlPlane(
       aHostedControlPlane({
@@ -35,6 +40,7 @@ describe('decodeHostedControlPlane', () => {
       platformType: 'AWS',
       region: 'us-east-2',
       resourceTags: [{ key: 'red-hat-managed', value: 'true' }],
+      resourceTagOverridesAllowed: [],
       images: {
         karpenterProviderAws: 'quay.io/openshift/karpenter-provider-aws@sha256:' + 'a'.repeat(64),
         karpenterOperator: 'registry.local:5000/karpenter-operator:v1',

@@ -11,7 +11,7 @@ import {
 
 /**
  * HostedControlPlane (hypershift.openshift.io/v1beta1) → a small validated projection. Field names follow
- * the HyperShift CRD in `generated/crds/hypershift/`; the rules follow `reference/hypershift.md`.
+ * the HyperShift CRD in `generated/crds/hypershift/`.
  */
 
 export const HostedControlPlaneType = {
@@ -79,6 +79,8 @@ export interface HostedControlPlane {
   region?: string;
   /** `spec.platform.aws.resourceTags`. */
   resourceTags: ResourceTag[];
+  /** Keys of those tags whose `overridePolicy` is `Allow`: a NodeClass's own value wins for them. */
+  resourceTagOverridesAllowed: string[];
   images: { karpenterProviderAws?: string; karpenterOperator?: string };
   /**
    * What HyperShift applies to every control-plane pod of this HCP, for the operand's: `spec.nodeSelector`,
@@ -146,7 +148,7 @@ export function decodeHostedControlPlane(obj: unknown): HostedControlPlane {
   const aws = platform.aws ?? {};
   if (!isRecord(aws)) return fail('spec.platform.aws', 'must be an object');
   const region = optionalString(aws.region, 'spec.platform.aws.region', fail);
-  const resourceTags = decodeTags(aws.resourceTags, fail);
+  const { tags: resourceTags, overridable: resourceTagOverridesAllowed } = decodeTags(aws.resourceTags, fail);
 
   const { autoNode, ignored } = decodeAutoNode(spec.autoNode, fail);
 
@@ -156,6 +158,7 @@ export function decodeHostedControlPlane(obj: unknown): HostedControlPlane {
     generation,
     autoNode,
     resourceTags,
+    resourceTagOverridesAllowed,
     images: {},
     podOverrides: decodePodOverrides(spec, annotations, fail),
     deleting: typeof deletionTimestamp === 'string' && deletionTimestamp !== '',
@@ -282,16 +285,21 @@ function decodeStringMap(v: unknown, field: string, fail: Fail): Record<string, 
   return v as Record<string, string>;
 }
 
-function decodeTags(v: unknown, fail: Fail): ResourceTag[] {
+function decodeTags(v: unknown, fail: Fail): { tags: ResourceTag[]; overridable: string[] } {
   const field = 'spec.platform.aws.resourceTags';
-  if (v === undefined || v === null) return [];
+  if (v === undefined || v === null) return { tags: [], overridable: [] };
   if (!Array.isArray(v)) return fail(field, 'must be a list');
-  return v.map((t, i) => {
+  const overridable: string[] = [];
+  const tags = v.map((t, i) => {
     if (!isRecord(t) || typeof t.key !== 'string' || typeof t.value !== 'string' || !t.key) {
       return fail(`${field}[${i}]`, 'needs a non-empty string key and a string value');
     }
+    const policy = t.overridePolicy;
+    if (policy !== undefined && typeof policy !== 'string') return fail(`${field}[${i}].overridePolicy`, 'must be a string');
+    if (policy === 'Allow') overridable.push(t.key);
     return { key: t.key, value: t.value };
   });
+  return { tags, overridable };
 }
 
 function decodeConditions(status: unknown): Condition[] {

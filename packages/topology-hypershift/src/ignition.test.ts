@@ -1,14 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidInputError, type KubeObject } from '@karpenter-operator/core';
-import { decodeHostedControlPlane, HcpAnnotations } from './hcp.js';
-import {
-  IgnitionAnnotations,
-  mergeNodeClassTags,
-  nodeClassInputsFromSecrets,
-  hcpNodeClassSource,
-  type NodeClassInput,
-} from './ignition.js';
-import { aHostedControlPlane, anIgnitionSecret, HCP_NAMESPACE, INFRA_ID } from './testing/builders.js';
+import { IgnitionAnnotations, mergeNodeClassTags, nodeClassInputsFromSecrets, type NodeClassInput } from './ignition.js';
+import { anIgnitionSecret, HCP_NAMESPACE } from './testing/builders.js';
 
 const POINTER =
   '{"ignition":{"version":"3.4.0","config":{"merge":[{"source":"https://ignition.demo:443/ignition","httpHeaders":[{"name":"TargetConfigVersionHash","value":"abc"}]}]}}}';
@@ -197,103 +190,5 @@ describe('mergeNodeClassTags', () => {
     },
   ])('$name', ({ cluster, own, allow, tags, conflicts }) => {
     expect(mergeNodeClassTags(cluster, own as Record<string, string>, allow)).toEqual({ tags, conflicts });
-  });
-});
-
-describe('hcpNodeClassSource', () => {
-  const hcp = decodeHostedControlPlane(
-    aHostedControlPlane({
-      spec: {
-        platform: {
-          aws: {
-            resourceTags: [
-              { key: 'red-hat-managed', value: 'true' },
-              { key: `kubernetes.io/cluster/${INFRA_ID}`, value: 'owned' },
-            ],
-          },
-        },
-      },
-    }),
-  );
-  const inputs = nodeClassInputsFromSecrets(
-    [anIgnitionSecret({ userData: POINTER, ami: 'ami-0aaa', arm64Ami: 'ami-0bbb' })],
-    HCP_NAMESPACE,
-  );
-
-  it('decodes default from tag selectors, the ignition Secret and the instance-profile annotation', () => {
-    const r = hcpNodeClassSource({ hcp, nodeClassInputs: inputs });
-    expect(r.source).toEqual({
-      userData: POINTER,
-      imageSelectorTerms: [{ id: 'ami-0aaa' }, { id: 'ami-0bbb' }],
-      instanceProfile: 'demo-x7k2p-worker',
-      subnetSelectorTerms: [{ tags: { 'kubernetes.io/role/internal-elb': '1', [`kubernetes.io/cluster/${INFRA_ID}`]: '*' } }],
-      securityGroupSelectorTerms: [{ tags: { 'karpenter.sh/discovery': INFRA_ID } }],
-      // The cluster tag goes to the provider too; its renderer drops the keys its NodeClass reserves.
-      tags: [
-        { key: 'red-hat-managed', value: 'true' },
-        { key: `kubernetes.io/cluster/${INFRA_ID}`, value: 'owned' },
-      ],
-    });
-    expect(r.tagConflicts).toEqual([]);
-  });
-
-  it.each([
-    {
-      name: 'internal-elb (default)',
-      subnetSelector: undefined,
-      want: { 'kubernetes.io/role/internal-elb': '1', [`kubernetes.io/cluster/${INFRA_ID}`]: '*' },
-    },
-    { name: 'discovery tag', subnetSelector: 'discovery' as const, want: { 'karpenter.sh/discovery': INFRA_ID } },
-  ])('subnets by $name', ({ subnetSelector, want }) => {
-    const { source } = hcpNodeClassSource({ hcp, nodeClassInputs: inputs, ...(subnetSelector ? { subnetSelector } : {}) });
-    expect(source.subnetSelectorTerms).toEqual([{ tags: want }]);
-  });
-
-  it('reports tag conflicts with the NodeClass and keeps the cluster value', () => {
-    const r = hcpNodeClassSource({ hcp, nodeClassInputs: inputs, nodeClassTags: { 'red-hat-managed': 'false', team: 'x' } });
-    expect(Object.fromEntries(r.source.tags.map((t) => [t.key, t.value]))).toEqual({
-      'red-hat-managed': 'true',
-      [`kubernetes.io/cluster/${INFRA_ID}`]: 'owned',
-      team: 'x',
-    });
-    expect(r.tagConflicts).toEqual(['red-hat-managed']);
-  });
-
-  it('has no tags when the cluster has none', () => {
-    const bare = decodeHostedControlPlane(aHostedControlPlane({ spec: { platform: { aws: { resourceTags: null } } } }));
-    expect(hcpNodeClassSource({ hcp: bare, nodeClassInputs: inputs }).source.tags).toEqual([]);
-  });
-
-  it.each([
-    {
-      name: 'no infraID',
-      hcp: decodeHostedControlPlane(aHostedControlPlane({ spec: { infraID: null } })),
-      inputs,
-      reason: 'InvalidHostedControlPlane',
-      field: 'spec.infraID',
-    },
-    {
-      name: 'no instance profile annotation',
-      hcp: decodeHostedControlPlane(aHostedControlPlane({ metadata: { annotations: { [HcpAnnotations.defaultInstanceProfile]: null } } })),
-      inputs,
-      reason: 'InvalidHostedControlPlane',
-      field: `metadata.annotations[${HcpAnnotations.defaultInstanceProfile}]`,
-    },
-    {
-      name: 'no ignition Secret for default',
-      hcp,
-      inputs: new Map<string, NodeClassInput>(),
-      reason: 'IgnitionSecretMissing',
-      field: `metadata.annotations[${IgnitionAnnotations.nodePool}]`,
-    },
-  ])('rejects $name', ({ hcp: h, inputs: i, reason, field }) => {
-    let err: unknown;
-    try {
-      hcpNodeClassSource({ hcp: h, nodeClassInputs: i });
-    } catch (e) {
-      err = e;
-    }
-    expect(err).toBeInstanceOf(InvalidInputError);
-    expect(err).toMatchObject({ reason, field });
   });
 });

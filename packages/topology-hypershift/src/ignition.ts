@@ -1,18 +1,8 @@
-import {
-  InvalidInputError,
-  Names,
-  Types,
-  type NodeClassSource,
-  type KubeObject,
-  type ResourceTag,
-  type Watch,
-} from '@karpenter-operator/core';
-import type { HostedControlPlane } from './hcp.js';
-import { HcpAnnotations } from './hcp.js';
+import { InvalidInputError, Types, type KubeObject, type ResourceTag, type Watch } from '@karpenter-operator/core';
 
 /**
- * The ignition Secret contract between HyperShift's ignition generator and this operator
- * (`reference/hypershift.md`, "The ignition Secret contract"), and the source of NodeClass `default` of an HCP.
+ * The ignition Secret contract between HyperShift's ignition generator and this project: which Secrets bind
+ * which NodeClass, and what each gives it (userData, AMIs).
  */
 
 export const IgnitionLabels = {
@@ -163,13 +153,14 @@ export interface TagMerge {
 
 /**
  * The HostedCluster's `resourceTags` merged with a NodeClass's own tags (keys the cloud reserves are
- * dropped later, by the provider's renderer). The cluster's value wins on a conflict unless `allowOverride`; conflicts are listed either way so that
- * they can be reported as a condition. Pure.
+ * dropped later, by the provider's renderer). The cluster's value wins on a conflict unless `allowOverride`
+ * (`true` for every key, or the keys whose HostedCluster tag has `overridePolicy: Allow`); conflicts are listed
+ * either way so that they can be reported. Pure.
  */
 export function mergeNodeClassTags(
   clusterTags: readonly ResourceTag[],
   nodeClassTags: Readonly<Record<string, string>> = {},
-  allowOverride = false,
+  allowOverride: boolean | readonly string[] = false,
 ): TagMerge {
   const cluster: Record<string, string> = {};
   for (const t of clusterTags) cluster[t.key] = t.value;
@@ -178,78 +169,9 @@ export function mergeNodeClassTags(
   for (const [k, v] of Object.entries(nodeClassTags)) {
     if (k in cluster && cluster[k] !== v) {
       conflicts.push(k);
-      if (!allowOverride) continue;
+      if (allowOverride !== true && !(Array.isArray(allowOverride) && allowOverride.includes(k))) continue;
     }
     tags[k] = v;
   }
   return { tags, conflicts: conflicts.sort() };
-}
-
-export interface HcpNodeClassSourceInput {
-  hcp: HostedControlPlane;
-  /** From `nodeClassInputsFromSecrets`; the entry for `default` is used. */
-  nodeClassInputs: ReadonlyMap<string, NodeClassInput>;
-  /**
-   * Subnets by the load-balancer role tags the installer puts on private subnets (default), or by
-   * `karpenter.sh/discovery: <infraID>`.
-   */
-  subnetSelector?: 'internal-elb' | 'discovery';
-  /** Tags already on the NodeClass, merged under the cluster's. */
-  nodeClassTags?: Record<string, string>;
-  allowTagOverride?: boolean;
-}
-
-export interface HcpNodeClassSource {
-  /** What the provider renders NodeClass `default` from (`CloudProvider.renderNodeClass`). */
-  source: NodeClassSource;
-  tagConflicts: string[];
-}
-
-/**
- * The source of NodeClass `default` of an HCP: the ignition Secret's
- * userData and AMIs, the instance-profile annotation, subnets and security groups by the infraID's tags,
- * the cluster's tags. The provider renders it; nothing here decides the NodeClass's shape. Throws
- * `InvalidInputError`: `spec.infraID` missing, no default instance profile annotation, or no ignition
- * Secret bound to `default` (reason `IgnitionSecretMissing`). Pure.
- */
-export function hcpNodeClassSource(input: HcpNodeClassSourceInput): HcpNodeClassSource {
-  const { hcp } = input;
-  const infraID = hcp.infraID;
-  if (!infraID) throw new InvalidInputError('InvalidHostedControlPlane', hcp.object, 'spec.infraID', 'missing');
-  const instanceProfile = hcp.defaultInstanceProfile;
-  if (!instanceProfile) {
-    throw new InvalidInputError(
-      'InvalidHostedControlPlane',
-      hcp.object,
-      `metadata.annotations[${HcpAnnotations.defaultInstanceProfile}]`,
-      'missing: the default NodeClass needs an instance profile',
-    );
-  }
-  const name = Names.defaultNodeClass;
-  const ignition = input.nodeClassInputs.get(name);
-  if (!ignition) {
-    throw new InvalidInputError(
-      IGNITION_MISSING_REASON,
-      `Secrets in ${hcp.ref.namespace}`,
-      `metadata.annotations[${IgnitionAnnotations.nodePool}]`,
-      `no ignition Secret bound to NodeClass ${name} (${nodePoolAnnotationFor(hcp.ref.namespace, name)})`,
-    );
-  }
-  const discovery = { 'karpenter.sh/discovery': infraID };
-  const subnetTags =
-    input.subnetSelector === 'discovery'
-      ? discovery
-      : { 'kubernetes.io/role/internal-elb': '1', [`kubernetes.io/cluster/${infraID}`]: '*' };
-  const { tags, conflicts } = mergeNodeClassTags(hcp.resourceTags, input.nodeClassTags, input.allowTagOverride);
-  return {
-    source: {
-      userData: ignition.userData,
-      imageSelectorTerms: ignition.amiSelectorTerms.map((t) => ({ ...t })),
-      instanceProfile,
-      subnetSelectorTerms: [{ tags: subnetTags }],
-      securityGroupSelectorTerms: [{ tags: { ...discovery } }],
-      tags: Object.entries(tags).map(([key, value]) => ({ key, value })),
-    },
-    tagConflicts: conflicts,
-  };
 }

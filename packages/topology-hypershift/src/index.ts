@@ -21,7 +21,6 @@ export {
 } from './hypershift-topology.js';
 export {
   nodeClassInputsFromSecrets,
-  hcpNodeClassSource,
   mergeNodeClassTags,
   ignitionSecretWatch,
   nodePoolAnnotationFor,
@@ -32,11 +31,8 @@ export {
   IGNITION_MISSING_REASON,
   type NodeClassInput,
   type NodeClassInputOptions,
-  type HcpNodeClassSource,
-  type HcpNodeClassSourceInput,
   type TagMerge,
 } from './ignition.js';
 export { hcpOperandLayout, hcpScheduling, HcpOperandNames, HcpPodConventions, tokenMinterSidecar } from './operand-layout.js';
 export { autoNodeStatus, cpuCores, type AutoNodeStatus } from './status.js';
 export { hypershiftTopologyModule, HyperShiftTopologyId, type HyperShiftTopologyModuleOptions } from './module.js';
-export * from './adapter/index.js';

@@ -1,6 +1,6 @@
 import { Names, quantityValue, type KubeObject } from '@karpenter-operator/core';
 
-/** `HostedControlPlane.status.autoNode`, as `reference/hypershift.md` defines it. */
+/** `HostedControlPlane.status.autoNode`, as HyperShift's API defines it. */
 export interface AutoNodeStatus {
   /** Nodes labelled `karpenter.sh/nodepool`. */
   nodeCount: number;

@@ -1,5 +1,5 @@
 import { OperandNames, Types, operandDnsRules, type KubeObject, type PolicyRule } from '@karpenter-operator/core';
-import { NODECLASS_POLICY_NAME } from '@karpenter-operator/topology-hypershift';
+import { NODECLASS_POLICY_NAME, OPENSHIFT_NODECLASS_CRD } from '@karpenter-operator/topology-hypershift/sidecar';
 import { operandGrantRules, operatorClusterRules, OperatorRbacNames, type DocumentedRule } from './operator-rbac.js';
 
 /**
@@ -79,6 +79,13 @@ const MANAGEMENT_RULES: ManagementRule[] = [
     verbs: ro,
   },
   {
+    by: ['adapter'],
+    why: "HyperShift's ConfigMaps set-karpenter-taint (read by its ignition generator) and karpenter-subnets (resolved subnets).",
+    apiGroups: [''],
+    resources: ['configmaps'],
+    verbs: [...ro, 'create', 'patch', 'delete'],
+  },
+  {
     by: ['operator', 'adapter'],
     why: 'Events on the HCP and the operand Deployment.',
     apiGroups: ['events.k8s.io'],
@@ -130,7 +137,27 @@ export function guestClusterRules(): PolicyRule[] {
       resourceNames: [NODECLASS_POLICY_NAME],
     },
   ];
-  return [...own, ...policy, ...operandGrantRules()];
+  const openshiftNodeClasses: PolicyRule[] = [
+    // The adapter serves HyperShift's OpenshiftEC2NodeClass CRD (server-side apply of that one name) ...
+    {
+      apiGroups: ['apiextensions.k8s.io'],
+      resources: ['customresourcedefinitions'],
+      verbs: ['patch'],
+      resourceNames: [OPENSHIFT_NODECLASS_CRD],
+    },
+    // ... keeps OpenshiftEC2NodeClass default, holds each with its finalizer and mirrors its EC2NodeClass's status.
+    {
+      apiGroups: ['karpenter.hypershift.openshift.io'],
+      resources: ['openshiftec2nodeclasses'],
+      verbs: [...ro, 'create', 'patch', 'update'],
+    },
+    {
+      apiGroups: ['karpenter.hypershift.openshift.io'],
+      resources: ['openshiftec2nodeclasses/status', 'openshiftec2nodeclasses/finalizers'],
+      verbs: ['patch', 'update'],
+    },
+  ];
+  return [...own, ...policy, ...openshiftNodeClasses, ...operandGrantRules()];
 }
 
 /** Role in the guest's kube-system: the operand's identity there (ServiceAccount) and its DNS Role. */

@@ -199,6 +199,42 @@ async function addAutoNodeStatusToCrd(): Promise<void> {
   if (r.status !== 200) throw new Error(`adding status.autoNode to the HCP CRD: HTTP ${r.status} ${JSON.stringify(r.body)}`);
 }
 
+const OEC2NC = { apiVersion: 'karpenter.hypershift.openshift.io/v1beta1', kind: 'OpenshiftEC2NodeClass' } as const;
+const EC2NC = { apiVersion: 'karpenter.k8s.aws/v1', kind: 'EC2NodeClass' } as const;
+const userDataFor = (nodeClass: string) =>
+  `{"ignition":{"version":"3.4.0","config":{"merge":[{"source":"https://ignition.demo:443/ignition?nodeclass=${nodeClass}"}]}}}`;
+let stopIgnitionStandIn: (() => void) | undefined;
+
+/**
+ * A stand-in for HyperShift's ignition adapter, which HyperShift keeps in the standalone layout: it reacts only
+ * to OpenshiftEC2NodeClass objects in the guest (as HyperShift's does) and writes, in the HCP namespace, the
+ * ignition Secret HyperShift would write for each one that has none yet. It never rewrites a Secret (a new
+ * release's Secret is a test step of its own).
+ */
+function startIgnitionStandIn(): () => void {
+  let stopped = false;
+  const written = new Set<string>();
+  void (async () => {
+    while (!stopped) {
+      try {
+        for (const c of await listObjects(guest.kubeConfig(), OEC2NC.apiVersion, OEC2NC.kind)) {
+          const name = c.metadata.name;
+          if (written.has(name)) continue;
+          const secret = anIgnitionSecret({ nodeClass: name, ami: world.facts.amis.x86_64, userData: userDataFor(name) });
+          await applyObject(mgmt.kubeConfig(), secret as KubeObj);
+          written.add(name);
+        }
+      } catch {
+        // The CRD is not served yet, or a cluster is restarting: look again.
+      }
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  })();
+  return () => {
+    stopped = true;
+  };
+}
+
 describe('HyperShift: management cluster + guest cluster', () => {
   beforeAll(async () => {
     await addAutoNodeStatusToCrd();
@@ -225,8 +261,8 @@ describe('HyperShift: management cluster + guest cluster', () => {
     );
     const created = await applyObject(m, hostedControlPlane());
     await applyStatus(m, { ...created, status: { ready: true, initialized: true } });
-    // What HyperShift's ignition generator would write for NodeClass `default`.
-    await applyObject(m, anIgnitionSecret({ ami: world.facts.amis.x86_64 }) as KubeObj);
+    // HyperShift's ignition generator: Secrets for OpenshiftEC2NodeClasses, nothing else.
+    stopIgnitionStandIn = startIgnitionStandIn();
     // What HyperShift's control-plane operator writes from spec.autoNode's role (its karpenter-credentials).
     await applyObject(m, hyperShiftCredentialsSecret(autoNode.provisionerConfig.karpenter.aws.roleARN));
 
@@ -235,6 +271,7 @@ describe('HyperShift: management cluster + guest cluster', () => {
   }, 240_000);
 
   afterAll(async () => {
+    stopIgnitionStandIn?.();
     await op?.stop();
     await adapter?.stop();
     // The HCP must not outlive this file on the shared cluster.
@@ -289,7 +326,7 @@ describe('HyperShift: management cluster + guest cluster', () => {
     );
 
     const nodeClass = await waitFor(
-      'EC2NodeClass default in the guest, from the ignition Secret',
+      'EC2NodeClass default in the guest, from OpenshiftEC2NodeClass default and its ignition Secret',
       async () => (await getObject(guest.kubeConfig(), 'karpenter.k8s.aws/v1', 'EC2NodeClass', 'default')) ?? false,
       { timeoutMs: 60_000 },
     );
@@ -326,6 +363,75 @@ describe('HyperShift: management cluster + guest cluster', () => {
         .auditEvents({ user: MGMT_USER, since: started })
         .filter((e) => /clusteroperators|customresourcedefinitions|certificatesigningrequests/.test(e.requestURI)),
     ).toEqual([]);
+  });
+
+  it('OpenshiftEC2NodeClass foo -> ignition Secret (HyperShift) -> EC2NodeClass foo with its userData; deleted in that order', async () => {
+    const g = guest.kubeConfig();
+    const def = await getObject(g, OEC2NC.apiVersion, OEC2NC.kind, 'default');
+    expect(def?.spec).toEqual({
+      subnetSelectorTerms: [{ tags: { 'karpenter.sh/discovery': world.facts.infraId } }],
+      securityGroupSelectorTerms: [{ tags: { 'karpenter.sh/discovery': world.facts.infraId } }],
+    });
+    await applyObject(g, { ...OEC2NC, metadata: { name: 'foo' }, spec: { tags: { team: 'a' } } } as KubeObj);
+    const nodeClass = await waitFor(
+      'EC2NodeClass foo with the userData of its ignition Secret',
+      async () => {
+        const o = await getObject(g, EC2NC.apiVersion, EC2NC.kind, 'foo');
+        return (o?.spec as { userData?: string } | undefined)?.userData === userDataFor('foo') ? o : false;
+      },
+      { timeoutMs: 30_000, abort: () => (adapter.exited() ? adapter.logs().slice(-3000) : undefined) },
+    );
+    const foo = (await getObject(g, OEC2NC.apiVersion, OEC2NC.kind, 'foo'))!;
+    expect(nodeClass.metadata.ownerReferences).toEqual([
+      expect.objectContaining({ kind: OEC2NC.kind, name: 'foo', uid: foo.metadata.uid, controller: true }),
+    ]);
+    expect(nodeClass.spec).toMatchObject({ amiSelectorTerms: [{ id: world.facts.amis.x86_64 }], tags: { team: 'a' } });
+    expect(foo.metadata.finalizers).toEqual(['hypershift.openshift.io/ec2-nodeclass-finalizer']);
+    // The KubeletConfig HyperShift's ignition generator adds: nodes register with Karpenter's taint.
+    const taint = await getObject(mgmt.kubeConfig(), 'v1', 'ConfigMap', 'set-karpenter-taint', NS);
+    expect((taint?.['data'] as { config?: string } | undefined)?.config).toContain('karpenter.sh/unregistered');
+
+    // The admission policy: the translated EC2NodeClass and OpenshiftEC2NodeClass default refuse direct spec
+    // edits; OpenshiftEC2NodeClass foo is the user's, and its EC2NodeClass follows it.
+    let attempt = 0;
+    const refusedEdit = (path: string) =>
+      waitFor(
+        `a direct spec edit of ${path} to be refused`,
+        async () => {
+          const r = await kubeRequest<{ message?: string }>(g, 'PATCH', path, {
+            body: { spec: { detailedMonitoring: attempt++ % 2 === 0 } },
+            contentType: 'application/merge-patch+json',
+          });
+          return r.status >= 400 ? r : false;
+        },
+        { timeoutMs: 30_000, intervalMs: 500 },
+      );
+    for (const path of [
+      '/apis/karpenter.k8s.aws/v1/ec2nodeclasses/foo',
+      '/apis/karpenter.hypershift.openshift.io/v1beta1/openshiftec2nodeclasses/default',
+    ]) {
+      const refused = await refusedEdit(path);
+      expect(refused.status, path).toBe(403);
+      expect(refused.body.message).toMatch(/managed for this hosted cluster/);
+    }
+    const own = await kubeRequest(g, 'PATCH', '/apis/karpenter.hypershift.openshift.io/v1beta1/openshiftec2nodeclasses/foo', {
+      body: { spec: { tags: { team: 'b' } } },
+      contentType: 'application/merge-patch+json',
+    });
+    expect(own.status).toBe(200);
+    await waitFor(
+      'EC2NodeClass foo to follow its OpenshiftEC2NodeClass',
+      async () => ((await getObject(g, EC2NC.apiVersion, EC2NC.kind, 'foo'))?.spec as { tags?: Record<string, string> }).tags?.team === 'b',
+      { timeoutMs: 30_000 },
+    );
+
+    await deleteObject(g, OEC2NC.apiVersion, OEC2NC.kind, 'foo');
+    await waitFor(
+      'EC2NodeClass foo, then OpenshiftEC2NodeClass foo gone',
+      async () =>
+        !(await getObject(g, EC2NC.apiVersion, EC2NC.kind, 'foo')) && !(await getObject(g, OEC2NC.apiVersion, OEC2NC.kind, 'foo')),
+      { timeoutMs: 30_000 },
+    );
   });
 
   it('direct spec edits and deletion of the managed EC2NodeClass are refused in the guest (ValidatingAdmissionPolicy); the adapter still changes it', async () => {

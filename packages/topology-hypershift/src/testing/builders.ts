@@ -32,6 +32,32 @@ export function aHostedControlPlane(overrides: Record<string, unknown> = {}): Ku
   return mergePatch(base, overrides) as KubeObject;
 }
 
+/**
+ * A bare HostedControlPlane for the sidecar's controllers: AutoNode on unless `autoNode: false`, and only the
+ * finalizers, deletion and status given.
+ */
+export function aSidecarHostedControlPlane(
+  extra: { finalizers?: string[]; deletionTimestamp?: string; autoNode?: boolean; status?: Record<string, unknown> } = {},
+): KubeObject {
+  return {
+    ...HostedControlPlaneType,
+    metadata: {
+      name: HCP_NAME,
+      namespace: HCP_NAMESPACE,
+      uid: 'hcp-uid-1',
+      ...(extra.finalizers ? { finalizers: extra.finalizers } : {}),
+      ...(extra.deletionTimestamp ? { deletionTimestamp: extra.deletionTimestamp } : {}),
+    },
+    spec: {
+      infraID: INFRA_ID,
+      ...(extra.autoNode === false
+        ? {}
+        : { autoNode: { provisionerConfig: { name: 'Karpenter', karpenter: { platform: 'AWS', aws: { roleARN: ROLE_ARN } } } } }),
+    },
+    ...(extra.status ? { status: extra.status } : {}),
+  };
+}
+
 export interface IgnitionSecretOptions {
   name?: string;
   namespace?: string;

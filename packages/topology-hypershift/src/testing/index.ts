@@ -1,5 +1,6 @@
 export {
   aHostedControlPlane,
+  aSidecarHostedControlPlane,
   anIgnitionSecret,
   HCP_NAME,
   HCP_NAMESPACE,

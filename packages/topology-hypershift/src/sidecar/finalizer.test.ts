@@ -1,96 +1,20 @@
-import { ConflictError, Names, TransientError, Types, type ClusterStore, type KubeObject } from '@karpenter-operator/core';
+import { ConflictError, Names, TransientError } from '@karpenter-operator/core';
 import { FakeClock, MemoryClusterStore, RecordingEvents } from '@karpenter-operator/core/testing';
 import { describe, expect, it } from 'vitest';
+import { aSidecarHostedControlPlane } from '../testing/builders.js';
 import { HCP_KARPENTER_FINALIZER } from '../hcp.js';
-import { AutoNodeStatusReconciler } from './autonode-status.js';
+import { GuestUnreachableError } from './guest.js';
 import { HcpFinalizerReconciler } from './finalizer.js';
 
 const NS = 'clusters-demo';
-const ROLE = 'arn:aws:iam::123456789012:role/karpenter';
 
-function hcp(
-  extra: { finalizers?: string[]; deletionTimestamp?: string; autoNode?: boolean; status?: Record<string, unknown> } = {},
-): KubeObject {
-  return {
-    apiVersion: 'hypershift.openshift.io/v1beta1',
-    kind: 'HostedControlPlane',
-    metadata: {
-      name: 'demo',
-      namespace: NS,
-      uid: 'u1',
-      ...(extra.finalizers ? { finalizers: extra.finalizers } : {}),
-      ...(extra.deletionTimestamp ? { deletionTimestamp: extra.deletionTimestamp } : {}),
-    },
-    spec: {
-      infraID: 'demo-x',
-      ...(extra.autoNode === false
-        ? {}
-        : { autoNode: { provisionerConfig: { name: 'Karpenter', karpenter: { platform: 'AWS', aws: { roleARN: ROLE } } } } }),
-    },
-    ...(extra.status ? { status: extra.status } : {}),
-  };
-}
+const hcp = aSidecarHostedControlPlane;
 
-const node = (name: string, pool = true): KubeObject => ({
-  ...Types.Node,
-  metadata: { name, ...(pool ? { labels: { 'karpenter.sh/nodepool': 'default' } } : {}) },
-});
-const claim = (name: string, nodeName: string, cpu: string): KubeObject => ({
-  ...Types.NodeClaim,
-  metadata: { name },
-  status: { nodeName, capacity: { cpu } },
-});
-
-describe('AutoNodeStatusReconciler', () => {
-  it('writes status.autoNode, keeps conditions, and writes nothing on a second reconcile', async () => {
-    const conditions = [
-      { type: 'Available', status: 'True', reason: 'AsExpected', message: '', lastTransitionTime: '2026-01-01T00:00:00Z' },
-    ];
-    const management = new MemoryClusterStore([hcp({ status: { conditions, version: '4.20' } })]);
-    const guest = new MemoryClusterStore([
-      node('n1'),
-      node('n2'),
-      node('other', false),
-      claim('c1', 'n1', '4'),
-      claim('c2', 'n2', '3500m'),
-      claim('c3', 'gone', '8'),
-    ]);
-    const r = new AutoNodeStatusReconciler({ management, guest, namespace: NS });
-    expect(await r.resyncKeys()).toEqual(['demo']);
-    await r.reconcile('demo');
-    const got = await management.get({
-      apiVersion: 'hypershift.openshift.io/v1beta1',
-      kind: 'HostedControlPlane',
-      namespace: NS,
-      name: 'demo',
-    });
-    expect(got?.status).toEqual({ conditions, version: '4.20', autoNode: { nodeCount: 2, nodeClaimCount: 3, vcpus: 8 } });
-    management.clearWrites();
-    await r.reconcile('demo');
-    await r.reconcile('*');
-    expect(management.writes).toEqual([]);
-    guest.remove({ ...Types.NodeClaim, name: 'c2' });
-    expect(r.keysFor({ ...Types.NodeClaim, metadata: { name: 'c2' } })).toEqual(['*']);
-    await r.reconcile('*');
-    expect(management.writes.map((w) => w.body)).toEqual([{ autoNode: { nodeCount: 2, nodeClaimCount: 2, vcpus: 4 } }]);
-  });
-
-  it('leaves an HCP without AutoNode alone', async () => {
-    const management = new MemoryClusterStore([hcp({ autoNode: false })]);
-    const r = new AutoNodeStatusReconciler({ management, guest: new MemoryClusterStore([node('n1')]), namespace: NS });
-    await r.reconcile('demo');
-    expect(management.writes).toEqual([]);
-  });
-});
-
-/** A guest store whose reads fail like a stopped API server. */
-function unreachable(): ClusterStore {
-  const base = new MemoryClusterStore();
-  const fail = async (): Promise<never> => {
-    throw new TransientError('connect ECONNREFUSED 127.0.0.1:6443');
-  };
-  return Object.assign(Object.create(base) as ClusterStore, { list: fail, get: fail });
-}
+/** A probe of a guest that cannot be connected to. */
+const unreachable = async (): Promise<never> => {
+  throw new GuestUnreachableError('probing the guest API: connect ECONNREFUSED 127.0.0.1:6443');
+};
+const answers = async (): Promise<void> => {};
 
 /** The finalizer lists written, each checked to carry the resourceVersion it was read from (a precondition). */
 function finalizerWrites(store: MemoryClusterStore): unknown[] {
@@ -105,12 +29,12 @@ describe('HcpFinalizerReconciler', () => {
   const deletedAt = '2026-01-01T00:00:00Z';
   const reconciler = (
     management: MemoryClusterStore,
-    guest: ClusterStore,
-    more: { clock?: FakeClock; events?: RecordingEvents; unreachableAfterMs?: number; probeGuest?: () => Promise<void> } = {},
+    probeGuest: () => Promise<void>,
+    more: { clock?: FakeClock; events?: RecordingEvents; unreachableAfterMs?: number } = {},
   ) =>
     new HcpFinalizerReconciler({
       management,
-      guest,
+      probeGuest,
       namespace: NS,
       clock: more.clock ?? new FakeClock(),
       events: more.events ?? new RecordingEvents(),
@@ -127,21 +51,19 @@ describe('HcpFinalizerReconciler', () => {
     },
   ])('never writes while the HCP is not being deleted: $name', async ({ obj }) => {
     const management = new MemoryClusterStore([obj]);
-    expect(await reconciler(management, new MemoryClusterStore()).reconcile('demo')).toEqual({});
-    expect(await reconciler(management, unreachable(), { unreachableAfterMs: 0 }).reconcile('demo')).toEqual({});
+    expect(await reconciler(management, answers).reconcile('demo')).toEqual({});
+    expect(await reconciler(management, unreachable, { unreachableAfterMs: 0 }).reconcile('demo')).toEqual({});
     expect(management.writes).toEqual([]);
   });
 
-  it('never releases while the guest answers, however long the deletion takes and whatever the guest still holds: NodeClaims are not abandoned', async () => {
+  it('never releases while the guest answers, however long the deletion takes: NodeClaims are not abandoned', async () => {
     const management = new MemoryClusterStore([hcp({ finalizers: [HCP_KARPENTER_FINALIZER, 'other'], deletionTimestamp: deletedAt })]);
-    const guest = new MemoryClusterStore([claim('c1', 'n1', '2')]);
     const clock = new FakeClock();
-    const r = reconciler(management, guest, { clock, unreachableAfterMs: 0 });
+    const r = reconciler(management, answers, { clock, unreachableAfterMs: 0 });
     for (let i = 0; i < 3; i++) {
       expect(await r.reconcile('demo')).toEqual({ requeueAfterMs: 1_000 });
       clock.advance(3_600_000);
     }
-    guest.remove({ ...Types.NodeClaim, name: 'c1' });
     // Even with nothing left: the operator's teardown (operand removal) releases it, not the adapter.
     expect(await r.reconcile('demo')).toEqual({ requeueAfterMs: 1_000 });
     expect(management.writes).toEqual([]);
@@ -151,7 +73,7 @@ describe('HcpFinalizerReconciler', () => {
     const management = new MemoryClusterStore([hcp({ finalizers: [HCP_KARPENTER_FINALIZER], deletionTimestamp: deletedAt })]);
     const clock = new FakeClock();
     const events = new RecordingEvents();
-    const r = reconciler(management, unreachable(), { clock, events, unreachableAfterMs: 60_000 });
+    const r = reconciler(management, unreachable, { clock, events, unreachableAfterMs: 60_000 });
     expect((await r.reconcile('demo')).requeueAfterMs).toBeGreaterThan(0);
     clock.advance(59_000);
     expect((await r.reconcile('demo')).requeueAfterMs).toBe(1_000);
@@ -166,17 +88,13 @@ describe('HcpFinalizerReconciler', () => {
     expect(await r.reconcile('demo')).toEqual({});
   });
 
-  it("with a cached guest that still lists claims, a failing live probe releases only HyperShift's finalizer after the bound", async () => {
+  it("releases only HyperShift's finalizer, keeping the others", async () => {
     const management = new MemoryClusterStore([
       hcp({ finalizers: [Names.karpenterFinalizer, HCP_KARPENTER_FINALIZER, 'other'], deletionTimestamp: deletedAt }),
     ]);
-    const guest = new MemoryClusterStore([claim('c1', 'n1', '4')]);
     const clock = new FakeClock();
     const events = new RecordingEvents();
-    const probeGuest = async (): Promise<void> => {
-      throw new TransientError('connect ECONNREFUSED 127.0.0.1:6443');
-    };
-    const r = reconciler(management, guest, { clock, events, unreachableAfterMs: 5_000, probeGuest });
+    const r = reconciler(management, unreachable, { clock, events, unreachableAfterMs: 5_000 });
     expect((await r.reconcile('demo')).requeueAfterMs).toBe(1_000);
     expect(management.writes).toEqual([]);
     clock.advance(5_000);
@@ -185,14 +103,26 @@ describe('HcpFinalizerReconciler', () => {
     expect(events.events.map((e) => [e.type, e.reason])).toEqual([['Warning', 'GuestUnreachable']]);
   });
 
+  it.each([
+    { name: 'an unsynced cache (TransientError)', error: new TransientError('cache for karpenter.sh/v1 NodeClaim not synced') },
+    { name: 'a guest that answers badly (Error)', error: new Error('probing the guest API: 503 Service Unavailable') },
+  ])('$name is retried, never counted towards a release', async ({ error }) => {
+    const management = new MemoryClusterStore([hcp({ finalizers: [HCP_KARPENTER_FINALIZER], deletionTimestamp: deletedAt })]);
+    const clock = new FakeClock();
+    const r = reconciler(management, async () => Promise.reject(error), { clock, unreachableAfterMs: 0 });
+    for (let i = 0; i < 2; i++) {
+      await expect(r.reconcile('demo')).rejects.toBe(error);
+      clock.advance(3_600_000);
+    }
+    expect(management.writes).toEqual([]);
+  });
+
   it('a guest that answers again resets the clock', async () => {
     const management = new MemoryClusterStore([hcp({ finalizers: [HCP_KARPENTER_FINALIZER], deletionTimestamp: deletedAt })]);
     const clock = new FakeClock();
     let down = true;
-    const probeGuest = async (): Promise<void> => {
-      if (down) throw new TransientError('connect ECONNREFUSED 127.0.0.1:6443');
-    };
-    const r = reconciler(management, new MemoryClusterStore(), { clock, unreachableAfterMs: 10_000, probeGuest });
+    const probeGuest = async (): Promise<void> => (down ? unreachable() : undefined);
+    const r = reconciler(management, probeGuest, { clock, unreachableAfterMs: 10_000 });
     await r.reconcile('demo');
     clock.advance(9_000);
     down = false;
@@ -216,7 +146,7 @@ describe('HcpFinalizerReconciler', () => {
     management.seed({ ...read, metadata: { ...read.metadata, finalizers: [HCP_KARPENTER_FINALIZER, 'late'] } });
     const r = new HcpFinalizerReconciler({
       management: stale,
-      guest: unreachable(),
+      probeGuest: unreachable,
       namespace: NS,
       clock: new FakeClock(),
       events: new RecordingEvents(),

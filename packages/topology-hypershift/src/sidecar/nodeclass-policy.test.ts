@@ -29,12 +29,22 @@ const policy = (guest: MemoryClusterStore) => guest.get({ ...ValidatingAdmission
 const binding = (guest: MemoryClusterStore) => guest.get({ ...ValidatingAdmissionPolicyBindingType, name: NODECLASS_POLICY_NAME });
 
 describe('renderNodeClassPolicy', () => {
-  it('guards spec updates of EC2NodeClass default, lets the exempt identities (sorted, once each) through, denies through its binding', () => {
+  it('guards the managed NodeClasses, lets the exempt identities (sorted, once each) through, denies through its binding', () => {
     const [p, b] = renderNodeClassPolicy([ME, 'system:serviceaccount:kube-system:b', ME]) as [Obj, KubeObject];
     expect(p.spec.matchConstraints.resourceRules).toEqual([
       { apiGroups: ['karpenter.k8s.aws'], apiVersions: ['*'], operations: ['UPDATE', 'DELETE'], resources: ['ec2nodeclasses'] },
+      {
+        apiGroups: ['karpenter.hypershift.openshift.io'],
+        apiVersions: ['*'],
+        operations: ['UPDATE', 'DELETE'],
+        resources: ['openshiftec2nodeclasses'],
+      },
     ]);
-    expect(p.spec.matchConditions[0]!.expression).toBe("(request.operation == 'DELETE' ? oldObject : object).metadata.name == 'default'");
+    expect(p.spec.matchConditions[0]!.expression).toBe(
+      "request.operation == 'DELETE' ? oldObject.metadata.name == 'default' : object.metadata.name == 'default' || " +
+        "(request.resource.resource == 'ec2nodeclasses' && (has(object.metadata.ownerReferences) && " +
+        "object.metadata.ownerReferences.exists(r, r.kind == 'OpenshiftEC2NodeClass')))",
+    );
     expect(p.spec.validations[0]!.expression).toBe(
       `(request.operation != 'DELETE' && object.spec == oldObject.spec) || request.userInfo.username in ['system:serviceaccount:kube-system:b', '${ME}']`,
     );

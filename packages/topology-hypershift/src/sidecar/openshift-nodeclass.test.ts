@@ -1,0 +1,355 @@
+import { Types, type KubeObject, type NodeClassSource } from '@karpenter-operator/core';
+import { MemoryClusterStore, RecordingEvents } from '@karpenter-operator/core/testing';
+import { describe, expect, it } from 'vitest';
+import { decodeHostedControlPlane } from '../hcp.js';
+import { aHostedControlPlane, anIgnitionSecret, HCP_NAME, HCP_NAMESPACE, INFRA_ID } from '../testing/builders.js';
+import { EC2NODECLASS_CRD } from './names.js';
+import {
+  mirroredStatus,
+  OPENSHIFT_NODECLASS_CRD,
+  OPENSHIFT_NODECLASS_FINALIZER,
+  OpenshiftEC2NodeClassType,
+  OpenshiftNodeClassReconciler,
+  renderDefaultOpenshiftNodeClass,
+  translateOpenshiftNodeClass,
+} from './openshift-nodeclass.js';
+
+const EC2NodeClass = { apiVersion: 'karpenter.k8s.aws/v1', kind: 'EC2NodeClass' } as const;
+/** The provider's rendering is tested in provider-aws; this one shows what reached it. */
+const render = (s: NodeClassSource) => ({
+  object: {
+    ...EC2NodeClass,
+    metadata: { name: 'default' },
+    spec: {
+      amiFamily: 'Custom',
+      amiSelectorTerms: s.imageSelectorTerms,
+      userData: s.userData,
+      instanceProfile: s.instanceProfile,
+      subnetSelectorTerms: s.subnetSelectorTerms,
+      securityGroupSelectorTerms: s.securityGroupSelectorTerms,
+      tags: Object.fromEntries(s.tags.map((t) => [t.key, t.value])),
+      blockDeviceMappings: [{ deviceName: '/dev/xvda', rootVolume: true }],
+      ...(s.associatePublicIp ? { associatePublicIPAddress: true } : {}),
+    },
+  },
+  protectedSpec: {},
+});
+const cloud = { nodeClassType: EC2NodeClass, renderNodeClass: render };
+const discovery = [{ tags: { 'karpenter.sh/discovery': INFRA_ID } }];
+const ignition = { userData: '{"ignition":{"version":"3.4.0"}}', amiSelectorTerms: [{ id: 'ami-0abc' }], source: 'Secret x/y' };
+const oec2nc = (name: string, spec: Record<string, unknown> = {}, meta: Record<string, unknown> = {}): KubeObject => ({
+  ...OpenshiftEC2NodeClassType,
+  metadata: { name, uid: `uid-${name}`, ...meta },
+  spec,
+});
+const specOf = (o: KubeObject | undefined) => o?.spec as Record<string, unknown> | undefined;
+const hcpOf = (overrides: Record<string, unknown> = {}) => decodeHostedControlPlane(aHostedControlPlane(overrides));
+
+describe('renderDefaultOpenshiftNodeClass', () => {
+  it("is HyperShift's default: discovery-tag selectors, public IPs only when the HCP asks", () => {
+    const spec = { subnetSelectorTerms: discovery, securityGroupSelectorTerms: discovery };
+    expect(renderDefaultOpenshiftNodeClass(hcpOf(), {})).toEqual({ ...OpenshiftEC2NodeClassType, metadata: { name: 'default' }, spec });
+    expect(renderDefaultOpenshiftNodeClass(hcpOf(), { 'hypershift.openshift.io/aws-machine-public-ips': 'true' }).spec).toEqual({
+      ...spec,
+      associatePublicIPAddress: true,
+    });
+  });
+});
+
+describe('translateOpenshiftNodeClass', () => {
+  it('renders EC2NodeClass foo from the ignition input, the instance profile and discovery selectors, owned by foo', () => {
+    const t = translateOpenshiftNodeClass({ hcp: hcpOf(), openshift: oec2nc('foo'), ignition, render });
+    expect(t).toEqual({
+      ok: true,
+      tagConflicts: [],
+      object: {
+        ...EC2NodeClass,
+        metadata: {
+          name: 'foo',
+          ownerReferences: [{ ...OpenshiftEC2NodeClassType, name: 'foo', uid: 'uid-foo', controller: true, blockOwnerDeletion: true }],
+        },
+        spec: {
+          amiFamily: 'Custom',
+          amiSelectorTerms: [{ id: 'ami-0abc' }],
+          userData: ignition.userData,
+          instanceProfile: 'demo-x7k2p-worker',
+          subnetSelectorTerms: discovery,
+          securityGroupSelectorTerms: discovery,
+          tags: { 'red-hat-managed': 'true' },
+          blockDeviceMappings: [{ deviceName: '/dev/xvda', rootVolume: true }],
+        },
+      },
+    });
+  });
+
+  it("carries the NodeClass's own selectors, block devices, instance-store policy, monitoring and public-IP choice", () => {
+    const subnets = [{ id: 'subnet-0a' }];
+    const groups = [{ name: 'workers' }];
+    const bdm = [{ deviceName: '/dev/xvda', rootVolume: true, ebs: { volumeSize: '200Gi', volumeType: 'gp3' } }];
+    const t = translateOpenshiftNodeClass({
+      hcp: hcpOf(),
+      openshift: oec2nc('foo', {
+        subnetSelectorTerms: subnets,
+        securityGroupSelectorTerms: groups,
+        blockDeviceMappings: bdm,
+        instanceStorePolicy: 'RAID0',
+        detailedMonitoring: true,
+        associatePublicIPAddress: false,
+      }),
+      ignition,
+      render,
+    });
+    if (!t.ok) throw new Error(t.message);
+    expect(t.object.spec).toMatchObject({
+      subnetSelectorTerms: subnets,
+      securityGroupSelectorTerms: groups,
+      blockDeviceMappings: bdm,
+      instanceStorePolicy: 'RAID0',
+      detailedMonitoring: true,
+      associatePublicIPAddress: false,
+    });
+  });
+
+  it("tags: the HostedCluster's resourceTags win on a conflict, which is named", () => {
+    const t = translateOpenshiftNodeClass({
+      hcp: hcpOf(),
+      openshift: oec2nc('foo', { tags: { 'red-hat-managed': 'no', team: 'a' } }),
+      ignition,
+      render,
+    });
+    if (!t.ok) throw new Error(t.message);
+    expect(specOf(t.object)!.tags).toEqual({ 'red-hat-managed': 'true', team: 'a' });
+    expect(t.tagConflicts).toEqual(['red-hat-managed']);
+  });
+
+  it('tags: a HostedCluster tag with overridePolicy Allow yields to the NodeClass, the others do not', () => {
+    const hcp = hcpOf({
+      spec: {
+        platform: {
+          aws: {
+            resourceTags: [
+              { key: 'cost-center', value: 'platform', overridePolicy: 'Allow' },
+              { key: 'red-hat-managed', value: 'true', overridePolicy: 'Deny' },
+            ],
+          },
+        },
+      },
+    });
+    expect(hcp.resourceTagOverridesAllowed).toEqual(['cost-center']);
+    const t = translateOpenshiftNodeClass({
+      hcp,
+      openshift: oec2nc('foo', { tags: { 'cost-center': 'team-a', 'red-hat-managed': 'no' } }),
+      ignition,
+      render,
+    });
+    if (!t.ok) throw new Error(t.message);
+    expect(specOf(t.object)!.tags).toEqual({ 'cost-center': 'team-a', 'red-hat-managed': 'true' });
+    expect(t.tagConflicts).toEqual(['red-hat-managed']);
+  });
+
+  it("HyperShift's default has no role and no instance profile: without the HCP's annotation nothing is rendered, and the reason names it", () => {
+    const bare = hcpOf({ metadata: { annotations: { 'hypershift.openshift.io/aws-karpenter-default-instance-profile': null } } });
+    const t = translateOpenshiftNodeClass({ hcp: bare, openshift: oec2nc('default'), ignition, render });
+    expect(t.ok).toBe(false);
+    expect(t).toMatchObject({ reason: 'InstanceProfileMissing' });
+    expect(!t.ok && t.message).toContain('metadata.annotations[hypershift.openshift.io/aws-karpenter-default-instance-profile]');
+    expect(translateOpenshiftNodeClass({ hcp: hcpOf(), openshift: oec2nc('foo'), ignition: undefined, render })).toMatchObject({
+      ok: false,
+      reason: 'IgnitionSecretPending',
+    });
+  });
+});
+
+describe('mirroredStatus', () => {
+  const ec2 = (status: Record<string, unknown>): KubeObject => ({ ...EC2NodeClass, metadata: { name: 'foo' }, status });
+  const ready = { type: 'Ready', status: 'True', reason: 'Ready', message: '', lastTransitionTime: '2026-01-01T00:00:00Z' };
+  it("mirrors the EC2NodeClass's subnets, security groups and conditions, and removes what it no longer has", () => {
+    const got = mirroredStatus(
+      ec2({
+        subnets: [{ id: 'subnet-1', zone: 'us-east-2a', zoneID: 'use2-az1' }],
+        securityGroups: [{ id: 'sg-1', name: 'w' }],
+        conditions: [ready],
+        amis: [{ id: 'ami-1' }],
+      }),
+      undefined,
+      'now',
+      undefined,
+    );
+    expect(got).toEqual({
+      subnets: [{ id: 'subnet-1', zone: 'us-east-2a', zoneID: 'use2-az1' }],
+      securityGroups: [{ id: 'sg-1', name: 'w' }],
+      conditions: [ready],
+    });
+    expect(mirroredStatus(ec2({ conditions: [ready] }), undefined, 'now', got)).toEqual({
+      subnets: null,
+      securityGroups: null,
+      conditions: [ready],
+    });
+  });
+
+  it('a problem is Ready False with its reason, its transition time kept while it lasts', () => {
+    const problem = { reason: 'InstanceProfileMissing', message: 'm' };
+    const first = mirroredStatus(undefined, problem, 't1', undefined);
+    expect(first).toEqual({
+      conditions: [{ type: 'Ready', status: 'False', reason: 'InstanceProfileMissing', message: 'm', lastTransitionTime: 't1' }],
+    });
+    expect(mirroredStatus(undefined, problem, 't2', first)).toEqual(first);
+  });
+});
+
+describe('OpenshiftNodeClassReconciler', () => {
+  const established = (name: string): KubeObject => ({
+    ...Types.CustomResourceDefinition,
+    metadata: { name },
+    spec: { group: name.split('.').slice(1).join('.') },
+    status: { conditions: [{ type: 'Established', status: 'True' }] },
+  });
+  const ignitionFor = (nodeClass: string, userData: string, created = '2026-01-01T00:00:00Z') =>
+    anIgnitionSecret({ name: `${nodeClass}-ignition-${created}`, nodeClass, userData, createdAt: created });
+
+  function setup(hcp: KubeObject = aHostedControlPlane()) {
+    const management = new MemoryClusterStore([hcp, ignitionFor('default', 'default-user-data'), ignitionFor('foo', 'foo-user-data')]);
+    const guest = new MemoryClusterStore([established(OPENSHIFT_NODECLASS_CRD), established(EC2NODECLASS_CRD)]);
+    const events = new RecordingEvents();
+    const r = new OpenshiftNodeClassReconciler({
+      management,
+      guest,
+      namespace: HCP_NAMESPACE,
+      hcpName: HCP_NAME,
+      events,
+      cloud,
+      crd: established(OPENSHIFT_NODECLASS_CRD),
+      now: () => '2026-02-02T00:00:00Z',
+      retryMs: 1_000,
+    });
+    return { management, guest, events, r };
+  }
+
+  it('keeps OpenshiftEC2NodeClass default, translates foo with its finalizer, and writes nothing on a second reconcile', async () => {
+    const { management, guest, r } = setup();
+    guest.seed(oec2nc('foo'));
+    await r.reconcile('*');
+    await r.reconcile('*'); // default now exists: translated too
+    const def = await guest.get({ ...OpenshiftEC2NodeClassType, name: 'default' });
+    expect(def?.spec).toEqual({ subnetSelectorTerms: discovery, securityGroupSelectorTerms: discovery });
+    for (const name of ['default', 'foo']) {
+      const ec2 = await guest.get({ ...EC2NodeClass, name });
+      expect(specOf(ec2)?.userData).toBe(`${name}-user-data`);
+      expect(ec2?.metadata.ownerReferences?.[0]).toMatchObject({ kind: 'OpenshiftEC2NodeClass', name, controller: true });
+      expect((await guest.get({ ...OpenshiftEC2NodeClassType, name }))?.metadata.finalizers).toEqual([OPENSHIFT_NODECLASS_FINALIZER]);
+    }
+    guest.clearWrites();
+    management.clearWrites();
+    await r.reconcile('*');
+    await r.reconcile('foo');
+    await r.reconcile('default');
+    expect(guest.writes).toEqual([]);
+    expect(management.writes).toEqual([]);
+  });
+
+  it('keeps set-karpenter-taint, and karpenter-subnets from the resolved subnets (gone when there are none)', async () => {
+    const { management, guest, r } = setup();
+    guest.seed(oec2nc('foo', {}, { uid: 'uid-foo' }));
+    await r.reconcile('*');
+    const taint = await management.get({ ...Types.ConfigMap, namespace: HCP_NAMESPACE, name: 'set-karpenter-taint' });
+    expect((taint?.['data'] as { config: string }).config).toContain('key: "karpenter.sh/unregistered"');
+    expect((taint?.['data'] as { config: string }).config).toContain('effect: "NoExecute"');
+    const subnetsRef = { ...Types.ConfigMap, namespace: HCP_NAMESPACE, name: 'karpenter-subnets' };
+    expect(await management.get(subnetsRef)).toBeUndefined();
+    const withSubnets = (name: string, ids: string[]) => ({
+      ...oec2nc(name),
+      status: { subnets: ids.map((id) => ({ id, zone: 'us-east-2a' })) },
+    });
+    guest.seed(withSubnets('foo', ['subnet-b', 'subnet-a']));
+    guest.seed({ ...withSubnets('gone', ['subnet-z']), metadata: { name: 'gone', uid: 'g', deletionTimestamp: '2026-01-01T00:00:00Z' } });
+    const ec2 = (await guest.get({ ...EC2NodeClass, name: 'foo' }))!;
+    guest.seed({
+      ...ec2,
+      status: {
+        subnets: [
+          { id: 'subnet-b', zone: 'us-east-2a' },
+          { id: 'subnet-a', zone: 'us-east-2a' },
+        ],
+      },
+    });
+    await r.reconcile('*');
+    const cm = await management.get(subnetsRef);
+    expect(cm?.['data']).toEqual({ subnetIDs: '["subnet-a","subnet-b"]' });
+    expect(cm?.metadata.labels).toEqual({
+      'hypershift.openshift.io/managed-by': 'karpenter',
+      'hypershift.openshift.io/infra-id': INFRA_ID,
+    });
+    expect(cm?.metadata.ownerReferences?.[0]).toMatchObject({ kind: 'HostedControlPlane', name: HCP_NAME, controller: true });
+    management.clearWrites();
+    await r.reconcile('*');
+    expect(management.writes).toEqual([]);
+    guest.remove({ ...OpenshiftEC2NodeClassType, name: 'foo' });
+    await r.reconcile('*');
+    expect(await management.get(subnetsRef)).toBeUndefined();
+  });
+
+  it("mirrors the EC2NodeClass's status back, once", async () => {
+    const { guest, r } = setup();
+    guest.seed(oec2nc('foo'));
+    await r.reconcile('foo');
+    const ec2 = (await guest.get({ ...EC2NodeClass, name: 'foo' }))!;
+    const conditions = [{ type: 'Ready', status: 'True', reason: 'Ready', message: '', lastTransitionTime: '2026-01-01T00:00:00Z' }];
+    guest.seed({ ...ec2, status: { subnets: [{ id: 'subnet-1', zone: 'us-east-2a' }], conditions } });
+    expect(r.keysFor({ ...EC2NodeClass, metadata: { name: 'foo' } })).toEqual(['foo']);
+    await r.reconcile('foo');
+    expect((await guest.get({ ...OpenshiftEC2NodeClassType, name: 'foo' }))?.status).toEqual({
+      subnets: [{ id: 'subnet-1', zone: 'us-east-2a' }],
+      conditions,
+    });
+    guest.clearWrites();
+    await r.reconcile('foo');
+    expect(guest.writes).toEqual([]);
+  });
+
+  it('a new ignition Secret (new release) changes the userData of its EC2NodeClass only', async () => {
+    const { management, guest, r } = setup();
+    guest.seed(oec2nc('foo'));
+    await r.reconcile('*');
+    management.seed(ignitionFor('foo', 'foo-user-data-v2', '2026-03-01T00:00:00Z'));
+    await r.reconcile('*');
+    expect(specOf(await guest.get({ ...EC2NodeClass, name: 'foo' }))?.userData).toBe('foo-user-data-v2');
+    expect(specOf(await guest.get({ ...EC2NodeClass, name: 'default' }))?.userData).toBe('default-user-data');
+  });
+
+  it('a deleted OpenshiftEC2NodeClass loses its EC2NodeClass first, then its finalizer', async () => {
+    const { guest, r } = setup();
+    guest.seed(oec2nc('foo'));
+    await r.reconcile('foo');
+    const foo = (await guest.get({ ...OpenshiftEC2NodeClassType, name: 'foo' }))!;
+    guest.seed({ ...foo, metadata: { ...foo.metadata, deletionTimestamp: '2026-02-02T00:00:00Z' } });
+    expect(await r.reconcile('foo')).toEqual({ requeueAfterMs: 1_000 });
+    expect(await guest.get({ ...EC2NodeClass, name: 'foo' })).toBeUndefined();
+    expect((await guest.get({ ...OpenshiftEC2NodeClassType, name: 'foo' }))?.metadata.finalizers).toContain(OPENSHIFT_NODECLASS_FINALIZER);
+    await r.reconcile('foo');
+    expect((await guest.get({ ...OpenshiftEC2NodeClassType, name: 'foo' }))?.metadata.finalizers ?? []).toEqual([]);
+  });
+
+  it('without the instance-profile annotation: no EC2NodeClass, Ready False on the OpenshiftEC2NodeClass, one Warning', async () => {
+    const { guest, events, r } = setup(
+      aHostedControlPlane({ metadata: { annotations: { 'hypershift.openshift.io/aws-karpenter-default-instance-profile': null } } }),
+    );
+    guest.seed(oec2nc('foo'));
+    await r.reconcile('foo');
+    await r.reconcile('foo');
+    expect(await guest.get({ ...EC2NodeClass, name: 'foo' })).toBeUndefined();
+    expect((await guest.get({ ...OpenshiftEC2NodeClassType, name: 'foo' }))?.status).toMatchObject({
+      conditions: [{ type: 'Ready', status: 'False', reason: 'InstanceProfileMissing' }],
+    });
+    expect(events.events.map((e) => e.reason)).toEqual(['InstanceProfileMissing']);
+  });
+
+  it('waits for the CRDs and does nothing while AutoNode is off', async () => {
+    const { guest, r } = setup(aHostedControlPlane({ spec: { autoNode: null } }));
+    await r.reconcile('*');
+    expect(guest.writes).toEqual([]);
+    const waiting = setup();
+    waiting.guest.remove({ ...Types.CustomResourceDefinition, name: EC2NODECLASS_CRD });
+    expect(await waiting.r.reconcile('*')).toEqual({ requeueAfterMs: 1_000 });
+    expect(await waiting.guest.get({ ...OpenshiftEC2NodeClassType, name: 'default' })).toBeUndefined();
+  });
+});

@@ -1,0 +1,403 @@
+import {
+  InvalidInputError,
+  isInvalidInputError,
+  Names,
+  Types,
+  type CloudProvider,
+  type ClusterStore,
+  type EventRecorder,
+  type KubeObject,
+  type NodeClassSource,
+  type Reconciler,
+  type Result,
+  type TypeRef,
+  type Watch,
+} from '@karpenter-operator/core';
+import { HostedControlPlaneType, HcpAnnotations, type HostedControlPlane } from '../hcp.js';
+import { ignitionSecretWatch, IgnitionLabels, mergeNodeClassTags, nodeClassInputsFromSecrets, type NodeClassInput } from '../ignition.js';
+import { ADAPTER_FIELD_MANAGER, EC2NODECLASS_CRD } from './names.js';
+import { HcpScope } from './hcp-scope.js';
+
+export const OPENSHIFT_NODECLASS_CONTROLLER = 'openshiftec2nodeclass.translate';
+
+/** HyperShift's NodeClass API (hypershift/api `karpenter/v1beta1`), the one its ignition generator reacts to. */
+export const OpenshiftEC2NodeClassType = {
+  apiVersion: 'karpenter.hypershift.openshift.io/v1beta1',
+  kind: 'OpenshiftEC2NodeClass',
+} as const satisfies TypeRef;
+export const OPENSHIFT_NODECLASS_CRD = 'openshiftec2nodeclasses.karpenter.hypershift.openshift.io';
+/** HyperShift's finalizer on an OpenshiftEC2NodeClass: its EC2NodeClass goes first. */
+export const OPENSHIFT_NODECLASS_FINALIZER = 'hypershift.openshift.io/ec2-nodeclass-finalizer';
+/** HCP annotation HyperShift sets when machines get public IPs. */
+export const AWS_MACHINE_PUBLIC_IPS_ANNOTATION = 'hypershift.openshift.io/aws-machine-public-ips';
+
+/** Condition reasons on an OpenshiftEC2NodeClass when its EC2NodeClass cannot be rendered. */
+export const OpenshiftNodeClassReasons = {
+  instanceProfileMissing: 'InstanceProfileMissing',
+  ignitionPending: 'IgnitionSecretPending',
+  invalid: 'InvalidOpenshiftEC2NodeClass',
+  /** Event: the HostedCluster's resourceTags overrode tags the OpenshiftEC2NodeClass sets. */
+  tagsOverridden: 'ResourceTagsOverride',
+} as const;
+
+const discoveryTerms = (infraID: string) => [{ tags: { 'karpenter.sh/discovery': infraID } }];
+
+/**
+ * OpenshiftEC2NodeClass `default` as HyperShift keeps it for an AutoNode HCP: subnets and security groups
+ * by the infra ID's discovery tag, public IPs when the HCP asks for them. Pure.
+ */
+export function renderDefaultOpenshiftNodeClass(hcp: HostedControlPlane, annotations: Record<string, string>): KubeObject {
+  if (!hcp.infraID) throw new InvalidInputError('InvalidHostedControlPlane', hcp.object, 'spec.infraID', 'missing');
+  const spec: Record<string, unknown> = {
+    subnetSelectorTerms: discoveryTerms(hcp.infraID),
+    securityGroupSelectorTerms: discoveryTerms(hcp.infraID),
+  };
+  if (annotations[AWS_MACHINE_PUBLIC_IPS_ANNOTATION] === 'true') spec.associatePublicIPAddress = true;
+  return { ...OpenshiftEC2NodeClassType, metadata: { name: Names.defaultNodeClass }, spec };
+}
+
+/** ConfigMap in the HCP namespace whose KubeletConfig HyperShift's ignition adds: nodes register with Karpenter's taint. */
+export const KARPENTER_TAINT_CONFIGMAP = 'set-karpenter-taint';
+/** ConfigMap in the HCP namespace listing the subnets the OpenshiftEC2NodeClasses resolved (HyperShift adds them to its VPC endpoint). */
+export const KARPENTER_SUBNETS_CONFIGMAP = 'karpenter-subnets';
+
+/** ConfigMap `set-karpenter-taint`, as HyperShift's ignition generator reads it (`data.config`, a KubeletConfig). Pure. */
+export function renderTaintConfigMap(namespace: string): KubeObject {
+  const config = [
+    'apiVersion: machineconfiguration.openshift.io/v1',
+    'kind: KubeletConfig',
+    'metadata:',
+    `  name: ${KARPENTER_TAINT_CONFIGMAP}`,
+    'spec:',
+    '  kubeletConfig:',
+    '    registerWithTaints:',
+    '      - key: "karpenter.sh/unregistered"',
+    '        value: "true"',
+    '        effect: "NoExecute"',
+  ].join('\n');
+  return { ...Types.ConfigMap, metadata: { name: KARPENTER_TAINT_CONFIGMAP, namespace }, data: { config } };
+}
+
+/**
+ * ConfigMap `karpenter-subnets`: the sorted subnet IDs in the status of every OpenshiftEC2NodeClass not being
+ * deleted, as a JSON list (`data.subnetIDs`), owned by the HCP; undefined when there are none (the ConfigMap
+ * goes). Pure.
+ */
+export function renderSubnetsConfigMap(hcp: HostedControlPlane, nodeClasses: readonly KubeObject[]): KubeObject | undefined {
+  const ids = new Set<string>();
+  for (const nc of nodeClasses) {
+    if (nc.metadata.deletionTimestamp) continue;
+    const subnets = (nc.status as { subnets?: unknown } | undefined)?.subnets;
+    if (!Array.isArray(subnets)) continue;
+    for (const s of subnets) if (isRecord(s) && typeof s.id === 'string' && s.id) ids.add(s.id);
+  }
+  if (!ids.size) return undefined;
+  return {
+    ...Types.ConfigMap,
+    metadata: {
+      name: KARPENTER_SUBNETS_CONFIGMAP,
+      namespace: hcp.ref.namespace,
+      labels: { 'hypershift.openshift.io/managed-by': 'karpenter', 'hypershift.openshift.io/infra-id': hcp.infraID ?? '' },
+      ownerReferences: [
+        {
+          apiVersion: HostedControlPlaneType.apiVersion,
+          kind: HostedControlPlaneType.kind,
+          name: hcp.ref.name,
+          uid: hcp.ref.uid,
+          controller: true,
+        },
+      ],
+    },
+    data: { subnetIDs: JSON.stringify([...ids].sort()) },
+  };
+}
+
+export interface TranslationInput {
+  hcp: HostedControlPlane;
+  /** The OpenshiftEC2NodeClass as read from the guest (with uid). */
+  openshift: KubeObject;
+  /** Its ignition Secret's userData and AMIs (`nodeClassInputsFromSecrets`), once HyperShift has written it. */
+  ignition: NodeClassInput | undefined;
+  /** Renders an EC2NodeClass from a neutral source (the AWS provider). */
+  render: CloudProvider['renderNodeClass'];
+}
+
+export type Translation = { ok: true; object: KubeObject; tagConflicts: string[] } | { ok: false; reason: string; message: string };
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * OpenshiftEC2NodeClass → EC2NodeClass of the same name, owned by it (controller owner reference, so the
+ * guest's garbage collector follows a deletion). The provider renders the NodeClass from the ignition
+ * Secret's userData and AMIs, the HCP's instance profile and the OpenshiftEC2NodeClass's selectors (the infra
+ * ID's discovery tag when it names none); its block devices, instance-store policy and detailed monitoring
+ * are carried over as given. Tags, per tag: the HostedCluster's `resourceTags` win over the NodeClass's own on a
+ * conflict unless that tag's `overridePolicy` is `Allow` (the keys whose NodeClass value was refused are
+ * returned); keys Karpenter reserves are dropped by the renderer.
+ *
+ * HyperShift's default carries no role and no instance profile, which Karpenter's EC2NodeClass requires one
+ * of: without the HCP's default instance profile annotation nothing is rendered and the reason says so. Pure.
+ */
+export function translateOpenshiftNodeClass(input: TranslationInput): Translation {
+  const { hcp, openshift } = input;
+  const name = openshift.metadata.name;
+  const spec = isRecord(openshift.spec) ? openshift.spec : {};
+  if (!hcp.defaultInstanceProfile) {
+    return {
+      ok: false,
+      reason: OpenshiftNodeClassReasons.instanceProfileMissing,
+      message: `${hcp.object} has no metadata.annotations[${HcpAnnotations.defaultInstanceProfile}]: EC2NodeClass ${name} needs an instance profile (Karpenter accepts no NodeClass without a role or an instance profile)`,
+    };
+  }
+  if (!input.ignition) {
+    return {
+      ok: false,
+      reason: OpenshiftNodeClassReasons.ignitionPending,
+      message: `waiting for HyperShift's ignition Secret for OpenshiftEC2NodeClass ${name}`,
+    };
+  }
+  if (!hcp.infraID) {
+    return { ok: false, reason: OpenshiftNodeClassReasons.invalid, message: `${hcp.object} spec.infraID: missing` };
+  }
+  const terms = (field: string): Array<Record<string, unknown>> => {
+    const v = spec[field];
+    return Array.isArray(v) && v.length ? (structuredClone(v) as Array<Record<string, unknown>>) : discoveryTerms(hcp.infraID!);
+  };
+  const ownTags = isRecord(spec.tags)
+    ? Object.fromEntries(Object.entries(spec.tags).filter((e): e is [string, string] => typeof e[1] === 'string'))
+    : {};
+  const { tags, conflicts } = mergeNodeClassTags(hcp.resourceTags, ownTags, hcp.resourceTagOverridesAllowed);
+  const kept = conflicts.filter((k) => !hcp.resourceTagOverridesAllowed.includes(k));
+  const source: NodeClassSource = {
+    userData: input.ignition.userData,
+    imageSelectorTerms: input.ignition.amiSelectorTerms.map((t) => ({ ...t })),
+    instanceProfile: hcp.defaultInstanceProfile,
+    subnetSelectorTerms: terms('subnetSelectorTerms'),
+    securityGroupSelectorTerms: terms('securityGroupSelectorTerms'),
+    tags: Object.entries(tags).map(([key, value]) => ({ key, value })),
+    ...(spec.associatePublicIPAddress === true ? { associatePublicIp: true } : {}),
+  };
+  const rendered = input.render(source).object;
+  const out = structuredClone(rendered.spec) as Record<string, unknown>;
+  if (spec.associatePublicIPAddress === false) out.associatePublicIPAddress = false;
+  if (Array.isArray(spec.blockDeviceMappings) && spec.blockDeviceMappings.length)
+    out.blockDeviceMappings = structuredClone(spec.blockDeviceMappings);
+  if (typeof spec.instanceStorePolicy === 'string') out.instanceStorePolicy = spec.instanceStorePolicy;
+  if (typeof spec.detailedMonitoring === 'boolean') out.detailedMonitoring = spec.detailedMonitoring;
+  return {
+    ok: true,
+    tagConflicts: kept,
+    object: {
+      apiVersion: rendered.apiVersion,
+      kind: rendered.kind,
+      metadata: {
+        name,
+        ownerReferences: [
+          {
+            apiVersion: OpenshiftEC2NodeClassType.apiVersion,
+            kind: OpenshiftEC2NodeClassType.kind,
+            name,
+            uid: openshift.metadata.uid ?? '',
+            controller: true,
+            blockOwnerDeletion: true,
+          },
+        ],
+      },
+      spec: out,
+    },
+  };
+}
+
+/**
+ * The OpenshiftEC2NodeClass status that mirrors its EC2NodeClass's: resolved subnets and security groups and
+ * Karpenter's conditions; with `problem`, a `Ready` False condition saying why there is no EC2NodeClass. Pure.
+ */
+export function mirroredStatus(
+  ec2: KubeObject | undefined,
+  problem: { reason: string; message: string } | undefined,
+  now: string,
+  current: Record<string, unknown> | undefined,
+): Record<string, unknown> {
+  const status = isRecord(ec2?.status) ? ec2.status : {};
+  const list = (v: unknown): Array<Record<string, unknown>> => (Array.isArray(v) ? v.filter(isRecord) : []);
+  const pick = (o: Record<string, unknown>, keys: string[]) =>
+    Object.fromEntries(keys.filter((k) => o[k] !== undefined).map((k) => [k, o[k]]));
+  const subnets = list(status.subnets).map((s) => pick(s, ['id', 'zone', 'zoneID']));
+  const securityGroups = list(status.securityGroups).map((s) => pick(s, ['id', 'name']));
+  let conditions = list(status.conditions).map((c) =>
+    pick(c, ['type', 'status', 'reason', 'message', 'lastTransitionTime', 'observedGeneration']),
+  );
+  if (problem) {
+    const was = list(current?.conditions).find((c) => c.type === 'Ready');
+    const same = was && was.status === 'False' && was.reason === problem.reason;
+    conditions = [
+      {
+        type: 'Ready',
+        status: 'False',
+        reason: problem.reason,
+        message: problem.message,
+        lastTransitionTime: same && typeof was.lastTransitionTime === 'string' ? was.lastTransitionTime : now,
+      },
+    ];
+  }
+  // Merge patch: a list that is gone is sent as null, so it is removed rather than left behind.
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries({ subnets, securityGroups, conditions }))
+    out[k] = v.length ? v : current?.[k] !== undefined ? null : undefined;
+  return Object.fromEntries(Object.entries(out).filter(([, v]) => v !== undefined));
+}
+
+export interface OpenshiftNodeClassDeps {
+  management: ClusterStore;
+  guest: ClusterStore;
+  namespace: string;
+  hcpName: string;
+  events: EventRecorder;
+  /** Renders EC2NodeClasses (the composition root passes the AWS provider). */
+  cloud: Pick<CloudProvider, 'nodeClassType' | 'renderNodeClass'>;
+  /** The OpenshiftEC2NodeClass CRD to serve in the guest (generated from the pinned hypershift API). */
+  crd: KubeObject;
+  /** Now, RFC 3339 (condition transition times). */
+  now: () => string;
+  /** Requeue while a CRD is not served yet or an EC2NodeClass is going away. Default 5 s. */
+  retryMs?: number;
+}
+
+/**
+ * `openshiftec2nodeclass.translate`: HyperShift's NodeClass contract in the guest. While AutoNode is on it
+ * serves the OpenshiftEC2NodeClass CRD, keeps OpenshiftEC2NodeClass `default` and, in the HCP namespace, ConfigMaps
+ * `set-karpenter-taint` and `karpenter-subnets`, and translates every
+ * OpenshiftEC2NodeClass into the EC2NodeClass of the same name (`translateOpenshiftNodeClass`) once
+ * HyperShift's ignition generator has written its Secret; its finalizer holds it until the EC2NodeClass is
+ * gone, and its status mirrors the EC2NodeClass's. Level-based: each key re-derives everything and writes
+ * only differences. Key: an OpenshiftEC2NodeClass name, or `*` for all of them.
+ */
+export class OpenshiftNodeClassReconciler implements Reconciler {
+  readonly name = OPENSHIFT_NODECLASS_CONTROLLER;
+  readonly watches: Watch[];
+  private readonly scope: HcpScope;
+  private readonly lastProblem = new Map<string, string>();
+
+  constructor(private readonly deps: OpenshiftNodeClassDeps) {
+    this.scope = new HcpScope(deps);
+    const crdNames = [EC2NODECLASS_CRD, OPENSHIFT_NODECLASS_CRD];
+    this.watches = [
+      { type: HostedControlPlaneType, cluster: 'control', namespace: deps.namespace, fieldSelector: `metadata.name=${deps.hcpName}` },
+      ignitionSecretWatch(deps.namespace),
+      {
+        type: Types.ConfigMap,
+        cluster: 'control',
+        namespace: deps.namespace,
+        fieldSelector: `metadata.name=${KARPENTER_TAINT_CONFIGMAP}`,
+      },
+      {
+        type: Types.ConfigMap,
+        cluster: 'control',
+        namespace: deps.namespace,
+        fieldSelector: `metadata.name=${KARPENTER_SUBNETS_CONFIGMAP}`,
+      },
+      { type: OpenshiftEC2NodeClassType },
+      { type: deps.cloud.nodeClassType },
+      ...crdNames.map((n) => ({ type: Types.CustomResourceDefinition, fieldSelector: `metadata.name=${n}` })),
+    ];
+  }
+
+  keysFor(obj: { apiVersion: string; kind: string; metadata: { name: string } }): string[] {
+    const t = this.deps.cloud.nodeClassType;
+    if (obj.kind === OpenshiftEC2NodeClassType.kind && obj.apiVersion === OpenshiftEC2NodeClassType.apiVersion) return [obj.metadata.name];
+    if (obj.kind === t.kind && obj.apiVersion === t.apiVersion) return [obj.metadata.name];
+    return ['*'];
+  }
+
+  async resyncKeys(): Promise<string[]> {
+    return ['*'];
+  }
+
+  reconcile(key: string): Promise<Result> {
+    const { guest, management, namespace, hcpName } = this.deps;
+    const retry = { requeueAfterMs: this.deps.retryMs ?? 5_000 };
+    return this.scope.each(hcpName, async (hcp, hcpObject) => {
+      if (!hcp.autoNode || hcp.deleting) return {}; // the operator's teardown removes NodeClasses
+      await guest.apply(this.deps.crd, { fieldManager: ADAPTER_FIELD_MANAGER, force: true });
+      const served = await guest.get({ ...Types.CustomResourceDefinition, name: OPENSHIFT_NODECLASS_CRD });
+      const ec2Crd = await guest.get({ ...Types.CustomResourceDefinition, name: EC2NODECLASS_CRD });
+      if (!isEstablished(served) || !ec2Crd) return retry;
+      const annotations = (hcpObject.metadata.annotations ?? {}) as Record<string, string>;
+      try {
+        await guest.apply(renderDefaultOpenshiftNodeClass(hcp, annotations), { fieldManager: ADAPTER_FIELD_MANAGER, force: true });
+      } catch (e) {
+        if (!isInvalidInputError(e)) throw e;
+        return {}; // the operator reports the HCP field
+      }
+      const secrets = await management.list(Types.Secret, { namespace, labels: { [IgnitionLabels.managedByKarpenter]: 'true' } });
+      const inputs = nodeClassInputsFromSecrets(secrets, namespace, {
+        onInvalid: (e) => this.report(hcp, `secret:${e.object}`, 'InvalidIgnitionSecret', e.message),
+      });
+      await management.apply(renderTaintConfigMap(namespace), { fieldManager: ADAPTER_FIELD_MANAGER, force: true });
+      const names = key === '*' ? (await guest.list(OpenshiftEC2NodeClassType)).map((o) => o.metadata.name) : [key];
+      let result: Result = {};
+      for (const name of names) {
+        const r = await this.translate(hcp, name, inputs.get(name));
+        if (r.requeueAfterMs !== undefined) result = r;
+      }
+      const subnets = renderSubnetsConfigMap(hcp, await guest.list(OpenshiftEC2NodeClassType));
+      if (subnets) await management.apply(subnets, { fieldManager: ADAPTER_FIELD_MANAGER, force: true });
+      else {
+        const ref = { ...Types.ConfigMap, namespace, name: KARPENTER_SUBNETS_CONFIGMAP };
+        if (await management.get(ref)) await management.delete(ref);
+      }
+      return result;
+    });
+  }
+
+  private async translate(hcp: HostedControlPlane, name: string, ignition: NodeClassInput | undefined): Promise<Result> {
+    const { guest, cloud } = this.deps;
+    const openshift = await guest.get({ ...OpenshiftEC2NodeClassType, name });
+    const ec2Ref = { ...cloud.nodeClassType, name };
+    if (!openshift) return {}; // its EC2NodeClass follows through the owner reference
+    const ref = { ...OpenshiftEC2NodeClassType, name, uid: openshift.metadata.uid };
+    const finalizers = openshift.metadata.finalizers ?? [];
+    if (openshift.metadata.deletionTimestamp) {
+      if (await guest.get(ec2Ref)) {
+        await guest.delete(ec2Ref);
+        return { requeueAfterMs: this.deps.retryMs ?? 5_000 };
+      }
+      if (finalizers.includes(OPENSHIFT_NODECLASS_FINALIZER))
+        await guest.updateFinalizers(ref, { remove: [OPENSHIFT_NODECLASS_FINALIZER] });
+      return {};
+    }
+    if (!finalizers.includes(OPENSHIFT_NODECLASS_FINALIZER)) await guest.updateFinalizers(ref, { add: [OPENSHIFT_NODECLASS_FINALIZER] });
+    const t = translateOpenshiftNodeClass({ hcp, openshift, ignition, render: (s) => cloud.renderNodeClass(s) });
+    let ec2: KubeObject | undefined;
+    if (t.ok) {
+      ec2 = (await guest.apply(t.object, { fieldManager: ADAPTER_FIELD_MANAGER, force: true })).object;
+      if (t.tagConflicts.length)
+        this.report(
+          hcp,
+          name,
+          OpenshiftNodeClassReasons.tagsOverridden,
+          `OpenshiftEC2NodeClass ${name} spec.tags: the HostedCluster's resourceTags win for ${t.tagConflicts.join(', ')}`,
+        );
+      else this.lastProblem.delete(name);
+    } else {
+      ec2 = await guest.get(ec2Ref); // the last good EC2NodeClass stays
+      if (t.reason !== OpenshiftNodeClassReasons.ignitionPending) this.report(hcp, name, t.reason, t.message);
+    }
+    const current = openshift.status as Record<string, unknown> | undefined;
+    const status = mirroredStatus(ec2, t.ok ? undefined : t, this.deps.now(), current);
+    await guest.patchStatus(ref, status);
+    return {};
+  }
+
+  /** One Warning event per distinct problem of `key` (not one per reconcile). */
+  private report(hcp: HostedControlPlane, key: string, reason: string, message: string): void {
+    if (this.lastProblem.get(key) === message) return;
+    this.lastProblem.set(key, message);
+    this.deps.events.record(hcp.ref, 'Warning', reason, message);
+  }
+}
+
+function isEstablished(crd: KubeObject | undefined): boolean {
+  const conditions = (crd?.status as { conditions?: Array<{ type?: string; status?: string }> } | undefined)?.conditions;
+  return !!conditions?.some((c) => c.type === 'Established' && c.status === 'True');
+}
