@@ -158,6 +158,11 @@ export interface OperandLayout {
    * provider's `OperandCloudConfig.credentialsSecret`.
    */
   credentialsSecret?: string;
+  /**
+   * Labels of the operand Deployment itself beside the operand's own (a host finding the workloads an
+   * operator manages, e.g. HyperShift's `hypershift.openshift.io/managed-by`). Merged: others' keys stay.
+   */
+  deploymentLabels?: Record<string, string>;
   /** Where and how the pods run. */
   pod: OperandPodLayout;
 }
@@ -212,6 +217,11 @@ export interface OperandPodLayout {
   sharedVolumes?: VolumeAndMount[];
   /** Karpenter's requests; default one CPU and 1 GiB (a cluster-sized scheduler loop). */
   controllerRequests?: { cpu: string; memory: string };
+  /**
+   * The UID the host runs its pods as (`securityContext.runAsUser` of the pod); absent: none is rendered
+   * and the SCC (or the image) decides, as `restricted-v2` requires.
+   */
+  runAsUser?: number;
 }
 
 /** The ServiceAccount the operand's pods run as in `namespace`. Pure. */
@@ -540,7 +550,7 @@ function renderDeployment(input: OperandInput, layout: OperandLayout): KubeObjec
     serviceAccountName: layout.podServiceAccount.name,
     priorityClassName: place.priorityClassName,
     terminationGracePeriodSeconds: 10,
-    securityContext: restrictedPodSecurityContext(),
+    securityContext: { ...restrictedPodSecurityContext(), ...(place.runAsUser !== undefined ? { runAsUser: place.runAsUser } : {}) },
     containers: [controller],
   };
   const operatorImage = request.images?.operator ?? settings.operatorImage;
@@ -597,9 +607,13 @@ function renderDeployment(input: OperandInput, layout: OperandLayout): KubeObjec
   };
   if (Object.keys(podAnnotations).length) (template['metadata'] as Record<string, unknown>)['annotations'] = podAnnotations;
 
+  const metadata: ObjectMeta = { name: Names.operandDeployment, namespace: input.namespace };
+  if (layout.deploymentLabels && Object.keys(layout.deploymentLabels).length) metadata.labels = { ...layout.deploymentLabels };
+  if (request.deploymentAnnotations && Object.keys(request.deploymentAnnotations).length)
+    metadata.annotations = { ...request.deploymentAnnotations };
   return {
     ...Types.Deployment,
-    metadata: { name: Names.operandDeployment, namespace: input.namespace },
+    metadata,
     spec: {
       replicas,
       selector: { matchLabels: { ...selector } },
