@@ -42,7 +42,7 @@ export async function hostedControlPlaneRunAsUser(
   } catch (e) {
     const status = httpStatusOf(e);
     if (status !== 401 && status !== 403) throw e;
-    logger.error('cannot read the HCP namespace: the operand runs without the UID HyperShift may assign there', {
+    logger.warn('cannot read the HCP namespace: the operand runs without the UID HyperShift may assign there', {
       namespace,
       annotation: HcpPodConventions.defaultSecurityContextUidAnnotation,
       missing: `get namespaces (Role in ${namespace})`,
