@@ -48,6 +48,8 @@ export interface ContainerInputs {
   logger: Logger;
   metrics: Metrics;
   clock: Clock;
+  /** Management-cluster mode: the UID HyperShift runs the HCP's pods as (`hostedControlPlaneRunAsUser`), if any. */
+  hostedRunAsUser?: number;
   /** A topology other than standalone (HyperShift); built by the caller from its package. */
   topology?: (inputs: ContainerInputs, settings: OperatorSettings) => Topology;
 }
@@ -90,6 +92,7 @@ export function buildContainer(inputs: ContainerInputs): Container {
         hcpName: config.hcpName,
         // The operand's level (the HCP has no field for it); Karpenter knows no `warn`.
         logLevel: config.logLevel === 'warn' ? 'info' : config.logLevel,
+        ...(inputs.hostedRunAsUser !== undefined ? { runAsUser: inputs.hostedRunAsUser } : {}),
         env: {
           clusterName: config.clusterName ?? '',
           clusterEndpoint: config.clusterEndpoint ?? '',

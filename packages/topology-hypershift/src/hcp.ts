@@ -94,6 +94,12 @@ export interface HostedControlPlane {
   finalizers: string[];
   /** `status.conditions` as found (entries that are not objects dropped). */
   conditions: Condition[];
+  /**
+   * `status.controlPlaneVersion.desired.version`: the version of the control-plane release HyperShift rolls
+   * out (its control-plane operator writes it from the release image it deploys; absent before HyperShift
+   * has done so, and in HyperShift versions older than that field).
+   */
+  controlPlaneVersion?: string;
 }
 
 type Rec = Record<string, unknown>;
@@ -166,6 +172,8 @@ export function decodeHostedControlPlane(obj: unknown): HostedControlPlane {
     conditions: decodeConditions(obj.status),
   };
   if (typeof meta.resourceVersion === 'string' && meta.resourceVersion) hcp.resourceVersion = meta.resourceVersion;
+  const controlPlaneVersion = decodeControlPlaneVersion(obj.status, fail);
+  if (controlPlaneVersion) hcp.controlPlaneVersion = controlPlaneVersion;
   if (ignored) hcp.autoNodeIgnored = ignored;
   if (infraID) hcp.infraID = infraID;
   if (platformType) hcp.platformType = platformType;
@@ -300,6 +308,17 @@ function decodeTags(v: unknown, fail: Fail): { tags: ResourceTag[]; overridable:
     return { key: t.key, value: t.value };
   });
   return { tags, overridable };
+}
+
+/** `status.controlPlaneVersion.desired.version`, absent when any part is; a part of the wrong shape fails naming it. */
+function decodeControlPlaneVersion(status: unknown, fail: Fail): string | undefined {
+  const cpv = isRecord(status) ? status.controlPlaneVersion : undefined;
+  if (cpv === undefined || cpv === null) return undefined;
+  if (!isRecord(cpv)) return fail('status.controlPlaneVersion', 'must be an object');
+  const desired = cpv.desired;
+  if (desired === undefined || desired === null) return undefined;
+  if (!isRecord(desired)) return fail('status.controlPlaneVersion.desired', 'must be an object');
+  return optionalString(desired.version, 'status.controlPlaneVersion.desired.version', fail);
 }
 
 function decodeConditions(status: unknown): Condition[] {

@@ -182,6 +182,26 @@ describe('HyperShiftTopology', () => {
     else expect(r).toMatchObject(want);
   });
 
+  it.each([
+    {
+      name: "the HCP's control-plane version annotates the operand Deployment",
+      status: { controlPlaneVersion: { desired: { version: '4.22.3', image: 'quay.io/example/release@sha256:1' } } },
+      want: { 'release.openshift.io/version': '4.22.3' },
+    },
+    { name: 'no version reported yet: no annotation', status: { controlPlaneVersion: { desired: {} } }, want: undefined },
+    { name: 'a HyperShift without controlPlaneVersion: no annotation', status: {}, want: undefined },
+  ])('request: $name', async ({ status, want }) => {
+    const { topology, management } = setup();
+    management.seed(aHostedControlPlane({ status }));
+    expect((await topology.readRequest())?.deploymentAnnotations).toEqual(want);
+  });
+
+  it('a version that is not a string is an InvalidInputError naming the field', async () => {
+    const { topology, management } = setup();
+    management.seed(aHostedControlPlane({ status: { controlPlaneVersion: { desired: { version: 4.22 } } } }));
+    await expect(topology.readRequest()).rejects.toMatchObject({ field: 'status.controlPlaneVersion.desired.version' });
+  });
+
   it('an invalid spec.autoNode is an InvalidInputError naming the field', async () => {
     const { topology, management } = setup();
     management.seed(

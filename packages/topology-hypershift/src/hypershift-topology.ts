@@ -27,7 +27,7 @@ import {
   HostedControlPlaneType,
   type HostedControlPlane,
 } from './hcp.js';
-import { hcpOperandLayout } from './operand-layout.js';
+import { hcpDeploymentAnnotations, hcpOperandLayout } from './operand-layout.js';
 
 /** Stores the composition root builds for management-cluster mode; the module resolves them by these tokens. */
 export const ManagementClusterStoreId = token<ClusterStore>('ClusterStore/management');
@@ -64,6 +64,11 @@ export interface HyperShiftTopologyOptions {
   env: HyperShiftEnv;
   /** The HCP has no log-level field; the operand runs at this level. Default `info`. */
   logLevel?: LogLevel;
+  /**
+   * The UID HyperShift runs the HCP's pods as (`hcpRunAsUser` of the HCP namespace, read once at start-up:
+   * HyperShift writes it once, before the namespace's workloads); absent where the SCC assigns it.
+   */
+  runAsUser?: number;
 }
 
 /**
@@ -164,7 +169,8 @@ export class HyperShiftTopology implements Topology {
   }
 
   operandLayout(settings: OperatorSettings): OperandLayout {
-    return hcpOperandLayout(this.operandNamespace, settings);
+    const { runAsUser } = this.options;
+    return hcpOperandLayout(this.operandNamespace, settings, runAsUser !== undefined ? { runAsUser } : {});
   }
 
   /** The raw HCP from the management cache, or undefined. */
@@ -201,6 +207,8 @@ export class HyperShiftTopology implements Topology {
     const { karpenterProviderAws: operand, karpenterOperator: operator } = hcp.images;
     if (operand || operator) request.images = { ...(operand ? { operand } : {}), ...(operator ? { operator } : {}) };
     if (Object.keys(hcp.podOverrides).length) request.podOverrides = structuredClone(hcp.podOverrides);
+    const annotations = hcpDeploymentAnnotations(hcp.controlPlaneVersion);
+    if (annotations) request.deploymentAnnotations = annotations;
     return request;
   }
 

@@ -33,6 +33,14 @@ export {
   type NodeClassInputOptions,
   type TagMerge,
 } from './ignition.js';
-export { hcpOperandLayout, hcpScheduling, HcpOperandNames, HcpPodConventions, tokenMinterSidecar } from './operand-layout.js';
+export {
+  hcpDeploymentAnnotations,
+  hcpOperandLayout,
+  hcpRunAsUser,
+  hcpScheduling,
+  HcpOperandNames,
+  HcpPodConventions,
+  tokenMinterSidecar,
+} from './operand-layout.js';
 export { autoNodeStatus, cpuCores, type AutoNodeStatus } from './status.js';
 export { hypershiftTopologyModule, HyperShiftTopologyId, type HyperShiftTopologyModuleOptions } from './module.js';

@@ -14,7 +14,7 @@ import {
 } from '@karpenter-operator/core';
 import { describe, expect, it } from 'vitest';
 import { decodeHostedControlPlane } from './hcp.js';
-import { hcpOperandLayout } from './operand-layout.js';
+import { hcpDeploymentAnnotations, hcpOperandLayout, hcpRunAsUser } from './operand-layout.js';
 
 const facts = (over: Partial<ClusterFacts> = {}): ClusterFacts => ({
   platform: 'AWS',
@@ -449,6 +449,89 @@ describe('hcpOperandLayout: a conforming hosted-control-plane pod (HyperShift e2
     },
   ])('requests: $name, no limits', ({ pick, want }) => {
     expect(pick(render())['resources']).toEqual({ requests: want });
+  });
+
+  describe('EnsureSecurityContextUID: the pod runs as the UID of its namespace annotation', () => {
+    const namespace = (annotations?: Record<string, string>): KubeObject => ({
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name: HCP_NS, ...(annotations ? { annotations } : {}) },
+    });
+    const uidOf = (ns: KubeObject) => {
+      const runAsUser = hcpRunAsUser(ns);
+      const s = settings({ tokenMinterImage: 'quay.io/example/cpo:4.22', operatorImage: 'op:1' });
+      const layout = hcpOperandLayout(HCP_NS, s, runAsUser !== undefined ? { runAsUser } : {});
+      return podSpec(renderOperand(input({ namespace: HCP_NS, settings: s, layout })))['securityContext'];
+    };
+
+    it.each([
+      { name: 'the annotated UID', annotations: { 'hypershift.openshift.io/default-security-context-uid': '1004' }, want: 1004 },
+      { name: 'no annotation (an SCC assigns it): none', annotations: undefined, want: undefined },
+    ])('$name', ({ annotations, want }) => {
+      const sc = uidOf(namespace(annotations));
+      expect(sc.runAsUser).toBe(want);
+      // Still restricted: the UID is added, nothing taken away.
+      expect(sc).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
+    });
+
+    it.each([
+      { name: 'not a number', value: 'abc' },
+      { name: 'negative', value: '-1' },
+      { name: 'beyond int32', value: '4294967296' },
+    ])('a malformed UID ($name) names the namespace and the annotation', ({ value }) => {
+      let err: unknown;
+      try {
+        hcpRunAsUser(namespace({ 'hypershift.openshift.io/default-security-context-uid': value }));
+      } catch (e) {
+        err = e;
+      }
+      expect(isInvalidInputError(err) && [err.object, err.field]).toEqual([
+        `Namespace ${HCP_NS}`,
+        'metadata.annotations[hypershift.openshift.io/default-security-context-uid]',
+      ]);
+    });
+  });
+
+  describe("the rollout HyperShift's component framework sees (checkOperandsRolloutStatus of component karpenter-operator)", () => {
+    // HyperShift's predicate, restated: every Deployment of the namespace labelled managed-by=<component>
+    // carries release.openshift.io/version equal to the release version being rolled out.
+    const rolloutProblems = (deployments: Obj[], component: string, version: string): string[] =>
+      deployments
+        .filter((d) => d['metadata'].labels?.['hypershift.openshift.io/managed-by'] === component)
+        .flatMap((d) => {
+          const v = d['metadata'].annotations?.['release.openshift.io/version'];
+          if (v === undefined) return [`${d['metadata'].name}: no release.openshift.io/version`];
+          return v === version ? [] : [`${d['metadata'].name}: version ${v}, expected ${version}`];
+        });
+    const renderFor = (controlPlaneVersion: string | undefined) => {
+      const s = settings({ tokenMinterImage: 'quay.io/example/cpo:4.22' });
+      const annotations = hcpDeploymentAnnotations(controlPlaneVersion);
+      return renderOperand(
+        input({
+          namespace: HCP_NS,
+          settings: s,
+          layout: hcpOperandLayout(HCP_NS, s),
+          request: request(annotations ? { deploymentAnnotations: annotations } : {}),
+        }),
+      ).filter((o) => o.kind === 'Deployment') as Obj[];
+    };
+
+    it('the operand Deployment is one of its operands, at the version the HCP rolls out', () => {
+      const ds = renderFor('4.22.3');
+      expect(ds.map((d) => d['metadata'].labels['hypershift.openshift.io/managed-by'])).toEqual(['karpenter-operator']);
+      expect(rolloutProblems(ds, 'karpenter-operator', '4.22.3')).toEqual([]);
+      expect(rolloutProblems(ds, 'karpenter-operator', '4.22.4')).toEqual(['karpenter: version 4.22.3, expected 4.22.4']);
+    });
+
+    it('while the HCP reports no version the Deployment says none (the check waits instead of passing on a guess)', () => {
+      expect(rolloutProblems(renderFor(undefined), 'karpenter-operator', '4.22.3')).toEqual(['karpenter: no release.openshift.io/version']);
+    });
+
+    it('the label and annotation are on the Deployment, not its pods (a version change rolls no pod)', () => {
+      const [d] = renderFor('4.22.3');
+      expect(d!['spec'].template.metadata.labels['hypershift.openshift.io/managed-by']).toBeUndefined();
+      expect(d!['spec'].template.metadata.annotations['release.openshift.io/version']).toBeUndefined();
+    });
   });
 
   it("runs at HyperShift's control-plane priority, one replica", () => {

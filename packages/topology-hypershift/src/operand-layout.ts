@@ -1,9 +1,11 @@
 import {
   boundServiceAccountToken,
+  InvalidInputError,
   Names,
   OperandNames,
   operandPodServiceAccount,
   restrictedContainerSecurityContext,
+  type KubeObject,
   type OperandLayout,
   type OperatorSettings,
   type VolumeAndMount,
@@ -44,6 +46,11 @@ export const HcpOperandNames = {
   controllerRequests: { cpu: '10m', memory: '60Mi' },
   /** The writable `/tmp` every HCP container gets under its read-only root. */
   tmpVolume: 'tmp-dir',
+  /**
+   * The HyperShift component that manages the operand (`hypershift.openshift.io/managed-by` of its
+   * Deployment): this operator's, whose rollout check then covers Karpenter as well.
+   */
+  managingComponent: 'karpenter-operator',
 } as const;
 
 /** Labels, taints and annotations HyperShift schedules and audits hosted-control-plane pods by. */
@@ -57,7 +64,49 @@ export const HcpPodConventions = {
   clusterNodeKey: 'hypershift.openshift.io/cluster',
   /** The pod's emptyDir volumes, for the cluster autoscaler to drain its node anyway. */
   safeToEvictLocalVolumesAnnotation: 'cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes',
+  /**
+   * Deployment label naming the component that manages it: a component's rollout is complete only when the
+   * Deployments labelled with its name are ready and annotated with the release version it rolls out.
+   */
+  managedByLabel: 'hypershift.openshift.io/managed-by',
+  /** Deployment annotation: the release version the Deployment was rendered for. */
+  releaseVersionAnnotation: 'release.openshift.io/version',
+  /**
+   * Annotation of the HCP namespace with the UID every HCP pod runs as, written by HyperShift only on
+   * management clusters without SecurityContextConstraints (where no SCC assigns one).
+   */
+  defaultSecurityContextUidAnnotation: 'hypershift.openshift.io/default-security-context-uid',
 } as const;
+
+/**
+ * The UID HyperShift runs the HCP's pods as, from its namespace's annotation
+ * (`HcpPodConventions.defaultSecurityContextUidAnnotation`); undefined when the namespace carries none (an
+ * OpenShift management cluster, where the SCC assigns the UID). Throws `InvalidInputError` naming the
+ * namespace and the annotation when its value is not a non-negative integer. Pure.
+ */
+export function hcpRunAsUser(namespace: KubeObject): number | undefined {
+  const key = HcpPodConventions.defaultSecurityContextUidAnnotation;
+  const value = namespace.metadata.annotations?.[key];
+  if (value === undefined) return undefined;
+  if (!/^\d{1,10}$/.test(value) || Number(value) > 2 ** 31 - 1) {
+    throw new InvalidInputError(
+      'InvalidNamespace',
+      `Namespace ${namespace.metadata.name}`,
+      `metadata.annotations[${key}]`,
+      `${JSON.stringify(value)} is not a UID (an integer from 0 to 2147483647)`,
+    );
+  }
+  return Number(value);
+}
+
+/**
+ * The release version annotation of the operand Deployment for an HCP rolling out `controlPlaneVersion`
+ * (`status.controlPlaneVersion.desired.version`): the value HyperShift compares with the version of the
+ * release it deploys. None while the HCP reports no version. Pure.
+ */
+export function hcpDeploymentAnnotations(controlPlaneVersion: string | undefined): Record<string, string> | undefined {
+  return controlPlaneVersion ? { [HcpPodConventions.releaseVersionAnnotation]: controlPlaneVersion } : undefined;
+}
 
 /**
  * The scheduling HyperShift gives every hosted-control-plane pod of the HCP in `namespace`: tolerate the
@@ -150,8 +199,10 @@ export function tokenMinterSidecar(image: string): Record<string, unknown> {
  * reached through the guest kubeconfig Secret, identity `kube-system/karpenter` on the guest, one replica
  * without leader election, and a pod as HyperShift gives every hosted-control-plane pod: its priority,
  * tolerations, node and pod affinity, labels, a writable `/tmp` in every container under the read-only
- * root, the emptyDir volumes named for the cluster autoscaler, and requests the size of HyperShift's own
- * Karpenter. No node selector (the HCP's own applies where it sets one). Credentials as HyperShift provides them: its Secret
+ * root, the emptyDir volumes named for the cluster autoscaler, requests the size of HyperShift's own
+ * Karpenter, and `host.runAsUser` (the HCP namespace's UID, `hcpRunAsUser`) where HyperShift assigns one. The
+ * Deployment is labelled as managed by component `karpenter-operator`, so that component's rollout check
+ * (with the version annotation the request carries, `hcpDeploymentAnnotations`) covers it. No node selector (the HCP's own applies where it sets one). Credentials as HyperShift provides them: its Secret
  * `karpenter-credentials` and, with TOKEN_MINTER_IMAGE, the token minter writing the guest ServiceAccount's
  * web-identity token into a volume Karpenter mounts where that profile looks. Nothing of the management
  * cluster's own tokens is mounted. Pure.
@@ -159,6 +210,7 @@ export function tokenMinterSidecar(image: string): Record<string, unknown> {
 export function hcpOperandLayout(
   namespace: string,
   settings: Pick<OperatorSettings, 'guestKubeconfigSecret' | 'tokenMinterImage'>,
+  host: { runAsUser?: number } = {},
 ): OperandLayout {
   const minter = settings.tokenMinterImage;
   const scheduling = hcpScheduling(namespace);
@@ -171,6 +223,7 @@ export function hcpOperandLayout(
     guestKubeconfigSecret: settings.guestKubeconfigSecret ?? HcpOperandNames.defaultGuestKubeconfigSecret,
     featureGates: HcpOperandNames.featureGates,
     credentialsSecret: HcpOperandNames.credentialsSecret,
+    deploymentLabels: { [HcpPodConventions.managedByLabel]: HcpOperandNames.managingComponent },
     pod: {
       priorityClassName: HcpOperandNames.priorityClassName,
       tolerations: scheduling.tolerations,
@@ -181,6 +234,7 @@ export function hcpOperandLayout(
       sharedVolumes: [tmpVolume()],
       controllerRequests: { ...HcpOperandNames.controllerRequests },
       ...(minter ? { sidecars: [tokenMinterSidecar(minter)] } : {}),
+      ...(host.runAsUser !== undefined ? { runAsUser: host.runAsUser } : {}),
     },
   };
 }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import type { Logger } from '@karpenter-operator/core';
 import type { KubeRequest, KubeTransport } from '../kube/index.js';
-import { hostedControlPlaneName } from './hosted-control-plane.js';
+import { hostedControlPlaneName, hostedControlPlaneRunAsUser } from './hosted-control-plane.js';
 
 const hcp = (name: string, namespace = 'clusters-demo') => ({
   apiVersion: 'hypershift.openshift.io/v1beta1',
@@ -49,6 +50,74 @@ describe('hostedControlPlaneName', () => {
     await expect(hostedControlPlaneName(transport(items), 'clusters-demo', undefined)).rejects.toMatchObject({
       field: 'metadata.name',
       message: expect.stringMatching(message),
+    });
+  });
+});
+
+describe('hostedControlPlaneRunAsUser', () => {
+  const UID = 'hypershift.openshift.io/default-security-context-uid';
+  const answering = (answer: () => unknown): KubeTransport & { requests: KubeRequest[] } => {
+    const requests: KubeRequest[] = [];
+    return {
+      requests,
+      request: async <T>(req: KubeRequest) => {
+        requests.push(req);
+        return answer() as T;
+      },
+      watch: async () => {
+        throw new Error('no watches here');
+      },
+    };
+  };
+  const namespace = (annotations?: Record<string, string>) => () => ({
+    apiVersion: 'v1',
+    kind: 'Namespace',
+    metadata: { name: 'clusters-demo', ...(annotations ? { annotations } : {}) },
+  });
+  const logger = () => {
+    const lines: Array<{ level: string; msg: string; fields?: Record<string, unknown> }> = [];
+    const log =
+      (level: string) =>
+      (msg: string, fields?: Record<string, unknown>): void => {
+        lines.push({ level, msg, ...(fields ? { fields } : {}) });
+      };
+    const l: Logger = { debug: log('debug'), info: log('info'), warn: log('warn'), error: log('error'), child: () => l };
+    return { l, lines };
+  };
+
+  it('the annotated UID, from one GET of the namespace', async () => {
+    const t = answering(namespace({ [UID]: '1000710000' }));
+    expect(await hostedControlPlaneRunAsUser(t, 'clusters-demo', logger().l)).toBe(1000710000);
+    expect(t.requests).toEqual([{ verb: 'get', kind: 'Namespace', method: 'GET', path: '/api/v1/namespaces/clusters-demo' }]);
+  });
+
+  it('no annotation (an SCC assigns the UID): none, and nothing logged', async () => {
+    const { l, lines } = logger();
+    expect(await hostedControlPlaneRunAsUser(answering(namespace()), 'clusters-demo', l)).toBeUndefined();
+    expect(lines).toEqual([]);
+  });
+
+  it("refused (HyperShift's Role grants no namespaces): none, with a warning naming the missing rule", async () => {
+    const { l, lines } = logger();
+    const refused = answering(() => {
+      throw Object.assign(new Error('forbidden'), { code: 403 });
+    });
+    expect(await hostedControlPlaneRunAsUser(refused, 'clusters-demo', l)).toBeUndefined();
+    expect(lines).toEqual([
+      expect.objectContaining({ level: 'warn', fields: expect.objectContaining({ missing: 'get namespaces (Role in clusters-demo)' }) }),
+    ]);
+  });
+
+  it('any other failure is not taken for "no UID"', async () => {
+    const down = answering(() => {
+      throw Object.assign(new Error('unavailable'), { code: 503 });
+    });
+    await expect(hostedControlPlaneRunAsUser(down, 'clusters-demo', logger().l)).rejects.toThrow('unavailable');
+  });
+
+  it('a malformed UID is a start-up error naming the annotation', async () => {
+    await expect(hostedControlPlaneRunAsUser(answering(namespace({ [UID]: 'x' })), 'clusters-demo', logger().l)).rejects.toMatchObject({
+      field: `metadata.annotations[${UID}]`,
     });
   });
 });

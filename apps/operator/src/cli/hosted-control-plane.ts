@@ -1,6 +1,11 @@
-import type { KubeObject } from '@karpenter-operator/core';
-import { HostedControlPlaneType, soleHostedControlPlaneName } from '@karpenter-operator/topology-hypershift';
-import type { KubeTransport } from '../kube/index.js';
+import type { KubeObject, Logger } from '@karpenter-operator/core';
+import {
+  HcpPodConventions,
+  hcpRunAsUser,
+  HostedControlPlaneType,
+  soleHostedControlPlaneName,
+} from '@karpenter-operator/topology-hypershift';
+import { httpStatusOf, type KubeTransport } from '../kube/index.js';
 
 /**
  * Management-cluster mode: the HCP's name. HCP_NAME when set; otherwise HyperShift's Deployment names it
@@ -17,4 +22,33 @@ export async function hostedControlPlaneName(transport: KubeTransport, namespace
     path: `/apis/${group}/${version}/namespaces/${namespace}/hostedcontrolplanes`,
   });
   return soleHostedControlPlaneName(list.items ?? [], namespace);
+}
+
+/**
+ * Management-cluster mode: the UID HyperShift runs the HCP's pods as, from the HCP namespace's annotation
+ * (`hcpRunAsUser`), read once at start-up with a live GET of that one namespace (HyperShift writes the
+ * annotation once, before it deploys anything there; a Role in the namespace can grant that GET). Undefined
+ * when the namespace has none (the SCC assigns the UID) or the operator may not read it, which is logged
+ * naming the rule; a malformed value is a start-up error naming the annotation.
+ */
+export async function hostedControlPlaneRunAsUser(
+  transport: KubeTransport,
+  namespace: string,
+  logger: Logger,
+): Promise<number | undefined> {
+  let ns: KubeObject;
+  try {
+    ns = await transport.request<KubeObject>({ verb: 'get', kind: 'Namespace', method: 'GET', path: `/api/v1/namespaces/${namespace}` });
+  } catch (e) {
+    const status = httpStatusOf(e);
+    if (status !== 401 && status !== 403) throw e;
+    logger.warn('cannot read the HCP namespace: the operand runs without the UID HyperShift may assign there', {
+      namespace,
+      annotation: HcpPodConventions.defaultSecurityContextUidAnnotation,
+      missing: `get namespaces (Role in ${namespace})`,
+      status,
+    });
+    return undefined;
+  }
+  return hcpRunAsUser(ns);
 }

@@ -17,7 +17,7 @@ import {
 import { platformRequirements, type OperatorConfig } from '../config.js';
 import { metricsServiceHostnames } from '../manifests/monitoring.js';
 import { buildContainer, ReconcilersId, StatusBoardId } from '../container.js';
-import { hostedControlPlaneName } from './hosted-control-plane.js';
+import { hostedControlPlaneName, hostedControlPlaneRunAsUser } from './hosted-control-plane.js';
 import { startSecureMetricsServer } from '../http/secure-metrics.js';
 import { clusterEgressProblems, readIfPresent } from '../egress.js';
 import { startHttpServer } from '../http/server.js';
@@ -231,9 +231,17 @@ export async function runOperator(config: OperatorConfig, env: Record<string, st
     ? routeByCluster({ control: cluster.informers, workload: guest.cluster.informers })
     : cluster.informers;
   const hcpName = guest ? await hostedControlPlaneName(cluster.transport, config.namespace, config.hcpName) : undefined;
-  if (guest) logger.info('management-cluster mode', { namespace: config.namespace, guestKubeconfig: config.guestKubeconfig, hcp: hcpName });
+  const runAsUser = guest ? await hostedControlPlaneRunAsUser(cluster.transport, config.namespace, logger) : undefined;
+  if (guest)
+    logger.info('management-cluster mode', {
+      namespace: config.namespace,
+      guestKubeconfig: config.guestKubeconfig,
+      hcp: hcpName,
+      runAsUser,
+    });
   const container = buildContainer({
     config: hcpName ? { ...config, hcpName } : config,
+    ...(runAsUser !== undefined ? { hostedRunAsUser: runAsUser } : {}),
     platform,
     store: cluster.store,
     ...(guest ? { guestStore: guest.cluster.store } : {}),

@@ -86,6 +86,13 @@ const MANAGEMENT_RULES: ManagementRule[] = [
     verbs: [...ro, 'create', 'patch', 'delete'],
   },
   {
+    by: ['operator'],
+    why: "The HCP namespace's UID annotation (hypershift.openshift.io/default-security-context-uid), read once at start-up; a Role grants only its own namespace.",
+    apiGroups: [''],
+    resources: ['namespaces'],
+    verbs: ['get'],
+  },
+  {
     by: ['operator', 'adapter'],
     why: 'Events on the HCP and the operand Deployment.',
     apiGroups: ['events.k8s.io'],

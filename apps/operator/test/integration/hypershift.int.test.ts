@@ -39,6 +39,10 @@ import {
  * src/manifests/hypershift-rbac.ts, nothing more.
  */
 const NS = 'clusters-demo';
+const UID_ANNOTATION = 'hypershift.openshift.io/default-security-context-uid';
+const HCP_UID = 1000710000;
+/** The control-plane release version HyperShift reports on the HCP (`status.controlPlaneVersion.desired.version`). */
+const HCP_VERSION = '4.22.0';
 const HCP = 'demo';
 const SA = 'karpenter-operator';
 const HCP_TYPE = { apiVersion: 'hypershift.openshift.io/v1beta1', kind: 'HostedControlPlane' } as const;
@@ -176,7 +180,11 @@ const HCP_CRD = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/hostedc
  * the adapter's counts. No newer version of the module is served here, so the test adds just that field to
  * the installed CRD's schema (idempotent; the rest of the real schema stays as it is).
  */
-async function addAutoNodeStatusToCrd(): Promise<void> {
+/**
+ * The pinned hypershift/api CRD predates `status.autoNode` and `status.controlPlaneVersion`, which newer
+ * HyperShift releases define (and the API server would otherwise prune): adds each that is missing.
+ */
+async function addNewerStatusFieldsToCrd(): Promise<void> {
   const crd = await kubeRequest<{
     spec: {
       versions: Array<{ name: string; schema: { openAPIV3Schema: { properties: { status: { properties: Record<string, unknown> } } } } }>;
@@ -184,19 +192,23 @@ async function addAutoNodeStatusToCrd(): Promise<void> {
   }>(mgmt.kubeConfig(), 'GET', HCP_CRD);
   const versions = crd.body.spec.versions;
   const i = versions.findIndex((v) => v.name === 'v1beta1');
-  if (versions[i]!.schema.openAPIV3Schema.properties.status.properties['autoNode']) return;
+  const present = versions[i]!.schema.openAPIV3Schema.properties.status.properties;
   const int = { type: 'integer', format: 'int32' };
-  const r = await kubeRequest(mgmt.kubeConfig(), 'PATCH', HCP_CRD, {
-    body: [
-      {
-        op: 'add',
-        path: `/spec/versions/${i}/schema/openAPIV3Schema/properties/status/properties/autoNode`,
-        value: { type: 'object', properties: { nodeCount: int, nodeClaimCount: int, vcpus: int } },
-      },
-    ],
-    contentType: 'application/json-patch+json',
-  });
-  if (r.status !== 200) throw new Error(`adding status.autoNode to the HCP CRD: HTTP ${r.status} ${JSON.stringify(r.body)}`);
+  const str = { type: 'string' };
+  const fields: Record<string, unknown> = {
+    autoNode: { type: 'object', properties: { nodeCount: int, nodeClaimCount: int, vcpus: int } },
+    controlPlaneVersion: { type: 'object', properties: { desired: { type: 'object', properties: { version: str, image: str } } } },
+  };
+  const ops = Object.entries(fields)
+    .filter(([name]) => !present[name])
+    .map(([name, value]) => ({
+      op: 'add',
+      path: `/spec/versions/${i}/schema/openAPIV3Schema/properties/status/properties/${name}`,
+      value,
+    }));
+  if (!ops.length) return;
+  const r = await kubeRequest(mgmt.kubeConfig(), 'PATCH', HCP_CRD, { body: ops, contentType: 'application/json-patch+json' });
+  if (r.status !== 200) throw new Error(`adding status fields to the HCP CRD: HTTP ${r.status} ${JSON.stringify(r.body)}`);
 }
 
 const OEC2NC = { apiVersion: 'karpenter.hypershift.openshift.io/v1beta1', kind: 'OpenshiftEC2NodeClass' } as const;
@@ -237,14 +249,19 @@ function startIgnitionStandIn(): () => void {
 
 describe('HyperShift: management cluster + guest cluster', () => {
   beforeAll(async () => {
-    await addAutoNodeStatusToCrd();
+    await addNewerStatusFieldsToCrd();
     guest = await startCluster({ ec2: false });
     dir = mkdtempSync(join(tmpdir(), 'ko-hcp-'));
     const g = guest.kubeConfig();
     await applyObject(g, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'openshift-machine-config-operator' } });
     for (const o of [...nodeBootstrapperObjects(), ...hostedGuestRbac()]) await applyObject(g, o as KubeObj);
     const m = mgmt.kubeConfig();
-    await applyObject(m, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
+    // As HyperShift annotates it on a management cluster without SCCs: the UID of every HCP pod.
+    await applyObject(m, {
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name: NS, annotations: { [UID_ANNOTATION]: String(HCP_UID) } },
+    });
     for (const o of hostedManagementRbac(NS, SA)) await applyObject(m, o as KubeObj);
     // HyperShift creates this PriorityClass; the operand's pods are refused without it.
     await applyObject(m, {
@@ -260,7 +277,14 @@ describe('HyperShift: management cluster + guest cluster', () => {
       { expirationSeconds: 7200 },
     );
     const created = await applyObject(m, hostedControlPlane());
-    await applyStatus(m, { ...created, status: { ready: true, initialized: true } });
+    await applyStatus(m, {
+      ...created,
+      status: {
+        ready: true,
+        initialized: true,
+        controlPlaneVersion: { desired: { version: HCP_VERSION, image: 'quay.io/openshift-release-dev/ocp-release:4.22.0-x86_64' } },
+      },
+    });
     // HyperShift's ignition generator: Secrets for OpenshiftEC2NodeClasses, nothing else.
     stopIgnitionStandIn = startIgnitionStandIn();
     // What HyperShift's control-plane operator writes from spec.autoNode's role (its karpenter-credentials).
@@ -300,6 +324,12 @@ describe('HyperShift: management cluster + guest cluster', () => {
     });
     expect(env['KUBECONFIG']).toBeTruthy();
     expect((dep.spec as { replicas: number }).replicas).toBe(1);
+    // HyperShift's view of the rollout, and the namespace's UID.
+    expect(dep.metadata.labels?.['hypershift.openshift.io/managed-by']).toBe('karpenter-operator');
+    expect(dep.metadata.annotations?.['release.openshift.io/version']).toBe(HCP_VERSION);
+    expect((dep.spec as { template: { spec: { securityContext: { runAsUser?: number } } } }).template.spec.securityContext.runAsUser).toBe(
+      HCP_UID,
+    );
     // Authenticates as HyperShift's contract has it: HyperShift's Secret, and the token minter from
     // TOKEN_MINTER_IMAGE writing the guest kube-system/karpenter token into the volume the profile names.
     const pod = (

@@ -1,12 +1,24 @@
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { coversRules, silentLogger, TopologyId, type Topology } from '@karpenter-operator/core';
+import {
+  CloudProviderId,
+  coversRules,
+  OperandReconciler,
+  silentLogger,
+  TopologyId,
+  Types,
+  type CloudProvider,
+  type KubeObject,
+  type OperatorSettings,
+  type Topology,
+} from '@karpenter-operator/core';
 import { FakeClock, MemoryClusterStore, RecordingEvents, RecordingMetrics } from '@karpenter-operator/core/testing';
 import { HCP_KARPENTER_FINALIZER, HostedControlPlaneType, soleHostedControlPlaneName } from '@karpenter-operator/topology-hypershift';
+import { KARPENTER_AWS_CRDS_DIR } from '@karpenter-operator/provider-aws/testing';
 import { aHostedControlPlane } from '@karpenter-operator/topology-hypershift/testing';
 import { parseConfig, UNKNOWN_RELEASE_VERSION, type OperatorConfig } from '../../src/config.js';
-import { buildContainer } from '../../src/container.js';
+import { buildContainer, SettingsId } from '../../src/container.js';
 import { operatorManagementRules } from '../../src/manifests/hypershift-rbac.js';
 import { containerStart, hypershiftObjects, operatorContainer, secretFileAt } from '../support/hypershift-deployment.js';
 
@@ -102,14 +114,95 @@ describe("HyperShift's karpenter-operator Deployment", () => {
     expect(topology.teardownFinalizer).toBe(HCP_KARPENTER_FINALIZER);
   });
 
-  it("HyperShift's Role, bound to the Deployment's ServiceAccount, holds what the operator needs on the management cluster except Events", () => {
+  describe('the operand the operator renders under that Deployment', () => {
+    type PodSpec = {
+      securityContext: { runAsUser?: number };
+      containers: Array<{ name: string; env: Array<{ name: string; value?: string }> }>;
+    };
+    type OperandDeployment = KubeObject & { spec: { template: { spec: PodSpec } } };
+    const HCP_VERSION = '4.22.3';
+    const operand = async (runAsUser?: number) => {
+      const config = parsed();
+      const management = new MemoryClusterStore([
+        aHostedControlPlane({
+          metadata: { name: 'demo', namespace: pod.namespace },
+          spec: { infraID: config.clusterName, platform: { aws: { region: config.region } } },
+          status: { controlPlaneVersion: { desired: { version: HCP_VERSION, image: 'quay.io/example/release@sha256:1' } } },
+        }),
+        // HyperShift's credentials Secret: the operand waits for it.
+        { ...Types.Secret, metadata: { name: 'karpenter-credentials', namespace: pod.namespace }, data: { credentials: 'eA==' } },
+      ]);
+      const guest = new MemoryClusterStore();
+      const c = buildContainer({
+        config: { ...config, hcpName: 'demo', crdDir: KARPENTER_AWS_CRDS_DIR },
+        ...(runAsUser !== undefined ? { hostedRunAsUser: runAsUser } : {}),
+        platform: config.platform!,
+        store: management,
+        guestStore: guest,
+        events: new RecordingEvents(),
+        logger: silentLogger,
+        metrics: new RecordingMetrics(),
+        clock: new FakeClock(),
+      });
+      const cloud = c.get<CloudProvider>(CloudProviderId);
+      // The runtime CRDs, Established in the guest: the operand waits for them.
+      for (const crd of cloud.crds()) {
+        await guest.apply({ ...crd, status: { conditions: [{ type: 'Established', status: 'True' }] } });
+      }
+      const reconciler = new OperandReconciler({
+        topology: c.get<Topology>(TopologyId),
+        cloud,
+        settings: c.get<OperatorSettings>(SettingsId),
+        events: new RecordingEvents(),
+        logger: silentLogger,
+      });
+      await reconciler.reconcile();
+      const d = await management.get<OperandDeployment>({
+        ...Types.Deployment,
+        namespace: pod.namespace,
+        name: 'karpenter',
+      });
+      if (!d) throw new Error('no operand Deployment rendered');
+      return d;
+    };
+
+    it("carries HyperShift's proxy variables, NO_PROXY keeping kube-apiserver (the guest API through its Service)", async () => {
+      const d = await operand();
+      const controller = d.spec.template.spec.containers.find((x) => x.name === 'controller')!;
+      const proxy = Object.fromEntries(controller.env.filter((e) => e.name.endsWith('_PROXY')).map((e) => [e.name, e.value]));
+      expect(proxy).toEqual({
+        HTTP_PROXY: start.env['HTTP_PROXY'],
+        HTTPS_PROXY: start.env['HTTPS_PROXY'],
+        NO_PROXY: start.env['NO_PROXY'],
+      });
+      expect(proxy['NO_PROXY']!.split(',')).toContain('kube-apiserver');
+    });
+
+    it("is labelled managed by component karpenter-operator and annotated with the HCP's control-plane version", async () => {
+      const d = await operand();
+      expect(d.metadata.labels?.['hypershift.openshift.io/managed-by']).toBe('karpenter-operator');
+      expect(d.metadata.annotations?.['release.openshift.io/version']).toBe(HCP_VERSION);
+    });
+
+    it.each([
+      { name: 'the UID of the HCP namespace', runAsUser: 1004, want: 1004 },
+      { name: 'none where the SCC assigns it', runAsUser: undefined, want: undefined },
+    ])('runs as $name', async ({ runAsUser, want }) => {
+      const d = await operand(runAsUser);
+      expect(d.spec.template.spec.securityContext.runAsUser).toBe(want);
+    });
+  });
+
+  it("HyperShift's Role, bound to the Deployment's ServiceAccount, holds what the operator needs on the management cluster except Events and its namespace", () => {
     const { role, roleBinding, deployment } = objects;
     expect(roleBinding.roleRef.name).toBe(role.metadata.name);
     expect(roleBinding.subjects).toContainEqual({ kind: 'ServiceAccount', name: deployment.spec.template.spec.serviceAccountName });
     const { missing } = coversRules(role.rules, operatorManagementRules({ leaderElect: parsed().leaderElect }));
     // HyperShift grants no Events: the operator's Events on the HCP and the operand are dropped (403) until it
-    // does (README, "What HyperShift must change").
+    // does; nor the GET of its own namespace: the operand then runs without the namespace's UID, logged at
+    // start-up (README, "What HyperShift must change").
     expect(missing).toEqual([
+      { apiGroups: [''], resources: ['namespaces'], verbs: ['get'] },
       { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create'] },
       { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['patch'] },
     ]);

@@ -65,6 +65,12 @@ export interface KarpenterRequest {
   images?: { operand?: string; operator?: string };
   /** The owner's overrides of how the operand's pod is placed and sized, applied over the topology's layout. */
   podOverrides?: OperandPodOverrides;
+  /**
+   * Annotations the owner asks of the operand Deployment itself (not its pods), merged over others' keys.
+   * HyperShift: `release.openshift.io/version`, the control-plane release the HCP is rolling out, which its
+   * rollout check compares with its own.
+   */
+  deploymentAnnotations?: Record<string, string>;
 }
 
 /** Overrides of the operand's pod carried by the request (HyperShift: the HCP's scheduling fields and annotations). */

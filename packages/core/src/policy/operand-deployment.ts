@@ -1,5 +1,5 @@
 import type { ClusterFacts, OperandPodOverrides } from '../model/cluster.js';
-import type { KubeObject } from '../model/kube.js';
+import type { KubeObject, ObjectMeta } from '../model/kube.js';
 import { Names } from '../model/names.js';
 import { Types } from '../model/kube.js';
 import type { OperandCloudConfig } from '../ports/cloud-provider.js';
@@ -160,7 +160,7 @@ export function renderDeployment(input: OperandInput, layout: OperandLayout): Ku
     serviceAccountName: layout.podServiceAccount.name,
     priorityClassName: place.priorityClassName,
     terminationGracePeriodSeconds: 10,
-    securityContext: restrictedPodSecurityContext(),
+    securityContext: { ...restrictedPodSecurityContext(), ...(place.runAsUser !== undefined ? { runAsUser: place.runAsUser } : {}) },
     containers: [controller],
   };
   const operatorImage = request.images?.operator ?? settings.operatorImage;
@@ -217,9 +217,13 @@ export function renderDeployment(input: OperandInput, layout: OperandLayout): Ku
   };
   if (Object.keys(podAnnotations).length) (template['metadata'] as Record<string, unknown>)['annotations'] = podAnnotations;
 
+  const metadata: ObjectMeta = { name: Names.operandDeployment, namespace: input.namespace };
+  if (layout.deploymentLabels && Object.keys(layout.deploymentLabels).length) metadata.labels = { ...layout.deploymentLabels };
+  if (request.deploymentAnnotations && Object.keys(request.deploymentAnnotations).length)
+    metadata.annotations = { ...request.deploymentAnnotations };
   return {
     ...Types.Deployment,
-    metadata: { name: Names.operandDeployment, namespace: input.namespace },
+    metadata,
     spec: {
       replicas,
       selector: { matchLabels: { ...selector } },

@@ -66,6 +66,11 @@ export interface OperandLayout {
    * provider's `OperandCloudConfig.credentialsSecret`.
    */
   credentialsSecret?: string;
+  /**
+   * Labels of the operand Deployment itself beside the operand's own (a host finding the workloads an
+   * operator manages, e.g. HyperShift's `hypershift.openshift.io/managed-by`). Merged: others' keys stay.
+   */
+  deploymentLabels?: Record<string, string>;
   /** Where and how the pods run. */
   pod: OperandPodLayout;
 }
@@ -120,6 +125,11 @@ export interface OperandPodLayout {
   sharedVolumes?: VolumeAndMount[];
   /** Karpenter's requests; default one CPU and 1 GiB (a cluster-sized scheduler loop). */
   controllerRequests?: { cpu: string; memory: string };
+  /**
+   * The UID the host runs its pods as (`securityContext.runAsUser` of the pod); absent: none is rendered
+   * and the SCC (or the image) decides, as `restricted-v2` requires.
+   */
+  runAsUser?: number;
 }
 
 /** The ServiceAccount the operand's pods run as in `namespace`. Pure. */
