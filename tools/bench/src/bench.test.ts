@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { AuditEvent } from '@karpenter-operator/testkit';
 import { summarizeAuditWindow } from './audit-window.js';
-import { byLabel, parsePromText, sumOf } from './prom.js';
+import { byLabel, memoryBreakdown, parsePromText, sumOf } from './prom.js';
 import { median, pool, quantile, ratio, summarize } from './stats.js';
 
 describe('quantile', () => {
@@ -140,5 +140,31 @@ describe('summarizeAuditWindow', () => {
     { name: 'errors', got: s.errors, want: ['403 list /x/nodes'] },
   ])('$name', ({ got, want }) => {
     expect(got).toEqual(want);
+  });
+});
+
+describe('memoryBreakdown', () => {
+  it('splits RSS into the V8 heap, external memory and the rest, with the heap used per space', () => {
+    const MiB = 2 ** 20;
+    const samples = parsePromText(
+      [
+        `process_resident_memory_bytes ${100 * MiB}`,
+        `nodejs_heap_size_total_bytes ${40 * MiB}`,
+        `nodejs_heap_size_used_bytes ${30 * MiB}`,
+        `nodejs_external_memory_bytes ${10 * MiB}`,
+        `nodejs_heap_space_size_used_bytes{space="old"} ${25 * MiB}`,
+        `nodejs_heap_space_size_used_bytes{space="new"} ${5 * MiB}`,
+        `nodejs_heap_space_size_used_bytes{space="read_only"} 1024`,
+      ].join('\n'),
+    );
+    expect(memoryBreakdown(samples)).toEqual({
+      rssMiB: 100,
+      heapTotalMiB: 40,
+      heapUsedMiB: 30,
+      externalMiB: 10,
+      otherMiB: 50,
+      heapUsedBySpaceMiB: { old: 25, new: 5 },
+    });
+    expect(memoryBreakdown([]).otherMiB).toBeUndefined();
   });
 });

@@ -2,7 +2,7 @@
 // convergence it waits for, metrics and audit reads, and the guarantee that it stops everything it started
 // (on success, failure, timeout, Ctrl-C), bounded in time. Output: one JSON object on stdout; progress on stderr.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { Watch, type KubeConfig } from '@kubernetes/client-node';
@@ -186,6 +186,23 @@ export interface OperatorOptions {
   logLevel?: 'debug' | 'info' | 'warn' | 'error';
   /** More env for the operator (e.g. `OPERATOR_IMAGE`, `OPERAND_AWS_ENDPOINT_URL_EC2` for the real operand). */
   env?: Record<string, string>;
+  /**
+   * The bundle to run instead of `apps/operator/dist/main.js` (default: `$KO_BENCH_OPERATOR_MAIN` or that),
+   * e.g. one built from another commit with `node apps/operator/scripts/build.mjs OUTDIR` to compare two.
+   */
+  main?: string;
+  /** Node flags instead of those the image's launcher passes (`images/karpenter-operator`). */
+  nodeFlags?: string[];
+}
+
+/**
+ * The Node flags the image's launcher (`images/karpenter-operator`) passes, read from that script so the
+ * benchmarks run the operator as the image does.
+ */
+export function imageNodeFlags(root: string): string[] {
+  const script = readFileSync(join(root, 'images/karpenter-operator'), 'utf8');
+  const m = /^NODE_FLAGS="([^"]*)"/m.exec(script);
+  return m?.[1]?.split(/\s+/).filter(Boolean) ?? [];
 }
 
 const supervisors = new WeakMap<BenchContext, { sup: ProcessSupervisor; kubeconfig: string; creds: string }>();
@@ -222,9 +239,12 @@ export async function startOperator(ctx: BenchContext, opts: OperatorOptions): P
     process.env.KO_BENCH_CPU_PROF === '1'
       ? ['--cpu-prof', `--cpu-prof-dir=${join(ctx.logDir, 'profiles')}`, `--cpu-prof-name=${opts.name}.cpuprofile`]
       : [];
+  const main = opts.main ?? process.env.KO_BENCH_OPERATOR_MAIN ?? join(ctx.root, 'apps/operator/dist/main.js');
+  const nodeFlags = opts.nodeFlags ?? process.env.KO_BENCH_NODE_FLAGS?.split(/\s+/).filter(Boolean) ?? imageNodeFlags(ctx.root);
   const args = [
+    ...nodeFlags,
     ...prof,
-    join(ctx.root, 'apps/operator/dist/main.js'),
+    main,
     'run',
     `--namespace=${OPERATOR_NS}`,
     `--kubeconfig=${kubeconfig}`,
@@ -379,4 +399,4 @@ export async function kubeRequestRetrying<T = unknown>(
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-export const mib = (bytes: number | undefined) => (bytes === undefined ? undefined : Math.round((bytes / 2 ** 20) * 10) / 10);
+export { memoryBreakdown, mib } from './prom.js';

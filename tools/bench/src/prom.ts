@@ -43,3 +43,31 @@ export function byLabel(samples: readonly PromSample[], name: string, label: str
   for (const s of samples) if (s.name === name) out[s.labels[label] ?? ''] = (out[s.labels[label] ?? ''] ?? 0) + s.value;
   return out;
 }
+
+/** Bytes as MiB with one decimal. */
+export const mib = (bytes: number | undefined) => (bytes === undefined ? undefined : Math.round((bytes / 2 ** 20) * 10) / 10);
+
+/**
+ * Where the operator's memory is, from its `/metrics` (prom-client's process and Node metrics), in MiB:
+ * RSS; the V8 heap (reserved and used, used per space); `external` (memory V8 objects hold outside the
+ * heap: buffers, external strings); and `other`, the rest of RSS (Node and V8 native memory: code and
+ * parser zones, malloc arenas, thread stacks).
+ */
+export function memoryBreakdown(samples: readonly PromSample[]) {
+  const rss = sumOf(samples, 'process_resident_memory_bytes');
+  const heapTotal = sumOf(samples, 'nodejs_heap_size_total_bytes');
+  const external = sumOf(samples, 'nodejs_external_memory_bytes');
+  const spaces = Object.fromEntries(
+    Object.entries(byLabel(samples, 'nodejs_heap_space_size_used_bytes', 'space'))
+      .filter(([, v]) => v >= 2 ** 20 / 10)
+      .map(([k, v]) => [k, mib(v)]),
+  );
+  return {
+    rssMiB: mib(rss),
+    heapTotalMiB: mib(heapTotal),
+    heapUsedMiB: mib(sumOf(samples, 'nodejs_heap_size_used_bytes')),
+    externalMiB: mib(external),
+    otherMiB: rss !== undefined && heapTotal !== undefined ? mib(rss - heapTotal - (external ?? 0)) : undefined,
+    heapUsedBySpaceMiB: spaces,
+  };
+}
