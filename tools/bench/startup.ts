@@ -8,7 +8,11 @@
 // watch. "Complete" = every runtime CRD Established, the operand Deployment created, and the first
 // ClusterOperator status write that the API server received after that Deployment create has finished.
 //
-//   npm run bench -- startup [--runs 5] [--leader-elect true] [--timeout-s 900]
+// --compare DIR/main.js alternates runs of that bundle (another build, e.g. `node
+// apps/operator/scripts/build.mjs DIR` at another commit) with this one, same cluster, same load, and reports
+// both medians and their ratio.
+//
+//   npm run bench -- startup [--runs 5] [--compare MAIN] [--leader-elect true] [--timeout-s 900]
 import { parseArgs } from 'node:util';
 import { waitFor, type KubeObj } from '@karpenter-operator/testkit';
 import type { KubeConfig } from '@kubernetes/client-node';
@@ -27,15 +31,17 @@ import {
   watchPath,
   type BenchContext,
 } from './src/harness.js';
-import { median, summarize } from './src/stats.js';
+import { median, ratio, summarize } from './src/stats.js';
 
 const { values: args } = parseArgs({
   options: {
     runs: { type: 'string', default: '5' },
     'leader-elect': { type: 'string', default: 'true' },
     'timeout-s': { type: 'string', default: '900' },
+    compare: { type: 'string' },
   },
 });
+const COMPARE = args.compare;
 const RUNS = Number(args.runs);
 const LEADER_ELECT = args['leader-elect'] !== 'false';
 const TARGET_MS = 2_000;
@@ -108,6 +114,8 @@ async function resetWorld(ctx: BenchContext): Promise<void> {
 
 interface RunFigures {
   run: number;
+  /** `this` (apps/operator/dist/main.js) or `compare` (--compare). */
+  bundle: 'this' | 'compare';
   /** Process start → /readyz 200 (caches synced). */
   readyMs: number;
   /** Process start → the operator's first API request received. */
@@ -126,7 +134,7 @@ interface RunFigures {
   clusterOperatorAtComplete?: string;
 }
 
-async function oneRun(ctx: BenchContext, run: number): Promise<RunFigures> {
+async function oneRun(ctx: BenchContext, run: number, compare: boolean): Promise<RunFigures> {
   const kc = ctx.admin();
   const established = new Map<string, number>();
   let deploymentSeen: number | undefined;
@@ -154,7 +162,7 @@ async function oneRun(ctx: BenchContext, run: number): Promise<RunFigures> {
     ),
   ]);
   await sleep(1_000); // the watches' initial ADDED events
-  const op = await startOperator(ctx, { name: `operator-${run}`, leaderElect: LEADER_ELECT });
+  const op = await startOperator(ctx, { name: `operator-${run}`, leaderElect: LEADER_ELECT, ...(compare ? { main: COMPARE! } : {}) });
   const t0 = op.spawnedAt;
   const since = new Date(t0);
   try {
@@ -196,6 +204,7 @@ async function oneRun(ctx: BenchContext, run: number): Promise<RunFigures> {
     const co = coWrites.find((w) => w.at >= statusAt)?.obj ?? coWrites[coWrites.length - 1]?.obj;
     const figures: RunFigures = {
       run,
+      bundle: compare ? 'compare' : 'this',
       readyMs: readyAt - t0,
       firstRequestMs: firstRequest - t0,
       ...(lease ? { leaseAcquiredMs: at(lease.stageTimestamp) - t0 } : {}),
@@ -228,12 +237,24 @@ async function oneRun(ctx: BenchContext, run: number): Promise<RunFigures> {
 await runBench('startup', { timeoutMs: Number(args['timeout-s']) * 1000 }, async (ctx) => {
   await installManifests(ctx);
   await applyKarpenterAndCredentials(ctx);
-  const runs: RunFigures[] = [];
-  for (let run = 1; run <= RUNS; run++) {
+  const all: RunFigures[] = [];
+  for (let run = 1; run <= RUNS * (COMPARE ? 2 : 1); run++) {
     await resetWorld(ctx);
-    runs.push(await oneRun(ctx, run));
+    all.push(await oneRun(ctx, run, COMPARE !== undefined && run % 2 === 0));
   }
-  const pick = (k: keyof RunFigures) => runs.map((r) => Number(r[k]));
+  const runs = all.filter((r) => r.bundle === 'this');
+  const pick = (k: keyof RunFigures, of = runs) => of.map((r) => Number(r[k]));
+  const compared = all.filter((r) => r.bundle === 'compare');
+  const comparison = COMPARE
+    ? {
+        main: COMPARE,
+        medianCompleteMs: median(pick('completeMs', compared)),
+        medianFirstRequestMs: median(pick('firstRequestMs', compared)),
+        medianCompleteAfterApiReachableMs: median(pick('completeAfterFirstRequestMs', compared)),
+        ratioComplete: ratio(median(pick('completeMs')), median(pick('completeMs', compared))),
+        ratioFirstRequest: ratio(median(pick('firstRequestMs')), median(pick('firstRequestMs', compared))),
+      }
+    : undefined;
   const medianComplete = median(pick('completeMs'));
   const medianAfterApi = median(pick('completeAfterFirstRequestMs'));
   return {
@@ -245,7 +266,8 @@ await runBench('startup', { timeoutMs: Number(args['timeout-s']) * 1000 }, async
     medianFirstRequestMs: median(pick('firstRequestMs')),
     completeMs: summarize(pick('completeMs')),
     targets: { medianBelow2sAfterApiReachable: medianAfterApi < TARGET_MS, medianBelow2sFromProcessStart: medianComplete < TARGET_MS },
-    perRun: runs,
+    ...(comparison ? { comparison } : {}),
+    perRun: all,
     notes: [
       'Times in ms from just before spawn of apps/operator/dist/main.js (node_modules/.bin/node).',
       'firstRequestMs: Node start-up, bundle load and config until the API server receives the first request; the API server itself is up all along.',
