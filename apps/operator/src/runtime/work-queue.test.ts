@@ -2,7 +2,7 @@ import { TerminalError, type LogFields, type Logger, type Result } from '@karpen
 import { RecordingMetrics } from '@karpenter-operator/core/testing';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { backoffDelay, type BackoffPolicy } from './backoff.js';
-import { WorkQueue, type WorkQueueOptions } from './work-queue.js';
+import { WorkQueue, YIELD_AFTER_MS, type WorkQueueOptions } from './work-queue.js';
 
 const clock = { now: () => Date.now() };
 
@@ -377,5 +377,38 @@ describe('WorkQueue', () => {
     const waits = metrics.observations.filter((o) => o.name === 'karpenter_operator_workqueue_queue_duration_seconds');
     // b waited while a ran; a's retry came due 200 ms after its failure, 50 ms before b finished
     expect(waits.map((o) => o.value)).toEqual([0, 0.25, 0.05]);
+  });
+});
+
+describe('WorkQueue and the event loop', () => {
+  it('lets timers run between keys when reconciles resolve without I/O for longer than YIELD_AFTER_MS', async () => {
+    // Real timers; a clock that each reconcile moves on by 2 ms, as if it computed that long.
+    let now = 0;
+    const keys = Array.from({ length: 100 }, (_, i) => `k${i}`);
+    let done = 0;
+    const q = new WorkQueue({
+      name: 'test.yield',
+      clock: { now: () => now },
+      random: () => 0,
+      handler: async () => {
+        now += 2;
+        done++;
+        return {};
+      },
+    });
+    let doneWhenTimerRan: number | undefined;
+    const timer = new Promise<void>((resolve) =>
+      setTimeout(() => {
+        doneWhenTimerRan = done;
+        resolve();
+      }, 0),
+    );
+    for (const k of keys) q.add(k);
+    q.start();
+    await timer;
+    await q.shutdown({ drain: true });
+    expect(done).toBe(keys.length);
+    // Without the yield all 100 run as one chain of resolved promises before the timer.
+    expect(doneWhenTimerRan).toBeLessThanOrEqual(YIELD_AFTER_MS / 2 + 1);
   });
 });

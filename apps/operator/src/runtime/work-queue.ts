@@ -11,7 +11,7 @@ import {
 } from '@karpenter-operator/core';
 import { queueBackoff, retryDelay, type BackoffPolicy } from './backoff.js';
 import { RuntimeMetrics } from './metric-names.js';
-import { systemTimers, type TimerHandle, type Timers } from './timers.js';
+import { sleep, systemTimers, type TimerHandle, type Timers } from './timers.js';
 
 export interface WorkQueueOptions {
   /** Controller name; the `name`/`controller` label of every metric. */
@@ -33,6 +33,9 @@ export interface ShutdownOptions {
   /** Stop waiting for running reconciles after this long. Default: wait for them. */
   timeoutMs?: number;
 }
+
+/** A queue whose workers have kept the event loop this long yields to it before its next key. */
+export const YIELD_AFTER_MS = 10;
 
 /**
  * A keyed work queue with the semantics of client-go's rate-limited workqueue:
@@ -69,6 +72,9 @@ export class WorkQueue {
   private started = false;
   private shuttingDown = false;
   private draining = false;
+  /** Whether keys ran since the queue was last idle, and when the workers last let timers and I/O run. */
+  private busy = false;
+  private lastYieldMs = 0;
 
   constructor(options: WorkQueueOptions) {
     this.name = options.name;
@@ -188,6 +194,7 @@ export class WorkQueue {
   }
 
   private notifyIdle(): void {
+    if (this.isIdle()) this.busy = false;
     if (!this.isIdle() && !(this.shuttingDown && this.running.size === 0)) return;
     const waiters = this.idleWaiters;
     this.idleWaiters = [];
@@ -201,6 +208,10 @@ export class WorkQueue {
   private pump(): void {
     if (!this.started) return;
     if (this.shuttingDown && !this.draining) return;
+    if (!this.busy && this.queue.length > 0) {
+      this.busy = true;
+      this.lastYieldMs = this.clock.now();
+    }
     while (this.running.size < this.concurrency && this.queue.length > 0) {
       const key = this.queue.shift()!;
       this.waiting.delete(key);
@@ -217,6 +228,13 @@ export class WorkQueue {
   }
 
   private async run(key: string): Promise<void> {
+    // Reconciles that finish without real I/O (cache reads only) chain as resolved promises: thousands of
+    // keys at once (a fresh start among thousands of CSRs) would hold the event loop, and the leader
+    // Lease renewal and the watches with it, until the last one. Let them in between keys.
+    if (this.clock.now() - this.lastYieldMs >= YIELD_AFTER_MS) {
+      await sleep(this.timers, 0);
+      this.lastYieldMs = this.clock.now();
+    }
     const started = this.clock.now();
     let result: Result | undefined;
     let error: unknown;
