@@ -76,6 +76,19 @@ export function mapAwsError(operation: string, e: unknown): CoreError {
   const cause = name !== 'Error' && !detail.startsWith(name) ? `${name}: ${detail}` : detail;
   const message = `${operation}: ${cause}`;
   const status = err.$metadata?.httpStatusCode;
+  // A file the credential chain reads is not there (or not readable): typically the projected
+  // ServiceAccount token a short-lived (STS) profile names in `web_identity_token_file`. Not transient:
+  // nothing changes until the pod mounts it.
+  const path = (e as { path?: unknown } | null)?.path;
+  if ((err.code === 'ENOENT' || err.code === 'EACCES') && typeof path === 'string') {
+    return new InvalidInputError(
+      'CloudCredentialsMissing',
+      'AWS credentials',
+      'web_identity_token_file',
+      `${operation}: ${path} is not readable (${err.code}): mount the file the credentials name there (for short-lived credentials, the projected ServiceAccount token with audience openshift)`,
+      { cause: e },
+    );
+  }
   if (name === 'CredentialsProviderError') {
     return new InvalidInputError('CloudCredentialsInvalid', 'AWS credentials', 'credentials', message, { cause: e });
   }

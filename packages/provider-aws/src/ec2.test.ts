@@ -123,6 +123,20 @@ describe('mapAwsError', () => {
     expect(mapped.cause).toBe(error);
   });
 
+  it('maps a missing token file of the credential chain to InvalidInputError naming the file', () => {
+    const enoent = Object.assign(new Error("ENOENT: no such file or directory, open '/var/run/secrets/openshift/serviceaccount/token'"), {
+      code: 'ENOENT',
+      path: '/var/run/secrets/openshift/serviceaccount/token',
+    });
+    const mapped = mapAwsError('describing instances', enoent);
+    expect(mapped).toBeInstanceOf(InvalidInputError);
+    expect((mapped as InvalidInputError).reason).toBe('CloudCredentialsMissing');
+    expect(mapped.message).toContain('/var/run/secrets/openshift/serviceaccount/token is not readable (ENOENT)');
+    expect(mapped.message).toContain('web_identity_token_file');
+    // A socket error carries a code but no path: still transient.
+    expect(mapAwsError('op', Object.assign(new Error('x'), { code: 'ECONNRESET' }))).toBeInstanceOf(TransientError);
+  });
+
   it('passes core errors through', () => {
     const e = new TransientError('x');
     expect(mapAwsError('op', e)).toBe(e);

@@ -3,7 +3,7 @@ import { webcrypto } from 'node:crypto';
 import { Pkcs10CertificateRequestGenerator, SubjectAlternativeNameExtension, type JsonGeneralName } from '@peculiar/x509';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { parseCertificateRequestPem } from '../../policy/csr-parse.js';
-import { TransientError } from '../../errors.js';
+import { ForbiddenError, InvalidInputError, TransientError } from '../../errors.js';
 import type { ClusterFacts } from '../../model/cluster.js';
 import type { KubeObject } from '../../model/kube.js';
 import { Types } from '../../model/kube.js';
@@ -257,6 +257,39 @@ describe('certificatesigningrequest.node-identity', () => {
 
     expect(await w.reconciler.reconcile('csr-5')).toEqual({});
     expect(w.approvals()).toEqual(['csr-5']);
+  });
+
+  it('says NodeIdentityHealthy=False naming the error while the cloud refuses the lookups, and recovers', async () => {
+    const w = world();
+    w.store.seed(aNodeClaim(5));
+    w.cloud.putInstance(anInstance(5));
+    w.clock.advance(60_000);
+    w.store.seed(await aClientCsr('csr-5', dnsOf(5)));
+    // Throttling is retried quietly: it does not flip the condition.
+    w.cloud.failNext('describeInstances', new TransientError('describing instances: throttled'));
+    await expect(w.reconciler.reconcile('csr-5')).rejects.toBeInstanceOf(TransientError);
+    expect(w.reconciler.condition().status).toBe('True');
+    const missing = new InvalidInputError(
+      'CloudCredentialsMissing',
+      'AWS credentials',
+      'web_identity_token_file',
+      'describing instances: /var/run/secrets/openshift/serviceaccount/token is not readable (ENOENT)',
+    );
+    w.cloud.failNext('describeInstances', missing);
+    await expect(w.reconciler.reconcile('csr-5')).rejects.toBe(missing);
+    expect(w.reconciler.condition()).toMatchObject({ status: 'False', reason: 'InstanceLookupRefused' });
+    expect(w.reconciler.condition().message).toContain('/var/run/secrets/openshift/serviceaccount/token is not readable');
+    expect(w.approvals()).toEqual([]);
+
+    w.cloud.failNext('describeInstances', new ForbiddenError('describing instances: UnauthorizedOperation'));
+    await expect(w.reconciler.reconcile('csr-5')).rejects.toBeInstanceOf(ForbiddenError);
+    expect(w.reconciler.condition()).toMatchObject({ status: 'False', reason: 'InstanceLookupRefused' });
+    expect(w.reconciler.condition().message).toContain('UnauthorizedOperation');
+
+    // The next reconcile whose lookup succeeds approves and sets the condition from the census again.
+    expect(await w.reconciler.reconcile('csr-5')).toEqual({});
+    expect(w.approvals()).toEqual(['csr-5']);
+    expect(w.reconciler.condition()).toMatchObject({ status: 'True', reason: 'AsExpected' });
   });
 
   it('approves one client CSR per NodeClaim, even when two are reconciled at once', async () => {

@@ -1,4 +1,4 @@
-import { describeError, isNotFoundError } from '../../errors.js';
+import { describeError, isForbiddenError, isInvalidInputError, isNotFoundError } from '../../errors.js';
 import type { ClusterFacts } from '../../model/cluster.js';
 import type { KubeObject, ObjectRef } from '../../model/kube.js';
 import { Types } from '../../model/kube.js';
@@ -36,6 +36,7 @@ import {
   CsrPendingMetric,
   CsrUnmatchedPendingMetric,
   NodeIdentityConditionType,
+  instanceLookupRefusedCondition,
   nodeIdentityCondition,
   NodeIdentityReasons,
   NotOursReasons,
@@ -377,6 +378,9 @@ export class NodeIdentityReconciler implements Reconciler {
     } catch (e) {
       // No approval without proof; the typed error goes to the queue, which backs off and retries.
       log.warn('instance lookup failed', { node: nodeName, instances: [...ids].length, error: describeError(e) });
+      // Refused or unusable credentials do not heal by retrying: say so where an admin looks. The next
+      // reconcile whose lookups succeed sets the condition from the census again.
+      if (isForbiddenError(e) || isInvalidInputError(e)) this.setCondition(instanceLookupRefusedCondition(describeError(e)));
       throw e;
     }
   }

@@ -8,6 +8,8 @@ export const NodeIdentityReasons = {
   TooManyPendingCSRs: 'TooManyPendingCSRs',
   /** Healthy: Karpenter CSRs are approved, and pending CSRs that match no Karpenter instance are ignored. */
   UnmatchedCSRsPending: 'UnmatchedCSRsPending',
+  /** The cloud refused the operator's instance lookups, or its credentials are unusable: nothing can be approved. */
+  InstanceLookupRefused: 'InstanceLookupRefused',
 } as const;
 export const CsrDecisionsMetric = 'karpenter_operator_csr_decisions_total';
 export const CsrPendingMetric = 'karpenter_operator_csr_pending';
@@ -73,5 +75,18 @@ export function nodeIdentityCondition(
     status: 'True',
     reason: NodeIdentityReasons.AsExpected,
     message: 'Kubelet CSRs of Karpenter nodes are being approved',
+  };
+}
+
+/**
+ * The condition while instance lookups fail for a reason that retrying does not cure (credentials refused
+ * or unusable): without an answer from the cloud no kubelet CSR is approved, so an admin must act.
+ */
+export function instanceLookupRefusedCondition(error: string): ConditionInput {
+  return {
+    type: NodeIdentityConditionType,
+    status: 'False',
+    reason: NodeIdentityReasons.InstanceLookupRefused,
+    message: `Kubelet CSRs of Karpenter nodes cannot be approved: the instance lookup failed: ${error}`,
   };
 }
