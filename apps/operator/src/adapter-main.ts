@@ -135,13 +135,7 @@ async function main(argv: string[]): Promise<number> {
     metricsBindAddress: `${metricsAddr.host}:${metricsAddr.port}`,
   });
 
-  runtime.startInformers();
-  try {
-    await runtime.waitForSync(manager.signal);
-  } catch (e) {
-    if (manager.signal.aborted) return manager.done;
-    throw e;
-  }
+  if (!(await runtime.syncInformers(manager.signal))) return manager.done;
   await runtime.startWorkers();
   logger.info('caches synced; controllers running');
   return manager.done;

@@ -289,13 +289,7 @@ export async function runOperator(config: OperatorConfig, env: Record<string, st
   live.runtime = runtime;
   board.onChange(() => runtime.enqueue('clusteroperator.status', STATUS_KEY));
 
-  runtime.startInformers();
-  try {
-    await runtime.waitForSync(manager.signal);
-  } catch (e) {
-    if (manager.signal.aborted) return manager.done;
-    throw e;
-  }
+  if (!(await runtime.syncInformers(manager.signal))) return manager.done;
   logger.info('caches synced');
   if (config.leaderElect) {
     const timing = config.leaderElectionTiming ?? openshiftElectionTiming(controlPlaneTopology);

@@ -24,8 +24,12 @@ class FakeInformer implements SharedInformer {
   hasSynced() {
     return this.synced;
   }
-  waitForSync() {
-    return this.synced ? Promise.resolve() : new Promise<void>((r) => this.syncWaiters.push(r));
+  waitForSync(signal?: AbortSignal) {
+    if (this.synced) return Promise.resolve();
+    return new Promise<void>((r, reject) => {
+      this.syncWaiters.push(r);
+      signal?.addEventListener('abort', () => reject(new Error('aborted')), { once: true });
+    });
   }
   get(name: string, namespace?: string) {
     return this.objects.get(`${namespace ?? ''}/${name}`);
@@ -228,6 +232,20 @@ describe('ControllerRuntime', () => {
     expect(a.runs).toEqual([]);
     expect(nodes.stopped).toBe(true);
     expect(rt.queue('a.one')!.isShuttingDown).toBe(true);
+  });
+
+  it('syncInformers: true once synced, false when the stop signal ends the wait', async () => {
+    const synced = new FakeFactory();
+    const rt = new ControllerRuntime({ reconcilers: [reconciler('a.one', [{ type: Types.Node }])], caches: synced });
+    const ok = rt.syncInformers(new AbortController().signal);
+    synced.syncAll();
+    await expect(ok).resolves.toBe(true);
+
+    const stuck = new ControllerRuntime({ reconcilers: [reconciler('a.one', [{ type: Types.Node }])], caches: new FakeFactory() });
+    const stop = new AbortController();
+    const waiting = stuck.syncInformers(stop.signal);
+    stop.abort();
+    await expect(waiting).resolves.toBe(false);
   });
 
   it('refuses two reconcilers with one name', () => {

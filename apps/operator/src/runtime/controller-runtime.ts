@@ -134,6 +134,21 @@ export class ControllerRuntime {
     this.scheduleResync();
   }
 
+  /**
+   * `startInformers` + `waitForSync`, for a binary's start-up: false when `signal` (the process stopping)
+   * ended the wait, so the caller returns to its manager instead of failing. Other errors are thrown.
+   */
+  async syncInformers(signal: AbortSignal): Promise<boolean> {
+    this.startInformers();
+    try {
+      await this.waitForSync(signal);
+      return true;
+    } catch (e) {
+      if (signal.aborted) return false;
+      throw e;
+    }
+  }
+
   /** `startInformers` + `waitForSync` + `startWorkers`. */
   async start(signal?: AbortSignal): Promise<void> {
     this.startInformers();
