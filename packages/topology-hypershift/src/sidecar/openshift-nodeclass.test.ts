@@ -329,6 +329,35 @@ describe('OpenshiftNodeClassReconciler', () => {
     expect((await guest.get({ ...OpenshiftEC2NodeClassType, name: 'foo' }))?.metadata.finalizers ?? []).toEqual([]);
   });
 
+  it('a tag removed from the OpenshiftEC2NodeClass leaves its EC2NodeClass, and nothing more is written', async () => {
+    const { guest, r } = setup();
+    guest.seed(oec2nc('foo', { tags: { team: 'a', cost: 'b' } }));
+    await r.reconcile('foo');
+    expect((specOf(await guest.get({ ...EC2NodeClass, name: 'foo' }))?.tags as Record<string, string>)['cost']).toBe('b');
+    const foo = (await guest.get({ ...OpenshiftEC2NodeClassType, name: 'foo' }))!;
+    guest.seed({ ...foo, spec: { tags: { team: 'a' } } });
+    await r.reconcile('foo');
+    const after = specOf(await guest.get({ ...EC2NodeClass, name: 'foo' }))?.tags as Record<string, string>;
+    expect(after['team']).toBe('a');
+    expect(after).not.toHaveProperty('cost');
+    guest.clearWrites();
+    await r.reconcile('foo');
+    expect(guest.writes).toEqual([]);
+  });
+
+  it('with AutoNode off, an OpenshiftEC2NodeClass being deleted still loses its EC2NodeClass and the finalizer', async () => {
+    const { management, guest, r } = setup();
+    guest.seed(oec2nc('foo'));
+    await r.reconcile('foo');
+    management.seed(aHostedControlPlane({ spec: { autoNode: null } }));
+    const foo = (await guest.get({ ...OpenshiftEC2NodeClassType, name: 'foo' }))!;
+    guest.seed({ ...foo, metadata: { ...foo.metadata, deletionTimestamp: '2026-02-02T00:00:00Z' } });
+    expect(await r.reconcile('*')).toEqual({ requeueAfterMs: 1_000 });
+    expect(await guest.get({ ...EC2NodeClass, name: 'foo' })).toBeUndefined();
+    await r.reconcile('*');
+    expect((await guest.get({ ...OpenshiftEC2NodeClassType, name: 'foo' }))?.metadata.finalizers ?? []).toEqual([]);
+  });
+
   it('without the instance-profile annotation: no EC2NodeClass, Ready False on the OpenshiftEC2NodeClass, one Warning', async () => {
     const { guest, events, r } = setup(
       aHostedControlPlane({ metadata: { annotations: { 'hypershift.openshift.io/aws-karpenter-default-instance-profile': null } } }),

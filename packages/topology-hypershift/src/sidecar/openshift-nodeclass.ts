@@ -317,7 +317,24 @@ export class OpenshiftNodeClassReconciler implements Reconciler {
     const { guest, management, namespace, hcpName } = this.deps;
     const retry = { requeueAfterMs: this.deps.retryMs ?? 5_000 };
     return this.scope.each(hcpName, async (hcp, hcpObject) => {
-      if (!hcp.autoNode || hcp.deleting) return {}; // the operator's teardown removes NodeClasses
+      if (!hcp.autoNode || hcp.deleting) {
+        // The operator's teardown removes NodeClasses; an OpenshiftEC2NodeClass being deleted still gets
+        // its EC2NodeClass removed and this finalizer released, so it never hangs.
+        let deleting: KubeObject[] = [];
+        try {
+          deleting = (await guest.list(OpenshiftEC2NodeClassType)).filter(
+            (o) => o.metadata.deletionTimestamp && (o.metadata.finalizers ?? []).includes(OPENSHIFT_NODECLASS_FINALIZER),
+          );
+        } catch {
+          return {}; // the CRD is not served (any more): nothing of ours can be left
+        }
+        let result: Result = {};
+        for (const o of deleting) {
+          const r = await this.translate(hcp, o.metadata.name, undefined);
+          if (r.requeueAfterMs !== undefined) result = r;
+        }
+        return result;
+      }
       await guest.apply(this.deps.crd, { fieldManager: ADAPTER_FIELD_MANAGER, force: true });
       const served = await guest.get({ ...Types.CustomResourceDefinition, name: OPENSHIFT_NODECLASS_CRD });
       const ec2Crd = await guest.get({ ...Types.CustomResourceDefinition, name: EC2NODECLASS_CRD });
@@ -370,7 +387,9 @@ export class OpenshiftNodeClassReconciler implements Reconciler {
     const t = translateOpenshiftNodeClass({ hcp, openshift, ignition, render: (s) => cloud.renderNodeClass(s) });
     let ec2: KubeObject | undefined;
     if (t.ok) {
-      ec2 = (await guest.apply(t.object, { fieldManager: ADAPTER_FIELD_MANAGER, force: true })).object;
+      // A tag removed from the OpenshiftEC2NodeClass (or the HostedCluster) leaves the EC2NodeClass too: the
+      // translation owns spec.tags whole. (Optional scalars and lists the API server may default are not.)
+      ec2 = (await guest.apply(t.object, { fieldManager: ADAPTER_FIELD_MANAGER, force: true, ownedWhole: ['spec.tags'] })).object;
       if (t.tagConflicts.length)
         this.report(
           hcp,
