@@ -411,4 +411,32 @@ describe('WorkQueue and the event loop', () => {
     // Without the yield all 100 run as one chain of resolved promises before the timer.
     expect(doneWhenTimerRan).toBeLessThanOrEqual(YIELD_AFTER_MS / 2 + 1);
   });
+
+  it('a shutdown without drain during a yield does not run the key that was yielding', async () => {
+    let now = 0;
+    const ran: string[] = [];
+    let stopped: Promise<void> | undefined;
+    const q: WorkQueue = new WorkQueue({
+      name: 'test.yield-stop',
+      clock: { now: () => now },
+      random: () => 0,
+      handler: async (k) => {
+        ran.push(k);
+        if (k === 'a') {
+          now += YIELD_AFTER_MS; // 'a' used up the budget: 'b' yields before it runs
+          // The Lease is lost while 'b' yields (this timer is queued before the yield's).
+          setTimeout(() => {
+            stopped = q.shutdown();
+          }, 0);
+        }
+        return {};
+      },
+    });
+    q.add('a');
+    q.add('b');
+    q.start();
+    await new Promise((r) => setTimeout(r, 20));
+    await stopped;
+    expect(ran).toEqual(['a']);
+  });
 });

@@ -234,6 +234,12 @@ export class WorkQueue {
     if (this.clock.now() - this.lastYieldMs >= YIELD_AFTER_MS) {
       await sleep(this.timers, 0);
       this.lastYieldMs = this.clock.now();
+      // A shutdown without drain (a lost Lease) may have come during the yield: the key must not run.
+      if (this.shuttingDown && !this.draining) {
+        this.running.delete(key);
+        this.notifyIdle();
+        return;
+      }
     }
     const started = this.clock.now();
     let result: Result | undefined;
