@@ -525,6 +525,19 @@ describe('certificatesigningrequest.node-identity', () => {
     expect(w.approvals()).toEqual(['early']);
   });
 
+  it('a NodeClaim event makes its CSR read NodeClaims anew, even when another CSR built a newer listing before it', async () => {
+    const w = world();
+    w.cloud.putInstance(anInstance(6));
+    await w.reconciler.reconcile(w.store.seed(await aClientCsr('early', dnsOf(6))).metadata.name);
+    const other = w.store.seed(await aClientCsr('other', dnsOf(7)));
+    await w.reconciler.reconcile(other.metadata.name);
+    await w.reconciler.reconcile(other.metadata.name); // decided from a listing newer than the one 'early' used
+    const keys = w.reconciler.keysFor(w.store.seed(aNodeClaim(6)));
+    expect(keys).toContain('early');
+    for (const k of keys) await w.reconciler.reconcile(k); // same clock second: within the listing's TTL
+    expect(w.approvals()).toEqual(['early']);
+  });
+
   it('a flood of unmatchable CSRs does not hold back a legitimate one, and is visible without a False condition', async () => {
     const w = world();
     w.store.seed(aNodeClaim(1));

@@ -204,6 +204,8 @@ export class NodeIdentityReconciler implements Reconciler {
   /**
    * Maps an event to CSR names, reading the index only: it runs on standby replicas and behind a closed
    * gate too, where it must neither change state nor cost a lookup. Reconcile and resync keep the index.
+   * Its one effect: a NodeClaim event marks the shared NodeClaim listing out of date (a dropped reference,
+   * no I/O), so the CSRs it maps to are decided from a listing that includes the change.
    */
   keysFor(obj: AnyObject): string[] {
     if (obj.kind === Types.CertificateSigningRequest.kind) {
@@ -212,7 +214,10 @@ export class NodeIdentityReconciler implements Reconciler {
     }
     // A NodeClaim change (providerID set, registered, deleted) can only unblock CSRs that are waiting or
     // not decided yet, those of the node it registered, and those that came before it.
-    if (obj.kind === Types.NodeClaim.kind) return this.index.keysForNodeClaim(obj as KubeObject);
+    if (obj.kind === Types.NodeClaim.kind) {
+      this.claims.invalidate();
+      return this.index.keysForNodeClaim(obj as KubeObject);
+    }
     if (obj.kind === Types.Node.kind) return this.index.keysForNode(obj.metadata.name);
     return [];
   }

@@ -21,6 +21,14 @@ export class SharedSnapshot<T> {
     return { value: await entry.promise, generation: entry.generation };
   }
 
+  /**
+   * Marks the shared build out of date (its source changed): the next `get` builds anew. Drops a reference,
+   * nothing else: no build starts, so calling it costs nothing where no `get` follows (a standby).
+   */
+  invalidate(): void {
+    this.entry = undefined;
+  }
+
   private current(used: number | undefined): { at: number; generation: number; promise: Promise<T> } {
     const now = this.clock.now();
     const cur = this.entry;
