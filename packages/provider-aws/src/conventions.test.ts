@@ -199,6 +199,14 @@ describe('discovery without worker MachineSets: each rule and each fallback', ()
       message: `instanceProfile: no instance profile named ${X}-worker-profile (IAM GetInstanceProfile: NoSuchEntity), and the worker instances' profile upi-WorkerInstanceProfile-1X2Y is not in IAM`,
     },
     {
+      name: 'the worker profile has no role',
+      mutate: (c: UpiCloud) => {
+        c.profiles = [{ name: 'upi-WorkerInstanceProfile-1X2Y', arn: 'arn', roles: [] }];
+      },
+      reason: 'DiscoveryIncomplete',
+      message: `and the worker instances' profile upi-WorkerInstanceProfile-1X2Y has no role`,
+    },
+    {
       name: 'the boot image is not in EC2',
       mutate: (c: UpiCloud) => {
         c.images = [];

@@ -259,10 +259,11 @@ export async function nodeClassSourceFromConventions(input: DiscoveryInput, read
         );
       } else if (fromWorkers[0]) {
         const p = await reads.instanceProfile(fromWorkers[0]);
-        if (p) {
+        if (p?.roles.length) {
           profile = p.name;
           sources.push({ field: 'instanceProfile', source: 'WorkerInstances' });
-        } else missing('instanceProfile', `${tried}, and the worker instances' profile ${fromWorkers[0]} is not in IAM`);
+        } else if (p) missing('instanceProfile', `${tried}, and the worker instances' profile ${fromWorkers[0]} has no role`);
+        else missing('instanceProfile', `${tried}, and the worker instances' profile ${fromWorkers[0]} is not in IAM`);
       } else missing('instanceProfile', `${tried}, and ${nothingToCopy}`);
     }
 

@@ -216,7 +216,12 @@ export async function runOperator(config: OperatorConfig, env: Record<string, st
   const { platform, controlPlaneTopology } = detected;
   live.waitingFor = undefined;
   const missing = platformRequirements(config, platform);
-  if (missing.length) throw new Error(`missing settings: ${missing.join('; ')}`);
+  if (missing.length) {
+    // A refusal to start, like a bad flag: one line, exit 2 (the platform is only known here).
+    const why = `missing settings for platform ${platform}: ${missing.join('; ')}`;
+    process.stderr.write(`karpenter-operator: cannot start: ${why}\n`);
+    return manager.stop(ExitCodes.usage, why);
+  }
 
   const guest = config.managementCluster ? await guestCluster(config, { metrics, logger }) : undefined;
   const controlEvents = new KubeEventRecorder({ transport: cluster.transport, reportingInstance: identity, logger, metrics, clock });

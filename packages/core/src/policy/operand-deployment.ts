@@ -46,15 +46,20 @@ type EnvVar = OperandCloudConfig['env'][number];
  * CPUs requested) and `MEMORY_LIMIT` in bytes (it sets Go's soft memory limit to 90 % of it). Without a
  * memory limit in `spec.resources` the kubelet gives the node's allocatable memory, as with the chart.
  */
-function ownResourcesEnv(): EnvVar[] {
+function ownResourcesEnv(resources: ContainerResources): EnvVar[] {
   const ref = (resource: string, divisor: string) => ({
     resourceFieldRef: { containerName: OperandNames.container, resource, divisor },
   });
+  // Without a CPU request (or a limit, which the API server copies into it) the kubelet would give "0",
+  // less than Karpenter's own default of 1000: leave the variable out then.
+  const cpu = resources.requests?.['cpu'] ?? resources.limits?.['cpu'];
   return [
-    { name: 'CPU_REQUESTS', valueFrom: ref('requests.cpu', '1m') },
+    ...(cpu !== undefined ? [{ name: 'CPU_REQUESTS', valueFrom: ref('requests.cpu', '1m') }] : []),
     { name: 'MEMORY_LIMIT', valueFrom: ref('limits.memory', '1') },
   ];
 }
+
+type ContainerResources = { requests?: Record<string, string>; limits?: Record<string, string> };
 
 /** The guest kubeconfig volume, its mount and the env pointing Karpenter at it; empty when Karpenter runs in its workload cluster. */
 function guestKubeconfig(layout: OperandLayout): {
@@ -113,6 +118,10 @@ export function renderDeployment(input: OperandInput, layout: OperandLayout): Ku
     // Required off EKS: without it Karpenter calls eks:DescribeCluster and exits.
     { name: 'CLUSTER_ENDPOINT', value: settings.clusterEndpointOverride ?? facts.apiServerInternalURL },
   ];
+  // Requests only: a CPU limit throttles the scheduler loop and a memory limit OOM-kills it under load.
+  const resources: ContainerResources = (tuned.resources as ContainerResources | undefined) ?? {
+    requests: { ...(place.controllerRequests ?? { cpu: '1', memory: '1Gi' }) },
+  };
   const env: EnvVar[] = [
     { name: 'SYSTEM_NAMESPACE', valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.namespace' } } },
     ...guest.env,
@@ -126,7 +135,7 @@ export function renderDeployment(input: OperandInput, layout: OperandLayout): Ku
     { name: 'METRICS_PORT', value: String(OperandNames.metricsPort) },
     { name: 'HEALTH_PROBE_PORT', value: String(OperandNames.healthPort) },
     { name: 'LOG_LEVEL', value: request.logLevel },
-    ...ownResourcesEnv(),
+    ...ownResourcesEnv(resources),
     ...tuned.env,
     ...cloud.env,
     // The cluster-wide proxy, for the cloud API; Go honours these as they are.
@@ -146,8 +155,7 @@ export function renderDeployment(input: OperandInput, layout: OperandLayout): Ku
     ],
     livenessProbe: { httpGet: { path: '/healthz', port: 'http' }, initialDelaySeconds: 30, timeoutSeconds: 30 },
     readinessProbe: { httpGet: { path: '/readyz', port: 'http' }, initialDelaySeconds: 5, timeoutSeconds: 30 },
-    // Requests only: a CPU limit throttles the scheduler loop and a memory limit OOM-kills it under load.
-    resources: tuned.resources ?? { requests: { ...(place.controllerRequests ?? { cpu: '1', memory: '1Gi' }) } },
+    resources,
     securityContext,
     terminationMessagePolicy: 'FallbackToLogsOnError',
   };

@@ -632,6 +632,8 @@ describe('renderOperand: the Karpenter CR settings', () => {
         resolved[e['name'] as string] = (target!['resources'] as Record<string, Record<string, string>>)[kind]?.[resource];
       }
       expect(resolved).toEqual(want);
+      // No CPU request at all: the variable is left out (the kubelet would give "0", below Karpenter's default).
+      expect('CPU_REQUESTS' in resolved).toBe(want['CPU_REQUESTS'] !== undefined);
     },
   );
 });
