@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EC2Client, RunInstancesCommand, TerminateInstancesCommand } from '@aws-sdk/client-ec2';
 import { GetInstanceProfileCommand, IAMClient } from '@aws-sdk/client-iam';
@@ -8,19 +11,24 @@ import {
   deleteObject,
   getObject,
   iamCall,
+  karpenterBinary,
   listObjects,
+  loadToolchain,
+  startRealOperand,
   waitFor,
   type KubeObj,
+  type RealOperand,
 } from '@karpenter-operator/testkit';
 import { seededWorld, testCluster } from '@karpenter-operator/testkit/vitest';
-import { adminRequest, clusterOperator, conditionOf } from '../support/k8s.js';
-import { installManifests, resetOperatorWorld, startOperator, type OperatorProcess } from '../support/operator-process.js';
+import { adminRequest, clusterOperator, conditionOf, type Cond } from '../support/k8s.js';
+import { installManifests, REPO, resetOperatorWorld, startOperator, type OperatorProcess } from '../support/operator-process.js';
 import { applyKarpenterAndCredentials } from '../support/scenario.js';
 
 /**
  * A user-provisioned cluster: no MachineSets, a control-plane instance running in the cluster's VPC, the
  * installer's conventional names in the emulator (subnets tagged for the cluster, `<infraID>-node` and
- * `<infraID>-lb`, `<infraID>-worker-profile`). The seeded MachineSets are put back afterwards.
+ * `<infraID>-lb`, `<infraID>-worker-profile`). The real Karpenter runs only until it reports the NodeClass
+ * it gets Ready. The seeded MachineSets are put back afterwards.
  */
 const cluster = testCluster();
 const kc = () => cluster.kubeConfig();
@@ -28,11 +36,32 @@ const NC = ['karpenter.k8s.aws/v1', 'EC2NodeClass', 'default'] as const;
 const CP_NODE = 'ip-10-0-130-99.ec2.internal';
 
 let op: OperatorProcess | undefined;
+let operand: RealOperand | undefined;
+let runnerDir: string | undefined;
 let cpInstance = '';
 
 const iam = () => new IAMClient({ ...cluster.ec2Config(), endpoint: cluster.info.ec2Endpoint! });
 const ncSpec = async () => (await getObject(kc(), ...NC))?.spec as Record<string, unknown> | undefined;
 const degraded = async () => conditionOf(await clusterOperator(cluster), 'Degraded');
+
+/** Stops the real operand and takes Karpenter's finalizers off the NodeClass: nobody would release them now. */
+async function stopOperand(): Promise<void> {
+  await operand?.stop();
+  operand = undefined;
+  const nc = await getObject(kc(), ...NC);
+  const finalizers = (nc?.metadata.finalizers as string[] | undefined) ?? [];
+  const kept = finalizers.filter((f) => !f.startsWith('karpenter.k8s.aws/'));
+  if (kept.length !== finalizers.length)
+    await adminRequest(
+      cluster,
+      'PATCH',
+      '/apis/karpenter.k8s.aws/v1/ec2nodeclasses/default',
+      { metadata: { finalizers: kept.length ? kept : null } },
+      'application/merge-patch+json',
+    );
+  if (runnerDir && process.env.KO_KEEP_CLUSTER !== '1') rmSync(runnerDir, { recursive: true, force: true });
+  runnerDir = undefined;
+}
 
 async function restoreProfile(): Promise<void> {
   const f = seededWorld().facts;
@@ -72,6 +101,7 @@ describe('discovery without worker MachineSets (UPI-shaped cluster)', () => {
   }, 180_000);
 
   afterAll(async () => {
+    await stopOperand();
     await op?.stop();
     await restoreProfile();
     await deleteObject(kc(), 'v1', 'Node', CP_NODE).catch(() => false);
@@ -116,6 +146,50 @@ describe('discovery without worker MachineSets (UPI-shaped cluster)', () => {
     );
     await waitFor('verification True (Degraded False)', async () => (await degraded())?.status === 'False', { timeoutMs: 60_000 });
   });
+
+  it('the real Karpenter reports the convention-derived EC2NodeClass default Ready', async () => {
+    // Only until its Ready condition: nothing is provisioned here (real-operand.int.test.ts does that).
+    const binary = karpenterBinary(loadToolchain());
+    const created = await getObject(kc(), ...NC);
+    expect(created, 'EC2NodeClass default from the previous test').toBeDefined();
+    runnerDir = mkdtempSync(join(tmpdir(), 'ko-upi-operand-'));
+    const log: string[] = [];
+    operand = startRealOperand({
+      cluster,
+      karpenterBinary: binary,
+      operatorEntry: join(REPO, 'apps/operator/dist/main.js'),
+      baseDir: runnerDir,
+      log: (line) => log.push(line),
+    });
+    try {
+      type WithConditions = KubeObj & { status?: { conditions?: Cond[] } };
+      // Karpenter up and the NodeClass Ready took 110–153 s on a loaded two-core machine (real-operand.int.test.ts).
+      const nc = await waitFor(
+        'EC2NodeClass default Ready=True (all its conditions True) by the real Karpenter',
+        async () => {
+          const o = await getObject<WithConditions>(kc(), ...NC);
+          const conds = o?.status?.conditions ?? [];
+          return conds.length > 0 && conds.every((c) => c.status === 'True') && conditionOf(o, 'Ready')?.status === 'True' ? o : undefined;
+        },
+        { timeoutMs: 480_000, intervalMs: 1000 },
+      ).catch(async (e: Error) => {
+        const o = await getObject<WithConditions>(kc(), ...NC);
+        throw new Error(
+          `${e.message}\nconditions: ${JSON.stringify(o?.status?.conditions ?? [])}\nharness: ${log.slice(-20).join('\n')}\n` +
+            `operand logs:\n${operand?.runner.logTails(25) ?? ''}`,
+          { cause: e },
+        );
+      });
+      // The object the operator created from the conventions, not a replacement.
+      expect(nc.metadata.uid).toBe(created!.metadata.uid);
+      expect((nc.status?.conditions ?? []).map((c) => c.type)).toEqual(
+        expect.arrayContaining(['Ready', 'AMIsReady', 'SubnetsReady', 'SecurityGroupsReady', 'InstanceProfileReady']),
+      );
+      expect(operand.runner.crashes()).toEqual([]);
+    } finally {
+      await stopOperand();
+    }
+  }, 600_000);
 
   it('deleting the instance profile in the emulator turns verification False naming it', async () => {
     const f = seededWorld().facts;
