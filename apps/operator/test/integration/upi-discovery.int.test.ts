@@ -34,15 +34,25 @@ const cluster = testCluster();
 const kc = () => cluster.kubeConfig();
 const NC = ['karpenter.k8s.aws/v1', 'EC2NodeClass', 'default'] as const;
 const CP_NODE = 'ip-10-0-130-99.ec2.internal';
+const INFRA_STATUS = '/apis/config.openshift.io/v1/infrastructures/cluster/status';
+/** An infra ID none of the seeded resources is named or tagged for. */
+const ABSENT_INFRA_ID = 'nowhere-q9z8x';
 
 let op: OperatorProcess | undefined;
 let operand: RealOperand | undefined;
 let runnerDir: string | undefined;
 let cpInstance = '';
+/** `status.infrastructureName` before a test replaced it. */
+let savedInfraId: string | undefined;
 
 const iam = () => new IAMClient({ ...cluster.ec2Config(), endpoint: cluster.info.ec2Endpoint! });
 const ncSpec = async () => (await getObject(kc(), ...NC))?.spec as Record<string, unknown> | undefined;
 const degraded = async () => conditionOf(await clusterOperator(cluster), 'Degraded');
+const setInfraId = async (infrastructureName: string) => {
+  const r = await adminRequest(cluster, 'PATCH', INFRA_STATUS, { status: { infrastructureName } }, 'application/merge-patch+json');
+  if (r.status !== 200)
+    throw new Error(`setting Infrastructure cluster status.infrastructureName: HTTP ${r.status}: ${JSON.stringify(r.body)}`);
+};
 
 /** Stops the real operand and takes Karpenter's finalizers off the NodeClass: nobody would release them now. */
 async function stopOperand(): Promise<void> {
@@ -103,6 +113,7 @@ describe('discovery without worker MachineSets (UPI-shaped cluster)', () => {
   afterAll(async () => {
     await stopOperand();
     await op?.stop();
+    if (savedInfraId) await setInfraId(savedInfraId);
     await restoreProfile();
     await deleteObject(kc(), 'v1', 'Node', CP_NODE).catch(() => false);
     if (cpInstance) await new EC2Client(cluster.ec2Config()).send(new TerminateInstancesCommand({ InstanceIds: [cpInstance] }));
@@ -245,4 +256,43 @@ describe('discovery without worker MachineSets (UPI-shaped cluster)', () => {
     expect(c.message).not.toContain('securityGroups:');
     expect(await getObject(kc(), ...NC)).toBeUndefined();
   });
+
+  it('a cluster whose conventional names do not exist: no NodeClass, and the condition names every missing piece', async () => {
+    const world = seededWorld();
+    const f = world.facts;
+    const vpc = world.ec2!.vpcId;
+    const infra = await getObject(kc(), 'config.openshift.io/v1', 'Infrastructure', 'cluster');
+    savedInfraId = (infra?.status as { infrastructureName?: string } | undefined)?.infrastructureName;
+    expect(savedInfraId).toBe(f.infraId);
+    // The seeded subnets, security groups and profile stay; only the names the conventions look for change.
+    await setInfraId(ABSENT_INFRA_ID);
+    await restoreProfile();
+    await deleteObject(kc(), ...NC).catch(() => false);
+    const workers = `none of the worker instances ${f.workerNodes.map((n) => n.instanceId).join(', ')} is running`;
+    const c = await waitFor(
+      'Degraded naming the pieces missing under the new infra ID',
+      async () => {
+        const d = await degraded();
+        return d?.status === 'True' && d.message.includes(`${ABSENT_INFRA_ID}-worker-profile`) ? d : undefined;
+      },
+      { timeoutMs: 90_000 },
+    );
+    expect(c.message).toContain(
+      `subnets: no private subnet tagged kubernetes.io/cluster/${ABSENT_INFRA_ID} (owned or shared) in ${vpc}; its subnets are tagged for other clusters: `,
+    );
+    // The seeded subnets are there, tagged for the seeded infra ID, and named as such; no worker to copy from.
+    const subnets = c.message.slice(c.message.indexOf('subnets: '), c.message.indexOf('; securityGroups: '));
+    for (const id of Object.values(world.ec2!.privateSubnetIds)) expect(subnets).toContain(`${id} (${f.clusterTagKey})`);
+    expect(subnets).toMatch(new RegExp(`, and ${workers}$`));
+    expect(c.message).toContain(
+      `securityGroups: no security group named ${ABSENT_INFRA_ID}-node or ${ABSENT_INFRA_ID}-lb (nor ${ABSENT_INFRA_ID}-worker-sg) in ${vpc}, and ${workers}`,
+    );
+    expect(c.message).toContain(
+      `instanceProfile: no instance profile named ${ABSENT_INFRA_ID}-worker-profile (IAM GetInstanceProfile: NoSuchEntity), and ${workers}`,
+    );
+    // What does not depend on the infra ID is still proven: the boot image and the user-data Secret.
+    expect(c.message).not.toContain('ami:');
+    expect(c.message).not.toContain('userData:');
+    expect(await getObject(kc(), ...NC)).toBeUndefined();
+  }, 180_000);
 });
