@@ -18,8 +18,8 @@ describe('servingCertificate', () => {
   });
 
   it.each([
-    { name: 'the directory is empty (service-ca has not written the Secret)', files: {}, reason: /tls\.crt does not exist/ },
-    { name: 'the key is missing', files: { 'tls.crt': 'CERT' }, reason: /tls\.key does not exist|holds no PEM certificate/ },
+    { name: 'the directory is empty (service-ca has not written the Secret)', files: {}, reason: /tls\.crt does not exist$/ },
+    { name: 'the key is missing', files: { 'tls.crt': '-----BEGIN CERTIFICATE-----' }, reason: /tls\.key does not exist/ },
     {
       name: 'tls.crt is not PEM',
       files: { 'tls.crt': 'garbage', 'tls.key': '-----BEGIN PRIVATE KEY-----' },

@@ -27,15 +27,18 @@ export const servingCertFiles = { cert: 'tls.crt', key: 'tls.key' } as const;
 export async function readServingCert(dir: string): Promise<{ cert: string; key: string } | { reason: string }> {
   const certPath = join(dir, servingCertFiles.cert);
   const keyPath = join(dir, servingCertFiles.key);
-  try {
-    const [cert, key] = await Promise.all([readFile(certPath, 'utf8'), readFile(keyPath, 'utf8')]);
-    if (!cert.includes('-----BEGIN CERTIFICATE-----')) return { reason: `${certPath} holds no PEM certificate` };
-    if (!/-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(key)) return { reason: `${keyPath} holds no PEM private key` };
-    return { cert, key };
-  } catch (e) {
-    const err = e as NodeJS.ErrnoException;
-    return { reason: err.code === 'ENOENT' ? `${err.path ?? certPath} does not exist` : `reading ${err.path ?? certPath}: ${err.message}` };
-  }
+  // Both read at once, but reported in a fixed order (certificate first): which read fails first is a race.
+  const [cert, key] = await Promise.allSettled([readFile(certPath, 'utf8'), readFile(keyPath, 'utf8')]);
+  if (cert.status === 'rejected') return { reason: unreadable(cert.reason, certPath) };
+  if (!cert.value.includes('-----BEGIN CERTIFICATE-----')) return { reason: `${certPath} holds no PEM certificate` };
+  if (key.status === 'rejected') return { reason: unreadable(key.reason, keyPath) };
+  if (!/-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(key.value)) return { reason: `${keyPath} holds no PEM private key` };
+  return { cert: cert.value, key: key.value };
+}
+
+function unreadable(e: unknown, path: string): string {
+  const err = e as NodeJS.ErrnoException;
+  return err.code === 'ENOENT' ? `${path} does not exist` : `reading ${path}: ${err.message}`;
 }
 
 /** The serving certificate from `dir`, or a self-signed one (ECDSA P-256, 1 year) for `hostnames` when it cannot be read. */

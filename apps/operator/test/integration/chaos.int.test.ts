@@ -44,7 +44,7 @@ describe('chaos: kill -9 while converging', () => {
     const killDelays: number[] = [];
     let labelled = false;
     for (let i = 0; i < KILLS; i++) {
-      const p = await startOperator(cluster, { name: `chaos-${i}` });
+      const p = await startOperator(cluster, { name: `chaos-${i}`, electionTiming: 'fast' });
       procs.push(p);
       const delay = 200 + Math.floor(Math.random() * 2_300);
       killDelays.push(delay);
@@ -62,7 +62,7 @@ describe('chaos: kill -9 while converging', () => {
       }
       await p.kill();
     }
-    const last = await startOperator(cluster, { name: 'chaos-final' });
+    const last = await startOperator(cluster, { name: 'chaos-final', electionTiming: 'fast' });
     procs.push(last);
     const restartedAt = Date.now();
     await waitFor('convergence after the last restart', () => isConverged(cluster), { timeoutMs: 90_000, intervalMs: 200 });

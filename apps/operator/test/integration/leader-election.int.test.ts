@@ -40,8 +40,8 @@ describe('two operator replicas with leader election', () => {
       stringData: { credentials: credentialsFileText() },
     });
     filesStart = Date.now();
-    procs.push(await startOperator(cluster, { name: 'replica-a' }));
-    procs.push(await startOperator(cluster, { name: 'replica-b' }));
+    procs.push(await startOperator(cluster, { name: 'replica-a', electionTiming: 'fast' }));
+    procs.push(await startOperator(cluster, { name: 'replica-b', electionTiming: 'fast' }));
   }, 180_000);
 
   afterAll(async () => {
@@ -96,7 +96,7 @@ describe('two operator replicas with leader election', () => {
 
   it('freezing the leader (SIGSTOP) past the lease: the standby takes over and reconciles; the old leader writes nothing after the takeover and exits 2', async () => {
     // The SIGKILLed replica is gone: start a new standby.
-    const standby = await startOperator(cluster, { name: 'replica-c' });
+    const standby = await startOperator(cluster, { name: 'replica-c', electionTiming: 'fast' });
     procs.push(standby);
     const leader = procs.find((p) => p !== standby && !p.exited() && leading(p))!;
     expect(leader).toBeDefined();
