@@ -68,6 +68,30 @@ interface SdkErrorShape {
  * Maps an SDK error to a core error with the original as `cause`, so nothing AWS-shaped crosses the port.
  * Message: "<operation>: <code>: <message>".
  */
+/**
+ * The one error for a file the AWS credentials need that cannot be read: the shared credentials file, or the
+ * projected ServiceAccount token a short-lived (STS) profile names in `web_identity_token_file`. Reason
+ * `CloudCredentialsMissing` whether the pre-check or the SDK's credential chain finds it; not transient:
+ * nothing changes until the pod mounts it.
+ */
+export function credentialFileUnreadable(at: {
+  object: string;
+  field: string;
+  path: string;
+  context?: string;
+  cause: unknown;
+}): InvalidInputError {
+  const code = (at.cause as { code?: unknown } | null)?.code;
+  const why = typeof code === 'string' ? ` (${code})` : '';
+  return new InvalidInputError(
+    'CloudCredentialsMissing',
+    at.object,
+    at.field,
+    `${at.context ? `${at.context}: ` : ''}${at.path} is not readable${why}: mount the file the credentials name there (for short-lived credentials, the projected ServiceAccount token with audience openshift)`,
+    { cause: at.cause },
+  );
+}
+
 export function mapAwsError(operation: string, e: unknown): CoreError {
   if (isCoreError(e)) return e;
   const err = (typeof e === 'object' && e !== null ? e : {}) as SdkErrorShape;
@@ -81,13 +105,7 @@ export function mapAwsError(operation: string, e: unknown): CoreError {
   // nothing changes until the pod mounts it.
   const path = (e as { path?: unknown } | null)?.path;
   if ((err.code === 'ENOENT' || err.code === 'EACCES') && typeof path === 'string') {
-    return new InvalidInputError(
-      'CloudCredentialsMissing',
-      'AWS credentials',
-      'web_identity_token_file',
-      `${operation}: ${path} is not readable (${err.code}): mount the file the credentials name there (for short-lived credentials, the projected ServiceAccount token with audience openshift)`,
-      { cause: e },
-    );
+    return credentialFileUnreadable({ object: 'AWS credentials', field: 'web_identity_token_file', path, context: operation, cause: e });
   }
   if (name === 'CredentialsProviderError') {
     return new InvalidInputError('CloudCredentialsInvalid', 'AWS credentials', 'credentials', message, { cause: e });

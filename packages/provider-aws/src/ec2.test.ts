@@ -378,6 +378,21 @@ describe('Ec2Adapter.checkCredentials', () => {
     expect(ec2Mock.commandCalls(DescribeInstancesCommand)).toHaveLength(0);
   });
 
+  it('names the missing web-identity token of an STS profile with the reason the credential chain would give', async () => {
+    const token = join(dir, 'no-token');
+    const sts = join(dir, 'sts-credentials');
+    writeFileSync(sts, `[default]\nrole_arn = arn:aws:iam::1:role/k\nweb_identity_token_file = ${token}\n`);
+    const err = await withFile(sts)
+      .checkCredentials(facts)
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(InvalidInputError);
+    const fromChain = mapAwsError('op', Object.assign(new Error('ENOENT'), { code: 'ENOENT', path: token }));
+    expect((err as InvalidInputError).reason).toBe((fromChain as InvalidInputError).reason);
+    expect((err as InvalidInputError).message).toContain(`${token} is not readable (ENOENT)`);
+    expect((err as InvalidInputError).message).toContain(sts);
+    expect(ec2Mock.commandCalls(DescribeInstancesCommand)).toHaveLength(0);
+  });
+
   it('reports refused credentials as ForbiddenError', async () => {
     ec2Mock.on(DescribeInstancesCommand).rejects(awsError('UnauthorizedOperation', 403));
     await expect(withFile(file).checkCredentials(facts)).rejects.toThrow(ForbiddenError);

@@ -1,14 +1,8 @@
 import { access, readFile } from 'node:fs/promises';
 import { DescribeInstancesCommand, EC2Client } from '@aws-sdk/client-ec2';
-import {
-  InvalidInputError,
-  type ClusterFacts,
-  type InstanceInfo,
-  type KubeObject,
-  type VerificationProblem,
-} from '@karpenter-operator/core';
+import { type ClusterFacts, type InstanceInfo, type KubeObject, type VerificationProblem } from '@karpenter-operator/core';
 import { createEc2Client, perRegion, type Ec2ClientOptions } from './aws-client.js';
-import { callAws } from './aws-errors.js';
+import { callAws, credentialFileUnreadable } from './aws-errors.js';
 import { describeInstances } from './instances.js';
 import { verifyNodeClassReferences } from './nodeclass-verification.js';
 
@@ -58,7 +52,7 @@ export class Ec2Adapter {
       try {
         await access(file);
       } catch (e) {
-        throw new InvalidInputError('CloudCredentialsMissing', `credentials file ${file}`, file, 'not readable', { cause: e });
+        throw credentialFileUnreadable({ object: `credentials file ${file}`, field: file, path: file, cause: e });
       }
     }
     if (creds?.type === 'sharedCredentialsFile') {
@@ -69,13 +63,12 @@ export class Ec2Adapter {
         try {
           await access(token);
         } catch (e) {
-          throw new InvalidInputError(
-            'WebIdentityTokenMissing',
-            `credentials file ${creds.path}`,
-            'web_identity_token_file',
-            `${token} is not readable: mount the projected ServiceAccount token (audience openshift) there`,
-            { cause: e },
-          );
+          throw credentialFileUnreadable({
+            object: `credentials file ${creds.path}`,
+            field: 'web_identity_token_file',
+            path: token,
+            cause: e,
+          });
         }
       }
     }
