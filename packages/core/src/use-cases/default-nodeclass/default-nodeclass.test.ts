@@ -345,6 +345,7 @@ describe('ec2nodeclass.default', () => {
       { type: Types.ConfigMap, namespace: 'openshift-machine-config-operator', fieldSelector: 'metadata.name=coreos-bootimages' },
       { type: EC2NodeClass },
       { type: Types.MachineConfigPool, labels: { 'karpenter-operator.openshift.io/managed': 'true' } },
+      { type: Types.Node },
     ]);
     expect(w.r.keysFor(pool('gpu'))).toEqual(['gpu']);
     expect(w.r.keysFor(pool('default'))).toEqual(['default']);
@@ -472,6 +473,12 @@ describe('ec2nodeclass.default discovery sources', () => {
       { name: 'm1', role: 'control-plane', providerID: 'aws:///us-east-1a/i-m1', architecture: 'arm64' },
       { name: 'w1', role: 'worker', providerID: 'aws:///us-east-1a/i-w1', architecture: 'arm64' },
     ]);
+    // A worker or control-plane Node changing wakes `default`; a Node Karpenter launched or one without a role does not.
+    const keys = (n: KubeObject) => w.r.keysFor(n);
+    expect(keys(node('w2', { 'node-role.kubernetes.io/worker': '' }))).toEqual(['default']);
+    expect(keys(node('m2', { 'node-role.kubernetes.io/control-plane': '' }))).toEqual(['default']);
+    expect(keys(node('k2', { 'node-role.kubernetes.io/worker': '', 'karpenter.sh/nodepool': 'general' }))).toEqual([]);
+    expect(keys(node('x2', {}))).toEqual([]);
   });
 });
 

@@ -116,6 +116,9 @@ export class DefaultNodeClassReconciler implements Reconciler {
       { type: deps.cloud.nodeClassType },
       // A pool becoming rendered lets its NodeClass's userData point at it.
       { type: Types.MachineConfigPool, labels: { [Names.managedLabel]: 'true' } },
+      // Without worker MachineSets, discovery reads the cluster's own Nodes: a worker joining or leaving
+      // changes what `default` is derived from. (The same watch as node identity's: one shared informer.)
+      { type: Types.Node },
     ];
   }
 
@@ -129,6 +132,10 @@ export class DefaultNodeClassReconciler implements Reconciler {
     }
     if (obj.apiVersion === nc.apiVersion && obj.kind === nc.kind && obj.metadata.name !== Names.defaultNodeClass) {
       return [Names.defaultNodeClass, obj.metadata.name];
+    }
+    // Only Nodes discovery would read (not the ones Karpenter launched: thousands of them at scale).
+    if (obj.apiVersion === Types.Node.apiVersion && obj.kind === Types.Node.kind) {
+      return discoveryNodes([obj as KubeObject], this.deps.cloud.nodeClassLabel).length ? [Names.defaultNodeClass] : [];
     }
     return [Names.defaultNodeClass];
   }
