@@ -8,11 +8,10 @@ import {
   coversRules,
   effectiveRules,
   renderOperand,
-  standaloneOperandLayout,
   type KubeObject,
-  type OperandInput,
   type PolicyRule,
 } from '@karpenter-operator/core';
+import { anOperandInput } from '@karpenter-operator/core/testing';
 import { awsCredentialsRequests, awsOperandRbac } from '@karpenter-operator/provider-aws';
 import { describe, expect, it } from 'vitest';
 import { isMap, isSeq, parseAllDocuments } from 'yaml';
@@ -37,27 +36,7 @@ const find = (kind: string, name: string, namespace?: string): Obj => {
 };
 
 /** The operand as the operator renders it standalone on AWS. */
-const operandInput: OperandInput = {
-  namespace: Names.operatorNamespace,
-  facts: {
-    platform: 'AWS',
-    region: 'us-east-1',
-    infrastructureName: 'c-1',
-    apiServerInternalURL: 'https://api-int:6443',
-    resourceTags: [],
-  },
-  settings: { namespace: Names.operatorNamespace, releaseVersion: '1', operandImage: 'img', crdDir: '/crds' },
-  request: {
-    owner: { apiVersion: 'autoscaling.openshift.io/v1alpha1', kind: 'Karpenter', name: 'default', uid: 'u' },
-    generation: 1,
-    logLevel: 'info',
-    deleting: false,
-    finalizers: [],
-  },
-  cloud: { env: [], volumes: [], volumeMounts: [], credentialsSecret: Names.credentialsSecret },
-  providerRbac: awsOperandRbac(Names.operatorNamespace),
-  layout: standaloneOperandLayout(Names.operatorNamespace),
-};
+const operandInput = anOperandInput({ providerRbac: awsOperandRbac(Names.operatorNamespace) });
 
 const deploymentOf = (objects: KubeObject[]): Obj => (objects.find((o) => o.kind === 'Deployment') as Obj).spec.template;
 

@@ -1,4 +1,5 @@
-import { Names, OperandNames, renderOperand, standaloneOperandLayout, type KubeObject, type OperandInput } from '@karpenter-operator/core';
+import { Names, OperandNames, renderOperand, type KubeObject } from '@karpenter-operator/core';
+import { anOperandInput } from '@karpenter-operator/core/testing';
 import { awsOperandRbac } from '@karpenter-operator/provider-aws';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../config.js';
@@ -17,27 +18,7 @@ const matches = (selector: Record<string, string>, labels: Record<string, string
   Object.entries(selector).every(([k, v]) => labels?.[k] === v);
 
 const operandPod = (() => {
-  const input: OperandInput = {
-    namespace: ns,
-    facts: {
-      platform: 'AWS',
-      region: 'us-east-1',
-      infrastructureName: 'c-1',
-      apiServerInternalURL: 'https://api-int:6443',
-      resourceTags: [],
-    },
-    settings: { namespace: ns, releaseVersion: '1', operandImage: 'img', crdDir: '/crds' },
-    request: {
-      owner: { apiVersion: 'autoscaling.openshift.io/v1alpha1', kind: 'Karpenter', name: 'default', uid: 'u' },
-      generation: 1,
-      logLevel: 'info',
-      deleting: false,
-      finalizers: [],
-    },
-    cloud: { env: [], volumes: [], volumeMounts: [], credentialsSecret: Names.credentialsSecret },
-    providerRbac: awsOperandRbac(ns),
-    layout: standaloneOperandLayout(ns),
-  };
+  const input = anOperandInput({ providerRbac: awsOperandRbac(ns) });
   const dep = renderOperand(input).find((o: KubeObject) => o.kind === 'Deployment') as Obj;
   return dep['spec'].template;
 })();

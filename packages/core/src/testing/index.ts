@@ -11,3 +11,4 @@ export {
 } from './fake-cloud-provider.js';
 export { describeTopologyContract, type TopologyContractFixture } from './topology-contract.js';
 export { twoClusterOperandLayout } from './layouts.js';
+export { anOperandInput } from './operand-input.js';
