@@ -299,6 +299,29 @@ describe('Informer', () => {
     expect(seen).toEqual(['a@20']);
   });
 
+  it('a watch event older than a local write does not bring the state before the write back', async () => {
+    const { transport, informer, seen } = setup();
+    transport.on({ verb: 'list' }, listOf('10', [deploy('a', '20')]));
+    informer.start();
+    await informer.waitForSync();
+    await vi.advanceTimersByTimeAsync(0);
+    const w = transport.activeWatch()!;
+    // The operator's patch answered rv 30; the watch is still delivering an edit made before it (rv 25).
+    informer.upsertLocal(deploy('a', '30', { labels: { fixed: 'yes' } }));
+    w.send('MODIFIED', deploy('a', '25', { labels: { foreign: 'yes' } }));
+    expect(informer.get('a', 'ns')).toEqual(deploy('a', '30', { labels: { fixed: 'yes' } }));
+    expect(seen).toEqual(['a@20', 'a@30']); // handlers still hear of the event, with the newer state
+    w.send('MODIFIED', deploy('a', '31', { labels: { later: 'yes' } }));
+    expect(informer.get('a', 'ns')?.metadata.labels).toEqual({ later: 'yes' });
+    // Deleted and re-created by this process: the old object's DELETED event keeps the new one.
+    informer.upsertLocal(deploy('a', '40'));
+    w.send('DELETED', deploy('a', '35'));
+    expect(informer.get('a', 'ns')?.metadata.resourceVersion).toBe('40');
+    w.send('DELETED', deploy('a', '41'));
+    expect(informer.get('a', 'ns')).toBeUndefined();
+    expect(informer.lastResourceVersion).toBe('41');
+  });
+
   it('applies a custom transform after dropping managedFields', async () => {
     const { transport, informer } = setup({ transform: (o) => ({ ...o, data: undefined }) });
     transport.on({ verb: 'list' }, listOf('10', [deploy('a', '5', { managedFields: [] })]));

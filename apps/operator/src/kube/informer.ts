@@ -471,15 +471,22 @@ export class Informer implements SharedInformer {
           case 'ADDED':
           case 'MODIFIED': {
             const o = this.normalize(obj);
-            this.objects.set(cacheKey(o.metadata.name, o.metadata.namespace), o);
+            const key = cacheKey(o.metadata.name, o.metadata.namespace);
+            // An event older than this process's own write (`upsertLocal`) is not allowed to bring the state
+            // before that write back: a reconcile would repeat the write. Handlers hear of it all the same.
+            const cached = this.objects.get(key);
+            const latest = isOlder(o, cached) ? cached! : o;
+            this.objects.set(key, latest);
             this.resourceVersion = o.metadata.resourceVersion ?? this.resourceVersion;
             this.reportSize();
-            this.notify(o);
+            this.notify(latest);
             return;
           }
           case 'DELETED': {
             const o = this.normalize(obj);
-            this.objects.delete(cacheKey(o.metadata.name, o.metadata.namespace));
+            const key = cacheKey(o.metadata.name, o.metadata.namespace);
+            // The deletion of an older object than the one this process has since created keeps the new one.
+            if (!isOlder(o, this.objects.get(key))) this.objects.delete(key);
             this.resourceVersion = o.metadata.resourceVersion ?? this.resourceVersion;
             this.reportSize();
             this.notify(o);
