@@ -86,6 +86,24 @@ const req = (deleting = false) => ({
 
 describe('autoNodeCondition', () => {
   it.each([
+    { name: 'AutoNode turned off', extra: {}, want: /^Disabling AutoNode/ },
+    {
+      name: 'the HCP deleted',
+      extra: { forceTermination: true },
+      want: /hosted cluster is being deleted.*without draining, then Karpenter$/,
+    },
+    {
+      name: 'the CAPI Cluster deleted first',
+      extra: { forceTermination: true, keepOwnerFinalizer: true },
+      want: /hosted cluster is being deleted.*Karpenter stays until the HostedControlPlane is deleted$/,
+    },
+  ])('teardown message: $name', ({ extra, want }) => {
+    const c = autoNodeCondition(report('True', 'False'), { ...req(true), ...extra }, 1);
+    expect([c.status, c.reason]).toEqual(['False', 'AutoNodeProgressing']);
+    expect(c.message).toMatch(want);
+  });
+
+  it.each([
     { name: 'rolled out', report: report('True', 'False'), request: req(), want: ['True', 'AsExpected'] },
     { name: 'enabling', report: report('False', 'True'), request: req(), want: ['False', 'AutoNodeProgressing'] },
     { name: 'available but upgrading', report: report('True', 'True'), request: req(), want: ['False', 'AutoNodeProgressing'] },

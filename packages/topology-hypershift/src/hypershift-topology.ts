@@ -135,7 +135,7 @@ const conditionOf = (report: StatusReport, type: string): ConditionInput | undef
 
 /**
  * The AutoNode condition for a folded report. Pure. In order: a deleting request is disabling (False,
- * AutoNodeProgressing); Degraded=True is False/AutoNodeDegraded with its message; no request is
+ * AutoNodeProgressing; its message says whether the hosted cluster itself is being deleted); Degraded=True is False/AutoNodeDegraded with its message; no request is
  * AutoNodeNotConfigured; Available=True and Progressing not True is True/AsExpected; anything else is
  * still enabling (False, AutoNodeProgressing).
  */
@@ -149,7 +149,9 @@ export function autoNodeCondition(report: StatusReport, request: KarpenterReques
       ...base,
       status: 'False',
       reason: AutoNodeReasons.Progressing,
-      message: 'Disabling AutoNode: removing NodePools, NodeClaims and Karpenter',
+      message: request.forceTermination
+        ? `The hosted cluster is being deleted: removing NodePools and NodeClaims without draining${request.keepOwnerFinalizer ? '; Karpenter stays until the HostedControlPlane is deleted' : ', then Karpenter'}`
+        : 'Disabling AutoNode: removing NodePools, NodeClaims and Karpenter',
     };
   }
   if (degraded?.status === 'True') {

@@ -24,6 +24,7 @@ import {
   startAdapter,
   startOperatorAsHyperShift,
 } from '../support/hypershift-env.js';
+import { conditionOf } from '../support/k8s.js';
 import type { OperatorProcess } from '../support/operator-process.js';
 import { applyKarpenterNodeClaim, crdEstablished, RUNTIME_CRDS } from '../support/scenario.js';
 
@@ -216,6 +217,11 @@ describe('HyperShift lifecycle: PodMonitor and cleanup on CAPI Cluster deletion'
     await new Promise((r) => setTimeout(r, 3_000));
     expect(await finalizers()).toContain(HCP_FINALIZER);
     expect(await operand()).toBeDefined();
+    await waitFor(
+      'AutoNodeEnabled saying the hosted cluster is being deleted',
+      async () => /hosted cluster is being deleted/.test(conditionOf(await hcp(), 'AutoNodeEnabled')?.message ?? ''),
+      { timeoutMs: 30_000, intervalMs: 500 },
+    );
 
     // Then HyperShift deletes the HCP: the operand goes, the finalizer is released, the HCP is gone.
     await deleteObject(mgmt.kubeConfig(), HCP_TYPE.apiVersion, HCP_TYPE.kind, HCP, NS);
