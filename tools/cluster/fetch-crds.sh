@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Copies the real CRDs the local cluster serves from pinned Go modules (module cache) into
-# generated/crds/{openshift,karpenter,hypershift,karpenter-hypershift,cco}/ (gitignored), and KWOK's stock node/pod stages
+# generated/crds/{openshift,karpenter,hypershift,karpenter-hypershift,management,cco}/ (gitignored), and KWOK's stock node/pod stages
 # (the kwok binary has none built in) into generated/kwok/stages.yaml. Never hand-copied, never committed.
 # Idempotent: does nothing when the stamp matches the pinned versions. Prints the CRD directory.
 set -euo pipefail
@@ -8,7 +8,7 @@ KO_SCRIPT=fetch-crds
 # shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-stamp="openshift-api=$OPENSHIFT_API_VERSION karpenter-aws=$KARPENTER_AWS_VERSION hypershift-api=$HYPERSHIFT_API_VERSION controller-tools=$CONTROLLER_TOOLS_VERSION cco=$CCO_VERSION kwok=$KWOK_VERSION layout=3"
+stamp="openshift-api=$OPENSHIFT_API_VERSION karpenter-aws=$KARPENTER_AWS_VERSION hypershift-api=$HYPERSHIFT_API_VERSION controller-tools=$CONTROLLER_TOOLS_VERSION cco=$CCO_VERSION kwok=$KWOK_VERSION prometheus-operator=$PROMETHEUS_OPERATOR_VERSION cluster-api=$CLUSTER_API_VERSION layout=4"
 if [ -f "$ko_crd_dir/.stamp" ] && [ "$(cat "$ko_crd_dir/.stamp")" = "$stamp" ] && [ -f "$ko_kwok_stages" ]; then
   echo "$ko_crd_dir"; exit 0
 fi
@@ -19,11 +19,13 @@ karpenter=$(ko_go_module_dir github.com/aws/karpenter-provider-aws "$KARPENTER_A
 hypershift=$(ko_go_module_dir github.com/openshift/hypershift/api "$HYPERSHIFT_API_VERSION")
 cco=$(ko_go_module_dir github.com/openshift/cloud-credential-operator "$CCO_VERSION")
 kwok=$(ko_go_module_dir sigs.k8s.io/kwok "$KWOK_VERSION")
+promop=$(ko_go_module_dir github.com/prometheus-operator/prometheus-operator "$PROMETHEUS_OPERATOR_VERSION")
+capi=$(ko_go_module_dir sigs.k8s.io/cluster-api "$CLUSTER_API_VERSION")
 
 mkdir -p "$(dirname "$ko_crd_dir")"
 tmp=$(mktemp -d "$(dirname "$ko_crd_dir")/.crds.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-mkdir -p "$tmp"/{openshift,karpenter,hypershift,karpenter-hypershift,cco}
+mkdir -p "$tmp"/{openshift,karpenter,hypershift,karpenter-hypershift,management,cco}
 : > "$tmp/SOURCES.txt"
 
 # copy <group-dir> <target-name> <module-dir> <module@version> <glob>...: the first glob that matches
@@ -87,6 +89,12 @@ mv "$tmp/.oec2nc/karpenter.hypershift.openshift.io_openshiftec2nodeclasses.yaml"
   "$tmp/karpenter-hypershift/openshiftec2nodeclasses.karpenter.hypershift.openshift.io.yaml"
 echo "karpenter-hypershift/openshiftec2nodeclasses.karpenter.hypershift.openshift.io.yaml <= $h karpenter/v1beta1 (controller-gen $CONTROLLER_TOOLS_VERSION)" >> "$tmp/SOURCES.txt"
 rm -rf "$tmp/.hypershift-api" "$tmp/.oec2nc"
+
+# A HyperShift management cluster's other kinds the operator uses in the HCP namespace: PodMonitor (the
+# operand's scrape) and CAPI's Cluster (its deletion starts the teardown).
+copy management podmonitors.monitoring.coreos.com "$promop" "github.com/prometheus-operator/prometheus-operator@$PROMETHEUS_OPERATOR_VERSION" \
+  "example/prometheus-operator-crd/monitoring.coreos.com_podmonitors.yaml"
+copy management clusters.cluster.x-k8s.io "$capi" "sigs.k8s.io/cluster-api@$CLUSTER_API_VERSION" "config/crd/bases/cluster.x-k8s.io_clusters.yaml"
 
 c=github.com/openshift/cloud-credential-operator@$CCO_VERSION
 copy cco credentialsrequests.cloudcredential.openshift.io "$cco" "$c" "manifests/*_cloud-credential-operator_01_crd.yaml"

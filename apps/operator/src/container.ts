@@ -26,7 +26,13 @@ import {
   type Reconciler,
   type Topology,
 } from '@karpenter-operator/core';
-import { GuestClusterStoreId, hypershiftTopologyModule, ManagementClusterStoreId } from '@karpenter-operator/topology-hypershift';
+import {
+  GuestClusterStoreId,
+  HyperShiftTopology,
+  hypershiftTopologyModule,
+  ManagementClusterStoreId,
+  OperandPodMonitorReconciler,
+} from '@karpenter-operator/topology-hypershift';
 import type { OperatorConfig } from './config.js';
 import { nodeLifecycleReconcilers } from './node-lifecycle.js';
 import { providerModule, providerOptions } from './providers.js';
@@ -50,6 +56,8 @@ export interface ContainerInputs {
   clock: Clock;
   /** Management-cluster mode: the UID HyperShift runs the HCP's pods as (`hostedControlPlaneRunAsUser`), if any. */
   hostedRunAsUser?: number;
+  /** Management-cluster mode: the optional kinds the management cluster serves (`managementKindsServed`), checked at start-up. */
+  hostedKinds?: { podMonitor: boolean; capiCluster: boolean };
   /** A topology other than standalone (HyperShift); built by the caller from its package. */
   topology?: (inputs: ContainerInputs, settings: OperatorSettings) => Topology;
 }
@@ -93,6 +101,7 @@ export function buildContainer(inputs: ContainerInputs): Container {
         // The operand's level (the HCP has no field for it); Karpenter knows no `warn`.
         logLevel: config.logLevel === 'warn' ? 'info' : config.logLevel,
         ...(inputs.hostedRunAsUser !== undefined ? { runAsUser: inputs.hostedRunAsUser } : {}),
+        capiClusterServed: inputs.hostedKinds?.capiCluster ?? false,
         env: {
           clusterName: config.clusterName ?? '',
           clusterEndpoint: config.clusterEndpoint ?? '',
@@ -149,6 +158,10 @@ export function buildContainer(inputs: ContainerInputs): Container {
         }),
         // The interruption queue is a setting of the Karpenter CR, which only a standalone cluster has.
         ...(hosted ? [] : [new InterruptionQueueReconciler({ topology, cloud, board, logger })]),
+        // HyperShift scrapes its control-plane components through PodMonitors in the HCP namespace.
+        ...(topology instanceof HyperShiftTopology
+          ? [new OperandPodMonitorReconciler({ topology, events, served: inputs.hostedKinds?.podMonitor ?? false })]
+          : []),
       ];
       const status = new StatusReconciler({ topology, cloud, settings: s, board });
       return [...core.map((r) => instrument(r, { board })), status];

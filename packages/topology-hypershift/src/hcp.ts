@@ -73,6 +73,8 @@ export interface HostedControlPlane {
   autoNodeIgnored?: string;
   /** `spec.infraID`; Karpenter's CLUSTER_NAME and the tag the default NodeClass selects on. */
   infraID?: string;
+  /** `spec.clusterID`: the hosted cluster's ID, the `_id` label HyperShift puts on its control plane's metrics. */
+  clusterID?: string;
   /** `spec.platform.type`. */
   platformType?: string;
   /** `spec.platform.aws.region`. */
@@ -148,6 +150,7 @@ export function decodeHostedControlPlane(obj: unknown): HostedControlPlane {
   const spec = obj.spec ?? {};
   if (!isRecord(spec)) return fail('spec', 'must be an object');
   const infraID = optionalString(spec.infraID, 'spec.infraID', fail);
+  const clusterID = optionalString(spec.clusterID, 'spec.clusterID', fail);
   const platform = spec.platform ?? {};
   if (!isRecord(platform)) return fail('spec.platform', 'must be an object');
   const platformType = optionalString(platform.type, 'spec.platform.type', fail);
@@ -176,6 +179,7 @@ export function decodeHostedControlPlane(obj: unknown): HostedControlPlane {
   if (controlPlaneVersion) hcp.controlPlaneVersion = controlPlaneVersion;
   if (ignored) hcp.autoNodeIgnored = ignored;
   if (infraID) hcp.infraID = infraID;
+  if (clusterID) hcp.clusterID = clusterID;
   if (platformType) hcp.platformType = platformType;
   if (region) hcp.region = region;
   if (hcp.deleting) {

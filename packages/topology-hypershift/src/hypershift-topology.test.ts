@@ -1,10 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidInputError, Names, NotFoundError, type Condition, type StatusReport } from '@karpenter-operator/core';
 import { describeTopologyContract, FakeClock, MemoryClusterStore } from '@karpenter-operator/core/testing';
-import { HCP_KARPENTER_FINALIZER, HostedControlPlaneType } from './hcp.js';
+import { decodeHostedControlPlane, HCP_KARPENTER_FINALIZER, HostedControlPlaneType } from './hcp.js';
 import {
   AUTONODE_CONDITION,
   autoNodeCondition,
+  CapiClusterType,
+  hostedClusterDeletion,
   HyperShiftTopology,
   soleHostedControlPlaneName,
   type HyperShiftTopologyOptions,
@@ -83,6 +85,24 @@ const req = (deleting = false) => ({
 });
 
 describe('autoNodeCondition', () => {
+  it.each([
+    { name: 'AutoNode turned off', extra: {}, want: /^Disabling AutoNode/ },
+    {
+      name: 'the HCP deleted',
+      extra: { forceTermination: true },
+      want: /hosted cluster is being deleted.*without draining, then Karpenter$/,
+    },
+    {
+      name: 'the CAPI Cluster deleted first',
+      extra: { forceTermination: true, keepOwnerFinalizer: true },
+      want: /hosted cluster is being deleted.*Karpenter stays until the HostedControlPlane is deleted$/,
+    },
+  ])('teardown message: $name', ({ extra, want }) => {
+    const c = autoNodeCondition(report('True', 'False'), { ...req(true), ...extra }, 1);
+    expect([c.status, c.reason]).toEqual(['False', 'AutoNodeProgressing']);
+    expect(c.message).toMatch(want);
+  });
+
   it.each([
     { name: 'rolled out', report: report('True', 'False'), request: req(), want: ['True', 'AsExpected'] },
     { name: 'enabling', report: report('False', 'True'), request: req(), want: ['False', 'AutoNodeProgressing'] },
@@ -180,6 +200,71 @@ describe('HyperShiftTopology', () => {
     const r = await topology.readRequest();
     if (want === undefined) expect(r).toBeUndefined();
     else expect(r).toMatchObject(want);
+  });
+
+  const capiCluster = (o: { name?: string; namespace?: string; deleting?: boolean } = {}) => ({
+    ...CapiClusterType,
+    metadata: {
+      name: o.name ?? INFRA_ID,
+      namespace: o.namespace ?? HCP_NAMESPACE,
+      uid: 'capi-uid',
+      ...(o.deleting ? { deletionTimestamp: '2026-01-01T00:01:00Z', finalizers: ['cluster.cluster.x-k8s.io'] } : {}),
+    },
+  });
+
+  it.each([
+    { name: 'no CAPI Cluster', hcp: aHostedControlPlane(), cluster: undefined, want: undefined },
+    { name: 'the CAPI Cluster, not deleting', hcp: aHostedControlPlane(), cluster: capiCluster(), want: undefined },
+    { name: 'the CAPI Cluster (infra ID) deleting', hcp: aHostedControlPlane(), cluster: capiCluster({ deleting: true }), want: 'Cluster' },
+    {
+      name: 'a Cluster of another name deleting',
+      hcp: aHostedControlPlane(),
+      cluster: capiCluster({ name: 'other', deleting: true }),
+      want: undefined,
+    },
+    {
+      name: 'a Cluster in another namespace deleting',
+      hcp: aHostedControlPlane(),
+      cluster: capiCluster({ namespace: 'clusters-other', deleting: true }),
+      want: undefined,
+    },
+    {
+      name: 'an HCP without infra ID',
+      hcp: aHostedControlPlane({ spec: { infraID: null } }),
+      cluster: capiCluster({ deleting: true }),
+      want: undefined,
+    },
+    {
+      name: 'the HCP deleting (whatever the Cluster)',
+      hcp: aHostedControlPlane({ metadata: { deletionTimestamp: '2026-01-01T00:05:00Z', finalizers: ['f'] } }),
+      cluster: capiCluster(),
+      want: 'HostedControlPlane',
+    },
+  ])('hostedClusterDeletion: $name', ({ hcp, cluster, want }) => {
+    expect(hostedClusterDeletion(decodeHostedControlPlane(hcp), cluster)).toBe(want);
+  });
+
+  it('the CAPI Cluster deleting: a forced teardown that keeps the finalizer; HCP deletion then releases it; nothing read when the kind is not served', async () => {
+    const served = setup({ capiClusterServed: true });
+    served.management.seed(aHostedControlPlane({ metadata: { finalizers: [HCP_KARPENTER_FINALIZER] } }));
+    served.management.seed(capiCluster());
+    expect(await served.topology.readRequest()).toMatchObject({ deleting: false });
+    expect(await served.topology.readRequest()).not.toHaveProperty('forceTermination');
+    served.management.seed(capiCluster({ deleting: true }));
+    expect(await served.topology.readRequest()).toMatchObject({ deleting: true, forceTermination: true, keepOwnerFinalizer: true });
+    served.management.seed(
+      aHostedControlPlane({ metadata: { finalizers: [HCP_KARPENTER_FINALIZER], deletionTimestamp: '2026-01-01T00:05:00Z' } }),
+    );
+    const r = await served.topology.readRequest();
+    expect(r).toMatchObject({ deleting: true, forceTermination: true });
+    expect(r).not.toHaveProperty('keepOwnerFinalizer');
+    expect(served.topology.watches).toContainEqual({ type: CapiClusterType, cluster: 'control', namespace: HCP_NAMESPACE });
+
+    const unserved = setup();
+    unserved.management.seed(aHostedControlPlane());
+    unserved.management.seed(capiCluster({ deleting: true }));
+    expect(await unserved.topology.readRequest()).toMatchObject({ deleting: false });
+    expect(unserved.topology.watches.map((w) => w.type.kind)).toEqual(['HostedControlPlane']);
   });
 
   it.each([

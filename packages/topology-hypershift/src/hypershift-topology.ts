@@ -18,6 +18,7 @@ import {
   type OperatorSettings,
   type StatusReport,
   type Topology,
+  type TypeRef,
   type Watch,
 } from '@karpenter-operator/core';
 import {
@@ -65,6 +66,11 @@ export interface HyperShiftTopologyOptions {
   /** The HCP has no log-level field; the operand runs at this level. Default `info`. */
   logLevel?: LogLevel;
   /**
+   * Whether the management cluster serves CAPI's `Cluster` (cluster.x-k8s.io), checked once at start-up: only
+   * then is it watched and read (`hostedClusterDeletion`). Default false.
+   */
+  capiClusterServed?: boolean;
+  /**
    * The UID HyperShift runs the HCP's pods as (`hcpRunAsUser` of the HCP namespace, read once at start-up:
    * HyperShift writes it once, before the namespace's workloads); absent where the SCC assigns it.
    */
@@ -89,6 +95,31 @@ export function soleHostedControlPlaneName(items: readonly KubeObject[], namespa
   );
 }
 
+/**
+ * CAPI's Cluster of a hosted cluster: HyperShift names it after the infra ID (`spec.infraID`) in the HCP
+ * namespace and deletes it first when the hosted cluster is deleted, well before the HCP.
+ */
+export const CapiClusterType = { apiVersion: 'cluster.x-k8s.io/v1beta1', kind: 'Cluster' } as const satisfies TypeRef;
+
+/** Why the hosted cluster counts as being deleted: the HCP's own deletion, or its CAPI Cluster's before it. */
+export type HostedClusterDeletion = 'HostedControlPlane' | 'Cluster';
+
+/**
+ * Whether HyperShift is deleting the hosted cluster, as HyperShift's own Karpenter operator decides it: the
+ * HCP has a deletionTimestamp, or the CAPI Cluster `<HCP namespace>/<spec.infraID>` has one. Any other Cluster
+ * (another name or namespace, or none) says nothing. Pure.
+ */
+export function hostedClusterDeletion(
+  hcp: Pick<HostedControlPlane, 'deleting' | 'infraID' | 'ref'>,
+  capiCluster: KubeObject | undefined,
+): HostedClusterDeletion | undefined {
+  if (hcp.deleting) return 'HostedControlPlane';
+  if (!hcp.infraID || !capiCluster) return undefined;
+  const { name, namespace, deletionTimestamp } = capiCluster.metadata;
+  if (name !== hcp.infraID || namespace !== hcp.ref.namespace) return undefined;
+  return deletionTimestamp ? 'Cluster' : undefined;
+}
+
 /** The condition this topology owns on the HCP, in the spirit of HyperShift's `AutoNodeEnabled`. */
 export const AUTONODE_CONDITION = 'AutoNodeEnabled';
 
@@ -104,7 +135,7 @@ const conditionOf = (report: StatusReport, type: string): ConditionInput | undef
 
 /**
  * The AutoNode condition for a folded report. Pure. In order: a deleting request is disabling (False,
- * AutoNodeProgressing); Degraded=True is False/AutoNodeDegraded with its message; no request is
+ * AutoNodeProgressing; its message says whether the hosted cluster itself is being deleted); Degraded=True is False/AutoNodeDegraded with its message; no request is
  * AutoNodeNotConfigured; Available=True and Progressing not True is True/AsExpected; anything else is
  * still enabling (False, AutoNodeProgressing).
  */
@@ -118,7 +149,9 @@ export function autoNodeCondition(report: StatusReport, request: KarpenterReques
       ...base,
       status: 'False',
       reason: AutoNodeReasons.Progressing,
-      message: 'Disabling AutoNode: removing NodePools, NodeClaims and Karpenter',
+      message: request.forceTermination
+        ? `The hosted cluster is being deleted: removing NodePools and NodeClaims without draining${request.keepOwnerFinalizer ? '; Karpenter stays until the HostedControlPlane is deleted' : ', then Karpenter'}`
+        : 'Disabling AutoNode: removing NodePools, NodeClaims and Karpenter',
     };
   }
   if (degraded?.status === 'True') {
@@ -164,6 +197,7 @@ export class HyperShiftTopology implements Topology {
     this.operandNamespace = options.namespace;
     this.watches = [
       { type: HostedControlPlaneType, cluster: 'control', namespace: options.namespace, fieldSelector: `metadata.name=${options.hcpName}` },
+      ...(options.capiClusterServed ? [{ type: CapiClusterType, cluster: 'control' as const, namespace: options.namespace }] : []),
     ];
     this.statusObject = { ...HostedControlPlaneType, namespace: options.namespace, name: options.hcpName };
   }
@@ -185,23 +219,38 @@ export class HyperShiftTopology implements Topology {
     return raw ? decodeHostedControlPlane(raw) : undefined;
   }
 
+  /** The hosted cluster's CAPI Cluster (`<namespace>/<infraID>`) from the management cache, when that kind is served. */
+  private async capiCluster(hcp: HostedControlPlane): Promise<KubeObject | undefined> {
+    if (!this.options.capiClusterServed || !hcp.infraID) return undefined;
+    return this.options.management.get({ ...CapiClusterType, namespace: this.options.namespace, name: hcp.infraID });
+  }
+
   /**
    * The request from `spec.autoNode`: undefined when the HCP is absent or AutoNode is off. AutoNode off
    * while the HCP still carries the teardown finalizer reads as a deleting request, so core's teardown
    * removes NodePools, NodeClaims and the operand in order before the finalizer goes.
+   *
+   * While HyperShift deletes the hosted cluster (`hostedClusterDeletion`) the request is deleting with
+   * `forceTermination`, as HyperShift's own operator forces NodeClaims on cluster deletion instead of
+   * draining. When only the CAPI Cluster is being deleted (it goes first), `keepOwnerFinalizer` too:
+   * NodePools and NodeClaims are removed at once, while the operand and the finalizer stay for the HCP's own
+   * deletion.
    */
   async readRequest(): Promise<KarpenterRequest | undefined> {
     const hcp = await this.hostedControlPlane();
     if (!hcp) return undefined;
     const enabled = hcp.autoNode !== undefined;
     if (!enabled && !hcp.finalizers.includes(this.teardownFinalizer)) return undefined;
+    const deletion = hostedClusterDeletion(hcp, await this.capiCluster(hcp));
     const request: KarpenterRequest = {
       owner: hcp.ref,
       generation: hcp.generation,
       logLevel: this.options.logLevel ?? 'info',
-      deleting: hcp.deleting || !enabled,
+      deleting: deletion !== undefined || !enabled,
       finalizers: hcp.finalizers,
     };
+    if (deletion) request.forceTermination = true;
+    if (deletion === 'Cluster') request.keepOwnerFinalizer = true;
     if (hcp.resourceVersion) request.resourceVersion = hcp.resourceVersion;
     if (hcp.deletionRequestedAtMs !== undefined) request.deletionRequestedAtMs = hcp.deletionRequestedAtMs;
     const { karpenterProviderAws: operand, karpenterOperator: operator } = hcp.images;

@@ -16,6 +16,9 @@ export {
   AutoNodeReasons,
   autoNodeCondition,
   soleHostedControlPlaneName,
+  CapiClusterType,
+  hostedClusterDeletion,
+  type HostedClusterDeletion,
   type HyperShiftEnv,
   type HyperShiftTopologyOptions,
 } from './hypershift-topology.js';
@@ -42,5 +45,13 @@ export {
   HcpPodConventions,
   tokenMinterSidecar,
 } from './operand-layout.js';
+export {
+  OperandPodMonitorReconciler,
+  OPERAND_PODMONITOR_CONTROLLER,
+  PodMonitorType,
+  renderOperandPodMonitor,
+  CLUSTER_ID_LABEL,
+  type OperandPodMonitorDeps,
+} from './podmonitor.js';
 export { autoNodeStatus, cpuCores, type AutoNodeStatus } from './status.js';
 export { hypershiftTopologyModule, HyperShiftTopologyId, type HyperShiftTopologyModuleOptions } from './module.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Logger } from '@karpenter-operator/core';
 import type { KubeRequest, KubeTransport } from '../kube/index.js';
-import { hostedControlPlaneName, hostedControlPlaneRunAsUser } from './hosted-control-plane.js';
+import { hostedControlPlaneName, hostedControlPlaneRunAsUser, managementKindsServed } from './hosted-control-plane.js';
 
 const hcp = (name: string, namespace = 'clusters-demo') => ({
   apiVersion: 'hypershift.openshift.io/v1beta1',
@@ -119,5 +119,55 @@ describe('hostedControlPlaneRunAsUser', () => {
     await expect(hostedControlPlaneRunAsUser(answering(namespace({ [UID]: 'x' })), 'clusters-demo', logger().l)).rejects.toMatchObject({
       field: `metadata.annotations[${UID}]`,
     });
+  });
+});
+
+describe('managementKindsServed', () => {
+  /** Discovery answers: group-version path -> served kinds, or an HTTP status to fail with. */
+  function discovery(answers: Partial<Record<string, string[] | number>>): KubeTransport & { paths: string[] } {
+    const paths: string[] = [];
+    return {
+      paths,
+      request: async <T>(req: KubeRequest) => {
+        paths.push(req.path);
+        const a = answers[req.path];
+        if (typeof a === 'number' || a === undefined) throw Object.assign(new Error(`HTTP ${a ?? 404}`), { code: a ?? 404 });
+        return { resources: a.map((kind) => ({ kind })) } as T;
+      },
+      watch: async () => {
+        throw new Error('no watches here');
+      },
+    };
+  }
+  const warnings = () => {
+    const lines: string[] = [];
+    const l: Logger = { debug: () => {}, info: () => {}, warn: (m: string) => void lines.push(m), error: () => {}, child: () => l };
+    return { l, lines };
+  };
+
+  it.each([
+    {
+      name: 'both served',
+      answers: { '/apis/monitoring.coreos.com/v1': ['ServiceMonitor', 'PodMonitor'], '/apis/cluster.x-k8s.io/v1beta1': ['Cluster'] },
+      want: { podMonitor: true, capiCluster: true },
+      warned: [],
+    },
+    {
+      name: 'group-version served without the kind, and a group not served',
+      answers: { '/apis/monitoring.coreos.com/v1': ['ServiceMonitor'] },
+      want: { podMonitor: false, capiCluster: false },
+      warned: [/PodMonitor \(monitoring.coreos.com\/v1\)/, /Cluster \(cluster.x-k8s.io\/v1beta1\)/],
+    },
+  ])('$name', async ({ answers, want, warned }) => {
+    const t = discovery(answers);
+    const { l, lines } = warnings();
+    expect(await managementKindsServed(t, l)).toEqual(want);
+    expect(t.paths.sort()).toEqual(['/apis/cluster.x-k8s.io/v1beta1', '/apis/monitoring.coreos.com/v1']);
+    expect(lines).toHaveLength(warned.length);
+    warned.forEach((re, i) => expect(lines[i]).toMatch(re));
+  });
+
+  it('another failure is not taken for "not served"', async () => {
+    await expect(managementKindsServed(discovery({ '/apis/monitoring.coreos.com/v1': 503 }), warnings().l)).rejects.toThrow(/503/);
   });
 });

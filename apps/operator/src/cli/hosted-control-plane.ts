@@ -1,6 +1,8 @@
-import type { KubeObject, Logger } from '@karpenter-operator/core';
+import type { KubeObject, Logger, TypeRef } from '@karpenter-operator/core';
 import {
+  CapiClusterType,
   HcpPodConventions,
+  PodMonitorType,
   hcpRunAsUser,
   HostedControlPlaneType,
   soleHostedControlPlaneName,
@@ -51,4 +53,40 @@ export async function hostedControlPlaneRunAsUser(
     return undefined;
   }
   return hcpRunAsUser(ns);
+}
+
+/** Whether the API server serves `type`: a discovery request for its group-version (open to every user). */
+async function served(transport: KubeTransport, type: TypeRef): Promise<boolean> {
+  try {
+    const list = await transport.request<{ resources?: Array<{ kind: string }> }>({
+      verb: 'discovery',
+      kind: type.kind,
+      method: 'GET',
+      path: `/apis/${type.apiVersion}`,
+    });
+    return (list.resources ?? []).some((r) => r.kind === type.kind);
+  } catch (e) {
+    if (httpStatusOf(e) === 404) return false;
+    throw e;
+  }
+}
+
+/**
+ * Management-cluster mode: which optional kinds the management cluster serves, checked once at start-up
+ * (HyperShift installs both before it creates any HCP): PodMonitor (monitoring.coreos.com/v1), for the
+ * operand's PodMonitor, and CAPI's Cluster (cluster.x-k8s.io/v1beta1), whose deletion starts the teardown.
+ * An absent kind is logged once and neither watched nor written.
+ */
+export async function managementKindsServed(
+  transport: KubeTransport,
+  logger: Logger,
+): Promise<{ podMonitor: boolean; capiCluster: boolean }> {
+  const [podMonitor, capiCluster] = await Promise.all([served(transport, PodMonitorType), served(transport, CapiClusterType)]);
+  for (const [type, ok, consequence] of [
+    [PodMonitorType, podMonitor, 'no PodMonitor for the operand'],
+    [CapiClusterType, capiCluster, "the teardown starts with the HCP's own deletion only"],
+  ] as const) {
+    if (!ok) logger.warn(`the management cluster does not serve ${type.kind} (${type.apiVersion}): ${consequence}`);
+  }
+  return { podMonitor, capiCluster };
 }

@@ -17,7 +17,7 @@ import {
 import { platformRequirements, type OperatorConfig } from '../config.js';
 import { metricsServiceHostnames } from '../manifests/monitoring.js';
 import { buildContainer, ReconcilersId, StatusBoardId } from '../container.js';
-import { hostedControlPlaneName, hostedControlPlaneRunAsUser } from './hosted-control-plane.js';
+import { hostedControlPlaneName, hostedControlPlaneRunAsUser, managementKindsServed } from './hosted-control-plane.js';
 import { startSecureMetricsServer } from '../http/secure-metrics.js';
 import { clusterEgressProblems, readIfPresent } from '../egress.js';
 import { startHttpServer } from '../http/server.js';
@@ -237,16 +237,19 @@ export async function runOperator(config: OperatorConfig, env: Record<string, st
     : cluster.informers;
   const hcpName = guest ? await hostedControlPlaneName(cluster.transport, config.namespace, config.hcpName) : undefined;
   const runAsUser = guest ? await hostedControlPlaneRunAsUser(cluster.transport, config.namespace, logger) : undefined;
+  const hostedKinds = guest ? await managementKindsServed(cluster.transport, logger) : undefined;
   if (guest)
     logger.info('management-cluster mode', {
       namespace: config.namespace,
       guestKubeconfig: config.guestKubeconfig,
       hcp: hcpName,
       runAsUser,
+      ...hostedKinds,
     });
   const container = buildContainer({
     config: hcpName ? { ...config, hcpName } : config,
     ...(runAsUser !== undefined ? { hostedRunAsUser: runAsUser } : {}),
+    ...(hostedKinds ? { hostedKinds } : {}),
     platform,
     store: cluster.store,
     ...(guest ? { guestStore: guest.cluster.store } : {}),

@@ -93,6 +93,20 @@ const MANAGEMENT_RULES: ManagementRule[] = [
     verbs: ['get'],
   },
   {
+    by: ['operator'],
+    why: "PodMonitor karpenter: HyperShift's scrape of the operand's metrics, as it renders one for its own Karpenter.",
+    apiGroups: ['monitoring.coreos.com'],
+    resources: ['podmonitors'],
+    verbs: [...ro, 'create', 'patch', 'delete'],
+  },
+  {
+    by: ['operator'],
+    why: "CAPI's Cluster <HCP namespace>/<infra ID>: its deletion (before the HCP's) starts the teardown.",
+    apiGroups: ['cluster.x-k8s.io'],
+    resources: ['clusters'],
+    verbs: ro,
+  },
+  {
     by: ['operator', 'adapter'],
     why: 'Events on the HCP and the operand Deployment.',
     apiGroups: ['events.k8s.io'],

@@ -1,26 +1,35 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   applyObject,
-  applyStatus,
   deleteObject,
   getObject,
   kubeRequest,
   listObjects,
-  nodeBootstrapperObjects,
-  startCluster,
   waitFor,
   type ClusterHandle,
   type KubeObj,
 } from '@karpenter-operator/testkit';
 import { seededWorld, testCluster } from '@karpenter-operator/testkit/vitest';
 import { anIgnitionSecret } from '@karpenter-operator/topology-hypershift/testing';
-import { GUEST_OPERATOR_SUBJECT, hostedGuestRbac, hostedManagementRbac } from '../../src/manifests/hypershift-rbac.js';
+import { GUEST_OPERATOR_SUBJECT, hostedGuestRbac } from '../../src/manifests/hypershift-rbac.js';
 import { conditionOf } from '../support/k8s.js';
-import { containerStart, operatorContainer } from '../support/hypershift-deployment.js';
-import { startOperator, type OperatorProcess } from '../support/operator-process.js';
+import { operatorContainer } from '../support/hypershift-deployment.js';
+import {
+  AUTONODE,
+  createHostedControlPlane,
+  HCP_FINALIZER,
+  HCP_TYPE,
+  hcpPath,
+  hostedControlPlane,
+  hyperShiftCredentialsSecret,
+  OPERATOR_SA,
+  prepareHostedClusters,
+  startAdapter,
+  startOperatorAsHyperShift,
+} from '../support/hypershift-env.js';
+import type { OperatorProcess } from '../support/operator-process.js';
 import {
   crdEstablished,
   csrApproved,
@@ -44,11 +53,10 @@ const HCP_UID = 1000710000;
 /** The control-plane release version HyperShift reports on the HCP (`status.controlPlaneVersion.desired.version`). */
 const HCP_VERSION = '4.22.0';
 const HCP = 'demo';
-const SA = 'karpenter-operator';
-const HCP_TYPE = { apiVersion: 'hypershift.openshift.io/v1beta1', kind: 'HostedControlPlane' } as const;
-const HCP_PATH = `/apis/hypershift.openshift.io/v1beta1/namespaces/${NS}/hostedcontrolplanes/${HCP}`;
+const SA = OPERATOR_SA;
+const HCP_PATH = hcpPath(NS, HCP);
 /** The one finalizer on the HCP: HyperShift's own, which HyperShift also resolves itself. */
-const FINALIZER = 'hypershift.openshift.io/karpenter-finalizer';
+const FINALIZER = HCP_FINALIZER;
 const MGMT_USER = `system:serviceaccount:${NS}:${SA}`;
 const GUEST_USER = `system:serviceaccount:${GUEST_OPERATOR_SUBJECT.namespace}:${GUEST_OPERATOR_SUBJECT.name}`;
 
@@ -60,93 +68,15 @@ let op: OperatorProcess;
 let adapter: OperatorProcess;
 let guestStoppedAt: Date | undefined;
 const started = new Date();
-const autoNode = {
-  provisionerConfig: {
-    name: 'Karpenter',
-    karpenter: { platform: 'AWS', aws: { roleARN: 'arn:aws:iam::123456789012:role/demo-karpenter' } },
-  },
-};
-
-/** A HostedControlPlane the real CRD admits (its required fields filled with plausible values), AutoNode on. */
-function hostedControlPlane(): KubeObj {
-  const arn = (r: string) => `arn:aws:iam::123456789012:role/demo-${r}`;
-  return {
-    ...HCP_TYPE,
-    metadata: {
-      name: HCP,
-      namespace: NS,
-      annotations: { 'hypershift.openshift.io/aws-karpenter-default-instance-profile': world.facts.instanceProfile },
-    },
-    spec: {
-      infraID: world.facts.infraId,
-      releaseImage: 'quay.io/openshift-release-dev/ocp-release:4.22.0-x86_64',
-      issuerURL: 'https://oidc.demo.example.com',
-      pullSecret: { name: 'pull-secret' },
-      sshKey: { name: 'ssh-key' },
-      dns: { baseDomain: 'demo.example.com' },
-      etcd: {
-        managementType: 'Unmanaged',
-        unmanaged: { endpoint: 'https://etcd-client:2379', tls: { clientSecret: { name: 'etcd-client-tls' } } },
-      },
-      services: ['APIServer', 'OAuthServer', 'Konnectivity', 'Ignition'].map((service) => ({
-        service,
-        servicePublishingStrategy: { type: 'Route' },
-      })),
-      platform: {
-        type: 'AWS',
-        aws: {
-          region: world.facts.region,
-          resourceTags: [{ key: 'red-hat-managed', value: 'true' }],
-          rolesRef: Object.fromEntries(
-            [
-              'controlPlaneOperatorARN',
-              'imageRegistryARN',
-              'ingressARN',
-              'kubeCloudControllerARN',
-              'networkARN',
-              'nodePoolManagementARN',
-              'storageARN',
-            ].map((k) => [k, arn(k)]),
-          ),
-        },
-      },
-      autoNode,
-    },
-    status: { ready: true, initialized: true },
-  };
-}
-
+const autoNode = AUTONODE;
 let guestKubeconfigPath: string;
 
-/**
- * The operator as HyperShift's Deployment starts it (test/fixtures/hypershift/karpenter-operator.yaml): its args
- * and env, with only what a local process cannot take from a pod replaced: the guest kubeconfig file, the
- * cloud credentials file (the harness's, for the EC2 emulator) and no proxy. CLUSTER_NAME is the HCP's infra
- * ID, the HCP is not named, and there is no RELEASE_VERSION.
- */
-function startAsHyperShift(): Promise<OperatorProcess> {
-  const start = containerStart(operatorContainer(), { namespace: NS, name: 'karpenter-operator-6c9f8d7b5-hcp' });
-  const { AWS_SHARED_CREDENTIALS_FILE: _inPod, HTTP_PROXY: _h, HTTPS_PROXY: _s, NO_PROXY: _n, ...env } = start.env;
-  const contractArgs = start.argv.slice(1).map((a) => a.replace(/^--target-kubeconfig=.*/, `--target-kubeconfig=${guestKubeconfigPath}`));
-  return startOperator(mgmt, {
-    namespace: NS,
-    serviceAccount: SA,
-    name: 'hcp-operator',
-    contractArgs,
-    env: { ...env, CLUSTER_NAME: world.facts.infraId, REGION: world.facts.region, RELEASE_VERSION: undefined, POD_NAME: undefined },
-  });
-}
+/** The HCP of this file, AutoNode on. */
+const theHostedControlPlane = () => hostedControlPlane(world, { name: HCP, namespace: NS });
 
 async function startBoth(): Promise<void> {
-  op = await startAsHyperShift();
-  adapter = await startOperator(mgmt, {
-    namespace: NS,
-    serviceAccount: SA,
-    leaderElect: false,
-    name: 'hcp-adapter',
-    entry: 'adapter',
-    args: [`--guest-kubeconfig=${guestKubeconfigPath}`, `--hcp-name=${HCP}`, '--guest-unreachable-timeout=5s'],
-  });
+  op = await startOperatorAsHyperShift(mgmt, world, { namespace: NS, guestKubeconfigPath });
+  adapter = await startAdapter(mgmt, { namespace: NS, guestKubeconfigPath, hcpName: HCP });
 }
 
 const hcp = () => getObject(mgmt.kubeConfig(), HCP_TYPE.apiVersion, HCP_TYPE.kind, HCP, NS);
@@ -155,61 +85,6 @@ const finalizers = async () => ((await hcp())?.metadata.finalizers as string[] |
 const autoNodeCondition = async () => conditionOf(await hcp(), 'AutoNodeEnabled');
 const patchHcp = (body: Record<string, unknown>) =>
   kubeRequest(mgmt.kubeConfig(), 'PATCH', HCP_PATH, { body, contentType: 'application/merge-patch+json' });
-
-/**
- * Secret `karpenter-credentials` as HyperShift's control-plane operator renders it in the HCP namespace: an
- * AWS profile for the AutoNode role with the web-identity token the token minter writes (its template,
- * whitespace included).
- */
-function hyperShiftCredentialsSecret(roleARN: string): KubeObj {
-  const profile = `[default]\n\trole_arn = ${roleARN}\n\tweb_identity_token_file = /var/run/secrets/openshift/serviceaccount/token\n\tsts_regional_endpoints = regional\n`;
-  return {
-    apiVersion: 'v1',
-    kind: 'Secret',
-    metadata: { name: 'karpenter-credentials', namespace: NS },
-    type: 'Opaque',
-    data: { credentials: Buffer.from(profile).toString('base64') },
-  } as KubeObj;
-}
-
-const HCP_CRD = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/hostedcontrolplanes.hypershift.openshift.io';
-
-/**
- * The pinned hypershift/api module (tools/cluster/versions.env) predates `HostedControlPlane.status.autoNode`,
- * which newer HyperShift releases define ({nodeCount, nodeClaimCount, vcpus}); the API server would prune
- * the adapter's counts. No newer version of the module is served here, so the test adds just that field to
- * the installed CRD's schema (idempotent; the rest of the real schema stays as it is).
- */
-/**
- * The pinned hypershift/api CRD predates `status.autoNode` and `status.controlPlaneVersion`, which newer
- * HyperShift releases define (and the API server would otherwise prune): adds each that is missing.
- */
-async function addNewerStatusFieldsToCrd(): Promise<void> {
-  const crd = await kubeRequest<{
-    spec: {
-      versions: Array<{ name: string; schema: { openAPIV3Schema: { properties: { status: { properties: Record<string, unknown> } } } } }>;
-    };
-  }>(mgmt.kubeConfig(), 'GET', HCP_CRD);
-  const versions = crd.body.spec.versions;
-  const i = versions.findIndex((v) => v.name === 'v1beta1');
-  const present = versions[i]!.schema.openAPIV3Schema.properties.status.properties;
-  const int = { type: 'integer', format: 'int32' };
-  const str = { type: 'string' };
-  const fields: Record<string, unknown> = {
-    autoNode: { type: 'object', properties: { nodeCount: int, nodeClaimCount: int, vcpus: int } },
-    controlPlaneVersion: { type: 'object', properties: { desired: { type: 'object', properties: { version: str, image: str } } } },
-  };
-  const ops = Object.entries(fields)
-    .filter(([name]) => !present[name])
-    .map(([name, value]) => ({
-      op: 'add',
-      path: `/spec/versions/${i}/schema/openAPIV3Schema/properties/status/properties/${name}`,
-      value,
-    }));
-  if (!ops.length) return;
-  const r = await kubeRequest(mgmt.kubeConfig(), 'PATCH', HCP_CRD, { body: ops, contentType: 'application/json-patch+json' });
-  if (r.status !== 200) throw new Error(`adding status fields to the HCP CRD: HTTP ${r.status} ${JSON.stringify(r.body)}`);
-}
 
 const OEC2NC = { apiVersion: 'karpenter.hypershift.openshift.io/v1beta1', kind: 'OpenshiftEC2NodeClass' } as const;
 const EC2NC = { apiVersion: 'karpenter.k8s.aws/v1', kind: 'EC2NodeClass' } as const;
@@ -249,48 +124,16 @@ function startIgnitionStandIn(): () => void {
 
 describe('HyperShift: management cluster + guest cluster', () => {
   beforeAll(async () => {
-    await addNewerStatusFieldsToCrd();
-    guest = await startCluster({ ec2: false });
-    dir = mkdtempSync(join(tmpdir(), 'ko-hcp-'));
-    const g = guest.kubeConfig();
-    await applyObject(g, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'openshift-machine-config-operator' } });
-    for (const o of [...nodeBootstrapperObjects(), ...hostedGuestRbac()]) await applyObject(g, o as KubeObj);
-    const m = mgmt.kubeConfig();
     // As HyperShift annotates it on a management cluster without SCCs: the UID of every HCP pod.
-    await applyObject(m, {
-      apiVersion: 'v1',
-      kind: 'Namespace',
-      metadata: { name: NS, annotations: { [UID_ANNOTATION]: String(HCP_UID) } },
-    });
-    for (const o of hostedManagementRbac(NS, SA)) await applyObject(m, o as KubeObj);
-    // HyperShift creates this PriorityClass; the operand's pods are refused without it.
-    await applyObject(m, {
-      apiVersion: 'scheduling.k8s.io/v1',
-      kind: 'PriorityClass',
-      metadata: { name: 'hypershift-control-plane' },
-      value: 100000000,
-    } as KubeObj);
-    const guestKubeconfig = await guest.writeKubeConfigFor(
-      GUEST_OPERATOR_SUBJECT.namespace,
-      GUEST_OPERATOR_SUBJECT.name,
-      join(dir, 'guest.kubeconfig'),
-      { expirationSeconds: 7200 },
-    );
-    const created = await applyObject(m, hostedControlPlane());
-    await applyStatus(m, {
-      ...created,
-      status: {
-        ready: true,
-        initialized: true,
-        controlPlaneVersion: { desired: { version: HCP_VERSION, image: 'quay.io/openshift-release-dev/ocp-release:4.22.0-x86_64' } },
-      },
-    });
+    ({ guest, dir, guestKubeconfigPath } = await prepareHostedClusters(mgmt, {
+      namespace: NS,
+      namespaceAnnotations: { [UID_ANNOTATION]: String(HCP_UID) },
+    }));
+    await createHostedControlPlane(mgmt, theHostedControlPlane(), HCP_VERSION);
     // HyperShift's ignition generator: Secrets for OpenshiftEC2NodeClasses, nothing else.
     stopIgnitionStandIn = startIgnitionStandIn();
     // What HyperShift's control-plane operator writes from spec.autoNode's role (its karpenter-credentials).
-    await applyObject(m, hyperShiftCredentialsSecret(autoNode.provisionerConfig.karpenter.aws.roleARN));
-
-    guestKubeconfigPath = guestKubeconfig;
+    await applyObject(mgmt.kubeConfig(), hyperShiftCredentialsSecret(NS, autoNode.provisionerConfig.karpenter.aws.roleARN));
     await startBoth();
   }, 240_000);
 
@@ -680,7 +523,7 @@ describe('HyperShift: management cluster + guest cluster', () => {
   });
 
   it('AutoNode disabled as HyperShift does it (operator and adapter gone at once), then the HCP deleted: it goes away once HyperShift removes its finalizer', async () => {
-    await applyObject(mgmt.kubeConfig(), hostedControlPlane());
+    await applyObject(mgmt.kubeConfig(), theHostedControlPlane());
     await waitFor('the HCP re-created', async () => (await hcp()) !== undefined, { timeoutMs: 30_000 });
     await op.stop();
     await adapter.stop();

@@ -35,13 +35,27 @@ export interface Volume {
 export interface HyperShiftObjects {
   deployment: {
     metadata: { name: string; namespace: string };
-    spec: { template: { spec: { serviceAccountName: string; containers: Container[]; volumes: Volume[] } } };
+    spec: {
+      template: {
+        metadata: { labels: Record<string, string> };
+        spec: { serviceAccountName: string; containers: Container[]; volumes: Volume[] };
+      };
+    };
   };
   role: {
     metadata: { name: string; namespace: string };
     rules: Array<{ apiGroups?: string[]; resources?: string[]; verbs: string[]; resourceNames?: string[] }>;
   };
   roleBinding: { roleRef: { name: string }; subjects: Array<{ kind: string; name: string }> };
+  /** The PodMonitor HyperShift renders for the operator's own metrics. */
+  podMonitor: {
+    metadata: { name: string; namespace: string };
+    spec: {
+      namespaceSelector: { matchNames: string[] };
+      selector: { matchLabels: Record<string, string> };
+      podMetricsEndpoints: Array<{ port: string; path?: string; scheme?: string }>;
+    };
+  };
 }
 
 /** The objects of the fixture, by kind. */
@@ -52,7 +66,7 @@ export function hypershiftObjects(): HyperShiftObjects {
     if (found.length !== 1) throw new Error(`${FIXTURE}: expected one ${kind}, found ${found.length}`);
     return found[0] as T;
   };
-  return { deployment: one('Deployment'), role: one('Role'), roleBinding: one('RoleBinding') };
+  return { deployment: one('Deployment'), role: one('Role'), roleBinding: one('RoleBinding'), podMonitor: one('PodMonitor') };
 }
 
 /** The operator's container of HyperShift's Deployment. */

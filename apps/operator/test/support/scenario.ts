@@ -103,12 +103,20 @@ export async function runKarpenterInstance(
   };
 }
 
-/** A NodeClaim of NodePool `general`, with `providerID` in its status when given (as Karpenter sets it once launched). */
-export async function applyKarpenterNodeClaim(cluster: ClusterClient, name: string, providerID?: string): Promise<void> {
+/**
+ * A NodeClaim of NodePool `general`, with `providerID` in its status when given (as Karpenter sets it once
+ * launched) and the `finalizers` given (Karpenter's `karpenter.sh/termination` holds it until the instance is gone).
+ */
+export async function applyKarpenterNodeClaim(
+  cluster: ClusterClient,
+  name: string,
+  providerID?: string,
+  finalizers?: string[],
+): Promise<void> {
   await applyObject(cluster.kubeConfig(), {
     apiVersion: 'karpenter.sh/v1',
     kind: 'NodeClaim',
-    metadata: { name, labels: { 'karpenter.sh/nodepool': 'general' } },
+    metadata: { name, labels: { 'karpenter.sh/nodepool': 'general' }, ...(finalizers ? { finalizers } : {}) },
     spec: {
       nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' },
       requirements: [{ key: 'kubernetes.io/arch', operator: 'In', values: ['amd64'] }],

@@ -40,6 +40,21 @@ function parsed(): OperatorConfig {
 }
 
 describe("HyperShift's karpenter-operator Deployment", () => {
+  it("is scraped by HyperShift's PodMonitor karpenter-operator: its pods, its metrics port, plain HTTP at /metrics", () => {
+    const { podMonitor, deployment } = objects;
+    expect(podMonitor.spec.namespaceSelector.matchNames).toEqual([deployment.metadata.namespace]);
+    for (const [k, v] of Object.entries(podMonitor.spec.selector.matchLabels)) expect(deployment.spec.template.metadata.labels[k]).toBe(v);
+    const [endpoint] = podMonitor.spec.podMetricsEndpoints;
+    const port = container.ports?.find((p) => p.name === endpoint!.port);
+    expect(port, `no container port named ${endpoint!.port}`).toBeDefined();
+    const config = parsed();
+    // What the operator serves under HyperShift's args: unauthenticated HTTP metrics on that port.
+    expect(config.metricsBindAddress.port).toBe(port!.containerPort);
+    expect(config.metricsSecure).toBe(false);
+    expect(endpoint!.scheme ?? 'http').toBe('http');
+    expect(endpoint!.path ?? '/metrics').toBe('/metrics');
+  });
+
   it('runs /usr/bin/karpenter-operator, which the operator image ships (images/operator.Containerfile)', async () => {
     expect(start.argv[0]).toBe('/usr/bin/karpenter-operator');
     const { images } = (await import(join(repo, 'tools/image/runtime-tree.mjs'))) as {

@@ -55,6 +55,16 @@ export interface KarpenterRequest {
   deleting: boolean;
   /** When deletion was requested (ms since epoch), while `deleting`. */
   deletionRequestedAtMs?: number;
+  /**
+   * While `deleting`: the cluster itself is going away, so NodeClaims get Karpenter's termination-timestamp
+   * annotation at once instead of after the drain bound (HyperShift: the hosted cluster is being deleted).
+   */
+  forceTermination?: boolean;
+  /**
+   * While `deleting`: remove NodePools and NodeClaims only; the operand and the teardown finalizer stay until
+   * the owner itself is deleted (HyperShift: the CAPI Cluster goes before the HostedControlPlane does).
+   */
+  keepOwnerFinalizer?: boolean;
   finalizers: string[];
   /** The owner's `metadata.resourceVersion` as read; finalizer writes carry it (see `finalizersPatch`). */
   resourceVersion?: string;

@@ -482,9 +482,9 @@ export interface SeededWorld {
   ec2?: SeededEc2;
 }
 
-const CRD_GROUPS_SEEDED = ['openshift', 'cco', 'hypershift'];
+const CRD_GROUPS_SEEDED = ['openshift', 'cco', 'hypershift', 'management'];
 
-/** The CRD files of one group directory (`openshift`, `karpenter`, `hypershift`, `cco`). */
+/** The CRD files of one group directory (`openshift`, `karpenter`, `hypershift`, `management`, `cco`). */
 export function crdFiles(crdDir: string, group: string): string[] {
   const names = readdirSafe(join(crdDir, group));
   return names.filter((n) => n.endsWith('.yaml')).map((n) => join(crdDir, group, n));

@@ -15,7 +15,7 @@ const OWNER: ObjectRef = { apiVersion: 'example.com/v1', kind: 'Owner', namespac
 const DELETED_AT = '2026-01-01T00:00:00.000Z';
 
 /** Two clusters as HyperShift's topology has them; the request is read from an owner object on the control side. */
-function world(owner: Partial<KubeObject['metadata']>, guestObjects: KubeObject[] = []) {
+function world(owner: Partial<KubeObject['metadata']>, guestObjects: KubeObject[] = [], extra: Partial<KarpenterRequest> = {}) {
   const clock = new FakeClock(Date.parse(DELETED_AT));
   const control = new MemoryClusterStore([
     { ...OWNER, metadata: { ...OWNER, ...owner } } as KubeObject,
@@ -47,6 +47,7 @@ function world(owner: Partial<KubeObject['metadata']>, guestObjects: KubeObject[
         deleting: Boolean(o.metadata.deletionTimestamp),
         finalizers: o.metadata.finalizers ?? [],
         resourceVersion: o.metadata.resourceVersion!,
+        ...extra,
       };
       if (o.metadata.deletionTimestamp) r.deletionRequestedAtMs = Date.parse(o.metadata.deletionTimestamp);
       return r;
@@ -103,6 +104,46 @@ describe('TeardownReconciler', () => {
     expect(w.events.events.map((e) => e.reason)).not.toContain('NodeClaimAbandoned');
     expect(await w.owner()).toBeDefined();
     expect(ownerFinalizerWrites(w.control)).toEqual([]);
+  });
+
+  it('a cluster being deleted (forceTermination): every NodeClaim is deleted and forced at once, its finalizers left to Karpenter', async () => {
+    const w = world({ finalizers: [FIN], deletionTimestamp: DELETED_AT }, [claim('c1'), claim('c2')], { forceTermination: true });
+    expect(await w.teardown.reconcile()).toEqual({ requeueAfterMs: 1_000 });
+    expect(w.guest.writes.filter((x) => x.verb === 'delete').map((x) => x.ref.name)).toEqual(['c1', 'c2']);
+    expect(w.guest.writes.filter((x) => x.verb === 'patch').map((x) => [x.ref.name, x.body])).toEqual(
+      ['c1', 'c2'].map((n) => [n, { metadata: { annotations: { [Names.terminationAnnotation]: DELETED_AT } } }]),
+    );
+    for (const n of ['c1', 'c2']) {
+      expect((await w.guest.get({ ...Types.NodeClaim, name: n }))?.metadata.finalizers).toEqual(['karpenter.sh/termination']);
+    }
+    expect(w.events.events.filter((e) => e.reason === 'ForcingNodeClaimTermination').map((e) => e.type)).toEqual(['Normal', 'Normal']);
+    // Already deleting and forced: the next pass only waits.
+    w.guest.clearWrites();
+    expect(await w.teardown.reconcile()).toEqual({ requeueAfterMs: 1_000 });
+    expect(w.guest.writes).toEqual([]);
+    expect(ownerFinalizerWrites(w.control)).toEqual([]);
+  });
+
+  it('without forceTermination nothing is forced before the bound', async () => {
+    const w = world({ finalizers: [FIN], deletionTimestamp: DELETED_AT }, [claim('c1')]);
+    w.clock.advance(59_999);
+    await w.teardown.reconcile();
+    expect(w.guest.writes.filter((x) => x.verb === 'patch')).toEqual([]);
+  });
+
+  it('keepOwnerFinalizer: NodePools and NodeClaims are removed, the operand and the finalizer stay, and a second pass writes nothing', async () => {
+    const pool: KubeObject = { ...Types.NodePool, metadata: { name: 'general' } };
+    const w = world({ finalizers: [FIN] }, [pool, claim('c1')], { deleting: true, forceTermination: true, keepOwnerFinalizer: true });
+    await w.teardown.reconcile();
+    expect(await w.guest.get({ ...Types.NodePool, name: 'general' })).toBeUndefined();
+    w.guest.remove({ ...Types.NodeClaim, name: 'c1' });
+    expect(await w.teardown.reconcile()).toEqual({});
+    expect(await w.control.get({ ...Types.Deployment, name: Names.operandDeployment, namespace: NS })).toBeDefined();
+    expect(ownerFinalizerWrites(w.control)).toEqual([]);
+    w.control.clearWrites();
+    w.guest.clearWrites();
+    expect(await w.teardown.reconcile()).toEqual({});
+    expect([...w.control.writes, ...w.guest.writes]).toEqual([]);
   });
 
   it('once NodeClaims and the operand are gone, releases only its finalizer, over the resourceVersion it read', async () => {

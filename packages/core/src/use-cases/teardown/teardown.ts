@@ -72,10 +72,12 @@ export class TeardownReconciler implements Reconciler {
     const claims = await store.list(Types.NodeClaim);
     const elapsed = clock.now() - (request.deletionRequestedAtMs ?? clock.now());
     if (claims.length) {
-      await this.pushClaims(claims, elapsed);
+      await this.pushClaims(claims, request.forceTermination ? 'now' : elapsed);
       return { requeueAfterMs: this.deps.pollMs ?? 5000 };
     }
     if (pools.length) return { requeueAfterMs: this.deps.pollMs ?? 5000 };
+    // NodePools and NodeClaims are gone; the owner's own deletion removes the operand and releases the finalizer.
+    if (request.keepOwnerFinalizer) return {};
 
     const dep = { ...Types.Deployment, namespace: topology.operandNamespace, name: Names.operandDeployment };
     // Foreground: the Deployment stays until its pods are gone, and only then is the finalizer released and
@@ -90,21 +92,36 @@ export class TeardownReconciler implements Reconciler {
     return {};
   }
 
-  private async pushClaims(claims: KubeObject[], elapsedMs: number): Promise<void> {
+  /**
+   * Deletes every NodeClaim and, once `elapsedMs` passed the drain bound (or at once with `'now'`: the
+   * cluster is being deleted), sets Karpenter's termination-timestamp annotation so that Karpenter stops
+   * waiting for the drain and terminates the instance. The NodeClaims' finalizers stay Karpenter's.
+   */
+  private async pushClaims(claims: KubeObject[], elapsedMs: number | 'now'): Promise<void> {
     const { topology, clock, events } = this.deps;
     const store = topology.workloadStore;
     const owner = topology.statusObject;
+    const force = elapsedMs === 'now' || elapsedMs >= (this.deps.forceAfterMs ?? 5 * 60_000);
     for (const c of claims) {
       const ref = refOf(c);
       if (await store.delete(ref)) events.record(owner, 'Normal', 'DeletingNodeClaim', `Deleting NodeClaim ${c.metadata.name}`);
-      if (elapsedMs >= (this.deps.forceAfterMs ?? 5 * 60_000) && !c.metadata.annotations?.[Names.terminationAnnotation]) {
+      if (force && !c.metadata.annotations?.[Names.terminationAnnotation]) {
         await store.patch(ref, { metadata: { annotations: { [Names.terminationAnnotation]: new Date(clock.now()).toISOString() } } });
-        events.record(
-          owner,
-          'Warning',
-          'ForcingNodeClaimTermination',
-          `NodeClaim ${c.metadata.name} did not terminate in time; forcing its drain`,
-        );
+        if (elapsedMs === 'now') {
+          events.record(
+            owner,
+            'Normal',
+            'ForcingNodeClaimTermination',
+            `The cluster is being deleted: terminating NodeClaim ${c.metadata.name} without waiting for its drain`,
+          );
+        } else {
+          events.record(
+            owner,
+            'Warning',
+            'ForcingNodeClaimTermination',
+            `NodeClaim ${c.metadata.name} did not terminate in time; forcing its drain`,
+          );
+        }
       }
     }
   }
