@@ -32,6 +32,8 @@ export {
   AWS_MACHINE_PUBLIC_IPS_ANNOTATION,
   renderDefaultOpenshiftNodeClass,
   translateOpenshiftNodeClass,
+  translatedSpecOwnedWhole,
+  TRANSLATED_SPEC_FIELDS,
   mirroredStatus,
   type OpenshiftNodeClassDeps,
   type TranslationInput,

@@ -11,6 +11,7 @@ import {
   OpenshiftEC2NodeClassType,
   OpenshiftNodeClassReconciler,
   renderDefaultOpenshiftNodeClass,
+  TRANSLATED_SPEC_FIELDS,
   translateOpenshiftNodeClass,
 } from './openshift-nodeclass.js';
 
@@ -27,8 +28,10 @@ const render = (s: NodeClassSource) => ({
       instanceProfile: s.instanceProfile,
       subnetSelectorTerms: s.subnetSelectorTerms,
       securityGroupSelectorTerms: s.securityGroupSelectorTerms,
-      tags: Object.fromEntries(s.tags.map((t) => [t.key, t.value])),
+      ...(s.tags.length ? { tags: Object.fromEntries(s.tags.map((t) => [t.key, t.value])) } : {}),
       blockDeviceMappings: [{ deviceName: '/dev/xvda', rootVolume: true }],
+      metadataOptions: { httpTokens: 'required' },
+      kubelet: { systemReserved: { cpu: '500m' } },
       ...(s.associatePublicIp ? { associatePublicIPAddress: true } : {}),
     },
   },
@@ -43,6 +46,16 @@ const oec2nc = (name: string, spec: Record<string, unknown> = {}, meta: Record<s
   spec,
 });
 const specOf = (o: KubeObject | undefined) => o?.spec as Record<string, unknown> | undefined;
+/** An OpenshiftEC2NodeClass spec with every field HyperShift's API (the pinned module) has. */
+const everyField = {
+  subnetSelectorTerms: [{ tags: { tier: 'private', zone: 'a' } }],
+  securityGroupSelectorTerms: [{ id: 'sg-0a' }],
+  associatePublicIPAddress: false,
+  tags: { team: 'a', cost: 'b' },
+  blockDeviceMappings: [{ deviceName: '/dev/xvda', rootVolume: true, ebs: { volumeSize: '200Gi', volumeType: 'gp3', iops: 4000 } }],
+  instanceStorePolicy: 'RAID0',
+  detailedMonitoring: true,
+};
 const hcpOf = (overrides: Record<string, unknown> = {}) => decodeHostedControlPlane(aHostedControlPlane(overrides));
 
 describe('renderDefaultOpenshiftNodeClass', () => {
@@ -77,6 +90,8 @@ describe('translateOpenshiftNodeClass', () => {
           securityGroupSelectorTerms: discovery,
           tags: { 'red-hat-managed': 'true' },
           blockDeviceMappings: [{ deviceName: '/dev/xvda', rootVolume: true }],
+          metadataOptions: { httpTokens: 'required' },
+          kubelet: { systemReserved: { cpu: '500m' } },
         },
       },
     });
@@ -108,6 +123,13 @@ describe('translateOpenshiftNodeClass', () => {
       detailedMonitoring: true,
       associatePublicIPAddress: false,
     });
+  });
+
+  it('owns every field it renders (what it owns is what it may remove)', () => {
+    const t = translateOpenshiftNodeClass({ hcp: hcpOf(), openshift: oec2nc('foo', everyField), ignition, render });
+    if (!t.ok) throw new Error(t.message);
+    expect(Object.keys(specOf(t.object)!).filter((k) => !(TRANSLATED_SPEC_FIELDS as readonly string[]).includes(k))).toEqual([]);
+    expect(Object.keys(specOf(t.object)!)).toEqual(expect.arrayContaining(Object.keys(everyField)));
   });
 
   it("tags: the HostedCluster's resourceTags win on a conflict, which is named", () => {
@@ -380,5 +402,39 @@ describe('OpenshiftNodeClassReconciler', () => {
     waiting.guest.remove({ ...Types.CustomResourceDefinition, name: EC2NODECLASS_CRD });
     expect(await waiting.r.reconcile('*')).toEqual({ requeueAfterMs: 1_000 });
     expect(await waiting.guest.get({ ...OpenshiftEC2NodeClassType, name: 'default' })).toBeUndefined();
+  });
+
+  it('a field removed from the OpenshiftEC2NodeClass leaves its EC2NodeClass, at any depth; unmapped fields stay', async () => {
+    const { guest, r } = setup();
+    guest.seed(oec2nc('foo', everyField));
+    await r.reconcile('*');
+    await r.reconcile('*');
+    const first = (await guest.get({ ...EC2NodeClass, name: 'foo' }))!;
+    expect(first.spec).toMatchObject({ ...everyField, tags: { 'red-hat-managed': 'true', team: 'a', cost: 'b' } });
+    // Someone else (an exempt admin) sets fields the translation does not map.
+    const unmapped = { context: 'launch-template-context', capacityReservationSelectorTerms: [{ id: 'cr-0a' }] };
+    guest.seed({ ...first, spec: { ...specOf(first), ...unmapped } });
+    const foo = (await guest.get({ ...OpenshiftEC2NodeClassType, name: 'foo' }))!;
+    // Scalars and a list go; inside what stays, a tag of a selector term and a field of a block device go.
+    const bdm = [{ deviceName: '/dev/xvda', rootVolume: true, ebs: { volumeSize: '200Gi', volumeType: 'gp3' } }];
+    guest.seed({ ...foo, spec: { subnetSelectorTerms: [{ tags: { tier: 'private' } }], blockDeviceMappings: bdm } });
+    await r.reconcile('foo');
+    expect(specOf(await guest.get({ ...EC2NodeClass, name: 'foo' }))).toEqual({
+      amiFamily: 'Custom',
+      amiSelectorTerms: [{ id: 'ami-0123456789abcdef0' }],
+      userData: 'foo-user-data',
+      instanceProfile: 'demo-x7k2p-worker',
+      subnetSelectorTerms: [{ tags: { tier: 'private' } }],
+      securityGroupSelectorTerms: discovery,
+      tags: { 'red-hat-managed': 'true' },
+      blockDeviceMappings: bdm,
+      metadataOptions: { httpTokens: 'required' },
+      kubelet: { systemReserved: { cpu: '500m' } },
+      ...unmapped,
+    });
+    guest.clearWrites();
+    await r.reconcile('foo');
+    await r.reconcile('*');
+    expect(guest.writes).toEqual([]);
   });
 });

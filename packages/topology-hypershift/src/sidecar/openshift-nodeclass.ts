@@ -3,11 +3,13 @@ import {
   isInvalidInputError,
   Names,
   Types,
+  wholeTree,
   type CloudProvider,
   type ClusterStore,
   type EventRecorder,
   type KubeObject,
   type NodeClassSource,
+  type OwnedPath,
   type Reconciler,
   type Result,
   type TypeRef,
@@ -39,6 +41,35 @@ export const OpenshiftNodeClassReasons = {
   /** Event: the HostedCluster's resourceTags overrode tags the OpenshiftEC2NodeClass sets. */
   tagsOverridden: 'ResourceTagsOverride',
 } as const;
+
+/**
+ * The EC2NodeClass spec fields the translation decides, whatever the OpenshiftEC2NodeClass sets: the sidecar
+ * owns each of them whole, at every depth. One the translation leaves out (the OpenshiftEC2NodeClass no longer
+ * sets it) is removed from the EC2NodeClass, and so is a map key, list element or field inside one that it no
+ * longer renders. The others (`role`, `context`, `capacityReservationSelectorTerms`, `cpuOptions`,
+ * `networkInterfaces`, `placementGroupSelector`, `connectionTracking`, `ipPrefixCount`) are not mapped from an
+ * OpenshiftEC2NodeClass: whatever someone else set there is left alone.
+ */
+export const TRANSLATED_SPEC_FIELDS = [
+  'amiFamily',
+  'amiSelectorTerms',
+  'userData',
+  'instanceProfile',
+  'subnetSelectorTerms',
+  'securityGroupSelectorTerms',
+  'tags',
+  'associatePublicIPAddress',
+  'blockDeviceMappings',
+  'instanceStorePolicy',
+  'detailedMonitoring',
+  'metadataOptions',
+  'kubelet',
+] as const;
+
+/** The owned paths of an EC2NodeClass write: every translated field, whole, in the desired and the current object. Pure. */
+export function translatedSpecOwnedWhole(desired: KubeObject, current: KubeObject | undefined): OwnedPath[] {
+  return TRANSLATED_SPEC_FIELDS.flatMap((f) => wholeTree(`spec.${f}`, desired, current));
+}
 
 const discoveryTerms = (infraID: string) => [{ tags: { 'karpenter.sh/discovery': infraID } }];
 
@@ -133,7 +164,8 @@ const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
  * ID's discovery tag when it names none); its block devices, instance-store policy and detailed monitoring
  * are carried over as given. Tags, per tag: the HostedCluster's `resourceTags` win over the NodeClass's own on a
  * conflict unless that tag's `overridePolicy` is `Allow` (the keys whose NodeClass value was refused are
- * returned); keys Karpenter reserves are dropped by the renderer.
+ * returned); keys Karpenter reserves are dropped by the renderer. The result is the whole of the
+ * EC2NodeClass's `TRANSLATED_SPEC_FIELDS`: what it leaves out is removed from the EC2NodeClass.
  *
  * HyperShift's default carries no role and no instance profile, which Karpenter's EC2NodeClass requires one
  * of: without the HCP's default instance profile annotation nothing is rendered and the reason says so. Pure.
@@ -384,12 +416,14 @@ export class OpenshiftNodeClassReconciler implements Reconciler {
       return {};
     }
     if (!finalizers.includes(OPENSHIFT_NODECLASS_FINALIZER)) await guest.updateFinalizers(ref, { add: [OPENSHIFT_NODECLASS_FINALIZER] });
+    let ec2 = await guest.get(ec2Ref);
     const t = translateOpenshiftNodeClass({ hcp, openshift, ignition, render: (s) => cloud.renderNodeClass(s) });
-    let ec2: KubeObject | undefined;
     if (t.ok) {
-      // A tag removed from the OpenshiftEC2NodeClass (or the HostedCluster) leaves the EC2NodeClass too: the
-      // translation owns spec.tags whole. (Optional scalars and lists the API server may default are not.)
-      ec2 = (await guest.apply(t.object, { fieldManager: ADAPTER_FIELD_MANAGER, force: true, ownedWhole: ['spec.tags'] })).object;
+      // The translation's output is the EC2NodeClass's spec for every field it maps: one the OpenshiftEC2NodeClass
+      // (or the HostedCluster) no longer sets leaves the EC2NodeClass too, at any depth. Fields it does not map
+      // stay as whoever set them left them (TRANSLATED_SPEC_FIELDS).
+      const ownedWhole = translatedSpecOwnedWhole(t.object, ec2);
+      ec2 = (await guest.apply(t.object, { fieldManager: ADAPTER_FIELD_MANAGER, force: true, ownedWhole })).object;
       if (t.tagConflicts.length)
         this.report(
           hcp,
@@ -398,9 +432,8 @@ export class OpenshiftNodeClassReconciler implements Reconciler {
           `OpenshiftEC2NodeClass ${name} spec.tags: the HostedCluster's resourceTags win for ${t.tagConflicts.join(', ')}`,
         );
       else this.lastProblem.delete(name);
-    } else {
-      ec2 = await guest.get(ec2Ref); // the last good EC2NodeClass stays
-      if (t.reason !== OpenshiftNodeClassReasons.ignitionPending) this.report(hcp, name, t.reason, t.message);
+    } else if (t.reason !== OpenshiftNodeClassReasons.ignitionPending) {
+      this.report(hcp, name, t.reason, t.message); // the last good EC2NodeClass stays
     }
     const current = openshift.status as Record<string, unknown> | undefined;
     const status = mirroredStatus(ec2, t.ok ? undefined : t, this.deps.now(), current);
