@@ -437,4 +437,87 @@ describe('OpenshiftNodeClassReconciler', () => {
     await r.reconcile('*');
     expect(guest.writes).toEqual([]);
   });
+
+  describe('during a control-plane upgrade', () => {
+    const R1 = 'quay.io/openshift-release-dev/ocp-release:4.22.0-x86_64';
+    const R2 = 'quay.io/openshift-release-dev/ocp-release:4.23.0-x86_64';
+    const completed = (image: string, version: string) => ({ state: 'Completed', image, version });
+    const at = (releaseImage: string, history: unknown[], desired = history[0]) =>
+      aHostedControlPlane({ spec: { releaseImage }, status: { versionStatus: { desired, history } } });
+    const newRelease = (nodeClass: string) =>
+      anIgnitionSecret({
+        name: `${nodeClass}-ignition-4-23`,
+        nodeClass,
+        userData: `${nodeClass}-user-data-4.23`,
+        ami: 'ami-0423',
+        createdAt: '2026-03-01T00:00:00Z',
+      });
+    const userDataOf = async (guest: MemoryClusterStore, name: string) => specOf(await guest.get({ ...EC2NodeClass, name }))?.userData;
+    const conditionsOf = async (guest: MemoryClusterStore, name: string) =>
+      ((await guest.get({ ...OpenshiftEC2NodeClassType, name }))?.status as { conditions?: Array<Record<string, unknown>> } | undefined)
+        ?.conditions ?? [];
+
+    it('an EC2NodeClass keeps its userData and AMIs, says why, takes other changes; a new one gets its own; applied once done', async () => {
+      const { management, guest, r } = setup(at(R1, [completed(R1, '4.22.0')]));
+      guest.seed(oec2nc('foo', { tags: { team: 'a' } }));
+      await r.reconcile('*');
+      await r.reconcile('*');
+      expect(await userDataOf(guest, 'foo')).toBe('foo-user-data');
+
+      // HyperShift rolls out 4.23.0: the HCP asks for it, its ignition generator writes the new release's Secrets.
+      management.seed(at(R2, [{ state: 'Partial', image: R2, version: '4.23.0' }, completed(R1, '4.22.0')]));
+      for (const nc of ['default', 'foo', 'bar']) management.seed(newRelease(nc));
+      const foo = (await guest.get({ ...OpenshiftEC2NodeClassType, name: 'foo' }))!;
+      guest.seed({ ...foo, spec: { tags: { team: 'b' } } });
+      guest.seed(oec2nc('bar'));
+      await r.reconcile('*');
+      await r.reconcile('*');
+      for (const name of ['default', 'foo']) {
+        expect(await userDataOf(guest, name)).toBe(`${name}-user-data`);
+        expect(specOf(await guest.get({ ...EC2NodeClass, name }))?.amiSelectorTerms).toEqual([{ id: 'ami-0123456789abcdef0' }]);
+        expect(await conditionsOf(guest, name)).toEqual([
+          {
+            type: 'UserDataUpToDate',
+            status: 'False',
+            reason: 'ControlPlaneUpgrading',
+            message: `EC2NodeClass ${name} keeps its userData while the control plane upgrades from 4.22.0 to 4.23.0: the new userData (Secret ${HCP_NAMESPACE}/${name}-ignition-4-23) is applied once the upgrade completes`,
+            lastTransitionTime: '2026-02-02T00:00:00Z',
+          },
+        ]);
+      }
+      expect((specOf(await guest.get({ ...EC2NodeClass, name: 'foo' }))?.tags as Record<string, string>)['team']).toBe('b');
+      expect(await userDataOf(guest, 'bar')).toBe('bar-user-data-4.23');
+      expect(await conditionsOf(guest, 'bar')).toEqual([]);
+      guest.clearWrites();
+      await r.reconcile('*');
+      expect(guest.writes).toEqual([]);
+
+      // The control plane completed 4.23.0: the new userData and AMIs apply, the condition goes.
+      management.seed(at(R2, [completed(R2, '4.23.0'), completed(R1, '4.22.0')]));
+      await r.reconcile('*');
+      for (const name of ['default', 'foo']) {
+        expect(await userDataOf(guest, name)).toBe(`${name}-user-data-4.23`);
+        expect(specOf(await guest.get({ ...EC2NodeClass, name }))?.amiSelectorTerms).toEqual([{ id: 'ami-0423' }]);
+        expect(await conditionsOf(guest, name)).toEqual([]);
+      }
+      guest.clearWrites();
+      await r.reconcile('*');
+      expect(guest.writes).toEqual([]);
+    });
+
+    it('a release status it cannot read is one Warning naming the field, and nothing is held', async () => {
+      const { management, guest, events, r } = setup(at(R1, [completed(R1, '4.22.0')]));
+      guest.seed(oec2nc('foo'));
+      await r.reconcile('*');
+      management.seed(
+        aHostedControlPlane({ spec: { releaseImage: R2 }, status: { versionStatus: { history: [{ state: 'Completed' }] } } }),
+      );
+      management.seed(newRelease('foo'));
+      await r.reconcile('*');
+      await r.reconcile('*');
+      expect(await userDataOf(guest, 'foo')).toBe('foo-user-data-4.23');
+      expect(events.events.map((e) => [e.type, e.reason])).toEqual([['Warning', 'InvalidHostedControlPlane']]);
+      expect(events.events[0]!.message).toContain('status.versionStatus.history[0].image');
+    });
+  });
 });
