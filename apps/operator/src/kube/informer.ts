@@ -118,7 +118,8 @@ export function inScope(watch: Watch, obj: KubeObject): boolean | undefined {
 const isDecimal = (s: string | undefined): s is string => s !== undefined && /^\d+$/.test(s);
 
 /** True when `candidate` is known to be older than `current` (only comparable when both are etcd revisions). */
-function isOlder(candidate: KubeObject, current: KubeObject | undefined): boolean {
+/** True when `candidate` has a lower resourceVersion than `current` (both decimal; otherwise false). */
+export function isOlder(candidate: KubeObject, current: KubeObject | undefined): boolean {
   const a = candidate.metadata.resourceVersion;
   const b = current?.metadata.resourceVersion;
   if (!isDecimal(a) || !isDecimal(b)) return false;

@@ -94,6 +94,22 @@ describe('KubeClusterStore reads', () => {
     await stop();
   });
 
+  it.each([
+    { name: 'the scoped informer saw the newer version', newer: 1 },
+    { name: 'the wide informer saw the newer version', newer: 0 },
+  ])('reads the newest copy when informers of other scopes hold one object: $name', async ({ newer }) => {
+    const watches: Watch[] = [{ type: Types.NodePool }, { type: Types.NodePool, fieldSelector: 'metadata.name=a' }];
+    const { store, caches, stop } = await world([nodePool('a'), nodePool('b')], watches);
+    const updated = { ...nodePool('a'), metadata: { ...nodePool('a').metadata, resourceVersion: '11' }, spec: { weight: 2 } };
+    caches.informerFor(watches[newer]!).upsertLocal(updated);
+    expect((await store.get({ ...Types.NodePool, name: 'a' }))?.spec).toEqual({ weight: 2 });
+    expect((await store.list(Types.NodePool)).map((o) => [o.metadata.name, (o.spec as { weight: number }).weight])).toEqual([
+      ['a', 2],
+      ['b', 1],
+    ]);
+    await stop();
+  });
+
   it('throws TransientError while the cache has not synced', async () => {
     const transport = new FakeTransport();
     const resources = new ResourceResolver(transport);

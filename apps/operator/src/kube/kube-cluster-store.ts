@@ -29,7 +29,7 @@ import {
 } from '@karpenter-operator/core';
 import { RuntimeMetrics } from '../runtime/metric-names.js';
 import { toCoreError } from './errors.js';
-import { defaultTransform } from './informer.js';
+import { defaultTransform, isOlder } from './informer.js';
 import { resourcePath, type ResourceResolver } from './resources.js';
 import type { KubeTransport } from './transport.js';
 
@@ -111,7 +111,9 @@ export class KubeClusterStore implements ClusterStore {
       for (const o of c.list()) {
         if (options.namespace !== undefined && o.metadata.namespace !== options.namespace) continue;
         if (!labelsMatch(o, options.labels)) continue;
-        byKey.set(`${o.metadata.namespace ?? ''}/${o.metadata.name}`, o);
+        const key = `${o.metadata.namespace ?? ''}/${o.metadata.name}`;
+        const seen = byKey.get(key);
+        if (!seen || isOlder(seen, o)) byKey.set(key, o);
       }
     }
     return [...byKey.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([, o]) => clone(o) as T);
@@ -322,12 +324,18 @@ export class KubeClusterStore implements ClusterStore {
   }
 
   /** The cached object (shared reference), or undefined. */
+  /**
+   * The newest copy (by resourceVersion) any informer covering `ref` holds. Informers of one kind with other
+   * scopes watch on streams of their own: a reconcile woken by one informer's event must not read the older
+   * copy another one still has, or it acts on the state before the event and nothing wakes it again.
+   */
   private cached(ref: ObjectRef, action: string): KubeObject | undefined {
+    let newest: KubeObject | undefined;
     for (const c of this.cachesFor(ref, ref.namespace, action)) {
       const o = c.get(ref.name, ref.namespace);
-      if (o) return o;
+      if (o && (!newest || isOlder(newest, o))) newest = o;
     }
-    return undefined;
+    return newest;
   }
 
   private skipped(verb: string, ref: ObjectRef, current: KubeObject): WriteResult {

@@ -3,11 +3,13 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   applyObject,
+  applyStatus,
   deleteObject,
   getObject,
   kubeRequest,
   listObjects,
   waitFor,
+  WRITE_VERBS,
   type ClusterHandle,
   type KubeObj,
 } from '@karpenter-operator/testkit';
@@ -18,7 +20,6 @@ import { conditionOf } from '../support/k8s.js';
 import { operatorContainer } from '../support/hypershift-deployment.js';
 import {
   AUTONODE,
-  createHostedControlPlane,
   HCP_FINALIZER,
   HCP_TYPE,
   hcpPath,
@@ -123,31 +124,17 @@ function startIgnitionStandIn(): () => void {
 }
 
 describe('HyperShift: management cluster + guest cluster', () => {
-  beforeAll(async () => {
-    // As HyperShift annotates it on a management cluster without SCCs: the UID of every HCP pod.
-    ({ guest, dir, guestKubeconfigPath } = await prepareHostedClusters(mgmt, {
-      namespace: NS,
-      namespaceAnnotations: { [UID_ANNOTATION]: String(HCP_UID) },
-    }));
-    await createHostedControlPlane(mgmt, theHostedControlPlane(), HCP_VERSION);
-    // HyperShift's ignition generator: Secrets for OpenshiftEC2NodeClasses, nothing else.
-    stopIgnitionStandIn = startIgnitionStandIn();
-    // What HyperShift's control-plane operator writes from spec.autoNode's role (its karpenter-credentials).
-    await applyObject(mgmt.kubeConfig(), hyperShiftCredentialsSecret(NS, autoNode.provisionerConfig.karpenter.aws.roleARN));
-    await startBoth();
-  }, 240_000);
+  beforeAll(
+    () =>
+      startHostedCluster({
+        ready: true,
+        initialized: true,
+        controlPlaneVersion: { desired: { version: HCP_VERSION, image: 'quay.io/openshift-release-dev/ocp-release:4.22.0-x86_64' } },
+      }),
+    240_000,
+  );
 
-  afterAll(async () => {
-    stopIgnitionStandIn?.();
-    await op?.stop();
-    await adapter?.stop();
-    // The HCP must not outlive this file on the shared cluster.
-    await patchHcp({ metadata: { finalizers: null } }).catch(() => undefined);
-    await deleteObject(mgmt.kubeConfig(), HCP_TYPE.apiVersion, HCP_TYPE.kind, HCP, NS).catch(() => false);
-    await deleteObject(mgmt.kubeConfig(), 'v1', 'Namespace', NS).catch(() => false);
-    await guest?.stop();
-    if (dir) rmSync(dir, { recursive: true, force: true });
-  }, 120_000);
+  afterAll(stopHostedCluster, 120_000);
 
   it('AutoNode on: operand in the HCP namespace with the HCP env, CRDs and EC2NodeClass default in the guest, AutoNodeEnabled once rolled out', async () => {
     await waitFor('the operand Deployment in the HCP namespace', async () => (await operand()) !== undefined, {
@@ -579,4 +566,229 @@ describe('HyperShift: management cluster + guest cluster', () => {
       .filter((e) => !guestStoppedAt || new Date(e.requestReceivedTimestamp) < guestStoppedAt);
     expect(before.map((e) => `${e.verb} ${e.requestURI}`)).toEqual([]);
   });
+});
+
+/**
+ * The world of one describe block: the guest cluster, the HCP namespace with HyperShift's RBAC and the HCP
+ * with `status`, HyperShift's ignition generator (the stand-in) and credentials Secret, then the operator and
+ * the adapter as HyperShift starts them. Waits for the namespace of a previous block to be gone first.
+ */
+async function startHostedCluster(status: Record<string, unknown>): Promise<void> {
+  await waitFor('the HCP namespace of a previous block gone', async () => !(await getObject(mgmt.kubeConfig(), 'v1', 'Namespace', NS)), {
+    timeoutMs: 120_000,
+    intervalMs: 500,
+  });
+  // As HyperShift annotates it on a management cluster without SCCs: the UID of every HCP pod.
+  ({ guest, dir, guestKubeconfigPath } = await prepareHostedClusters(mgmt, {
+    namespace: NS,
+    namespaceAnnotations: { [UID_ANNOTATION]: String(HCP_UID) },
+  }));
+  const created = await applyObject(mgmt.kubeConfig(), theHostedControlPlane());
+  await applyStatus(mgmt.kubeConfig(), { ...created, status });
+  // HyperShift's ignition generator: Secrets for OpenshiftEC2NodeClasses, nothing else.
+  stopIgnitionStandIn = startIgnitionStandIn();
+  // What HyperShift's control-plane operator writes from spec.autoNode's role (its karpenter-credentials).
+  await applyObject(mgmt.kubeConfig(), hyperShiftCredentialsSecret(NS, autoNode.provisionerConfig.karpenter.aws.roleARN));
+  await startBoth();
+}
+
+/** Stops what `startHostedCluster` started; the HCP and its namespace must not outlive the block on the shared cluster. */
+async function stopHostedCluster(): Promise<void> {
+  stopIgnitionStandIn?.();
+  await op?.stop();
+  await adapter?.stop();
+  // The HCP must not outlive this file on the shared cluster.
+  await patchHcp({ metadata: { finalizers: null } }).catch(() => undefined);
+  await deleteObject(mgmt.kubeConfig(), HCP_TYPE.apiVersion, HCP_TYPE.kind, HCP, NS).catch(() => false);
+  await deleteObject(mgmt.kubeConfig(), 'v1', 'Namespace', NS).catch(() => false);
+  await guest?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+}
+
+describe('HyperShift: the OpenshiftEC2NodeClass translation owns what it maps and holds userData during a control-plane upgrade', () => {
+  const R1 = (theHostedControlPlane().spec as { releaseImage: string }).releaseImage;
+  const R2 = 'quay.io/openshift-release-dev/ocp-release:4.23.0-x86_64';
+  /** `status.versionStatus` as HyperShift's control-plane operator copies it from the hosted ClusterVersion. */
+  const versionStatus = (
+    desired: { image: string; version: string },
+    history: Array<{ state: string; image: string; version: string }>,
+  ) => ({
+    desired,
+    observedGeneration: 1,
+    availableUpdates: null,
+    history: history.map((h) => ({
+      ...h,
+      verified: false,
+      startedTime: '2026-12-01T00:00:00Z',
+      completionTime: h.state === 'Completed' ? '2026-12-01T01:00:00Z' : null,
+    })),
+  });
+  const at422 = { image: R1, version: '4.22.0' };
+  const at423 = { image: R2, version: '4.23.0' };
+  const setVersionStatus = async (vs: ReturnType<typeof versionStatus>) => {
+    const current = (await hcp())!;
+    await applyStatus(mgmt.kubeConfig(), { ...current, status: { ready: true, initialized: true, versionStatus: vs } });
+  };
+  const specOf = async (kind: 'EC2NodeClass' | 'OpenshiftEC2NodeClass', name: string) => {
+    const t = kind === 'EC2NodeClass' ? EC2NC : OEC2NC;
+    return (await getObject(guest.kubeConfig(), t.apiVersion, t.kind, name))?.spec as Record<string, unknown> | undefined;
+  };
+  const nodeClassWrites = (since: Date) =>
+    guest
+      .auditEvents({ user: GUEST_USER, verbs: WRITE_VERBS, since })
+      .filter((e) => ['ec2nodeclasses', 'openshiftec2nodeclasses'].includes(e.objectRef?.resource ?? ''))
+      .map((e) => `${e.verb} ${e.requestURI}`);
+  const adapterDied = () => (adapter.exited() ? adapter.logs().slice(-3000) : undefined);
+  let began: Date;
+
+  beforeAll(async () => {
+    began = new Date();
+    await startHostedCluster({ ready: true, initialized: true, versionStatus: versionStatus(at422, [{ state: 'Completed', ...at422 }]) });
+    // Converged: both CRDs served in the guest and EC2NodeClass default translated.
+    await waitFor(
+      'EC2NodeClass default in the guest',
+      async () => (await getObject(guest.kubeConfig(), EC2NC.apiVersion, EC2NC.kind, 'default').catch(() => undefined)) !== undefined,
+      { timeoutMs: 90_000, abort: adapterDied },
+    );
+  }, 240_000);
+  afterAll(stopHostedCluster, 120_000);
+
+  it('a field removed from an OpenshiftEC2NodeClass is removed from its EC2NodeClass, and a converged world gets no write', async () => {
+    const g = guest.kubeConfig();
+    const discovery = [{ tags: { 'karpenter.sh/discovery': world.facts.infraId } }];
+    const trimmedBdm = [{ deviceName: '/dev/xvda', rootVolume: true, ebs: { volumeSize: '200Gi', volumeType: 'gp3' } }];
+    const everyField = {
+      subnetSelectorTerms: [{ tags: { 'karpenter.sh/discovery': world.facts.infraId, tier: 'private' } }],
+      securityGroupSelectorTerms: [{ tags: { 'karpenter.sh/discovery': world.facts.infraId, role: 'worker' } }],
+      associatePublicIPAddress: false,
+      tags: { team: 'a' },
+      blockDeviceMappings: [{ ...trimmedBdm[0]!, ebs: { ...trimmedBdm[0]!.ebs, iops: 4000 } }],
+      instanceStorePolicy: 'RAID0',
+      detailedMonitoring: true,
+    };
+    await applyObject(g, { ...OEC2NC, metadata: { name: 'trimmed' }, spec: everyField } as KubeObj);
+    await waitFor(
+      'EC2NodeClass trimmed with every field of its OpenshiftEC2NodeClass',
+      async () => {
+        const spec = await specOf('EC2NodeClass', 'trimmed');
+        return spec?.['userData'] === userDataFor('trimmed') && spec['detailedMonitoring'] === true;
+      },
+      { timeoutMs: 60_000, abort: adapterDied },
+    );
+    expect(await specOf('EC2NodeClass', 'trimmed')).toMatchObject({ ...everyField, tags: { 'red-hat-managed': 'true', team: 'a' } });
+
+    // The user drops fields (server-side apply of the object without them, as `kubectl apply --server-side`).
+    await applyObject(g, {
+      ...OEC2NC,
+      metadata: { name: 'trimmed' },
+      spec: { subnetSelectorTerms: discovery, blockDeviceMappings: trimmedBdm },
+    } as KubeObj);
+    const gone = ['associatePublicIPAddress', 'instanceStorePolicy', 'detailedMonitoring'];
+    const trimmed = await waitFor(
+      'EC2NodeClass trimmed without the dropped fields',
+      async () => {
+        const spec = await specOf('EC2NodeClass', 'trimmed');
+        return spec && gone.every((f) => !(f in spec)) ? spec : false;
+      },
+      { timeoutMs: 30_000, abort: adapterDied },
+    );
+    expect(trimmed).toMatchObject({
+      subnetSelectorTerms: discovery,
+      securityGroupSelectorTerms: discovery,
+      blockDeviceMappings: trimmedBdm,
+      tags: { 'red-hat-managed': 'true' },
+      userData: userDataFor('trimmed'),
+    });
+    expect(trimmed['blockDeviceMappings']).toEqual(trimmedBdm);
+    expect(trimmed['tags']).toEqual({ 'red-hat-managed': 'true' });
+
+    // Converged: a reconcile of everything, forced by touching the HCP, writes no NodeClass.
+    await new Promise((r) => setTimeout(r, 2_000));
+    const since = new Date();
+    expect((await patchHcp({ metadata: { annotations: { 'test.example.com/poke': String(Date.now()) } } })).status).toBe(200);
+    await new Promise((r) => setTimeout(r, 4_000));
+    expect(nodeClassWrites(since)).toEqual([]);
+  }, 120_000);
+
+  it('while the control plane upgrades, EC2NodeClasses keep their userData and say why; new ones get theirs; applied once it completed', async () => {
+    const g = guest.kubeConfig();
+    await applyObject(g, { ...OEC2NC, metadata: { name: 'held' }, spec: { tags: { team: 'a' } } } as KubeObj);
+    await waitFor(
+      'EC2NodeClass held with its userData',
+      async () => (await specOf('EC2NodeClass', 'held'))?.['userData'] === userDataFor('held'),
+      {
+        timeoutMs: 60_000,
+        abort: adapterDied,
+      },
+    );
+    expect((await specOf('EC2NodeClass', 'default'))?.['userData']).toBe(userDataFor('default'));
+
+    // HyperShift starts the upgrade to 4.23.0: the HCP asks for it, the control plane is rolling out, and the
+    // ignition generator writes the new release's Secrets.
+    expect((await patchHcp({ spec: { releaseImage: R2 } })).status).toBe(200);
+    await setVersionStatus(
+      versionStatus(at423, [
+        { state: 'Partial', ...at423 },
+        { state: 'Completed', ...at422 },
+      ]),
+    );
+    const newUserData = (name: string) => userDataFor(`${name}&release=4.23.0`);
+    for (const name of ['default', 'held']) {
+      await applyObject(
+        mgmt.kubeConfig(),
+        anIgnitionSecret({
+          name: `user-data-${name}-4-23-0`,
+          nodeClass: name,
+          ami: world.facts.amis.x86_64,
+          userData: newUserData(name),
+        }) as KubeObj,
+      );
+      // The old release's Secret goes (two created within one second would tie on creationTimestamp).
+      await deleteObject(mgmt.kubeConfig(), 'v1', 'Secret', anIgnitionSecret({ nodeClass: name }).metadata.name, NS);
+    }
+    // Other changes still go through, and a new OpenshiftEC2NodeClass gets its userData.
+    await applyObject(g, { ...OEC2NC, metadata: { name: 'held' }, spec: { tags: { team: 'b' } } } as KubeObj);
+    await applyObject(g, { ...OEC2NC, metadata: { name: 'fresh' } } as KubeObj);
+    const heldCondition = (name: string) => async () =>
+      conditionOf(await getObject(g, OEC2NC.apiVersion, OEC2NC.kind, name), 'UserDataUpToDate') ?? false;
+    for (const name of ['held', 'default']) {
+      const condition = await waitFor(`OpenshiftEC2NodeClass ${name}: UserDataUpToDate False`, heldCondition(name), {
+        timeoutMs: 30_000,
+        abort: adapterDied,
+      });
+      expect(condition).toMatchObject({ status: 'False', reason: 'ControlPlaneUpgrading' });
+      expect(condition.message).toContain('from 4.22.0 to 4.23.0');
+    }
+    await waitFor(
+      'EC2NodeClass held with the new tags, EC2NodeClass fresh with its userData',
+      async () =>
+        ((await specOf('EC2NodeClass', 'held'))?.['tags'] as Record<string, string> | undefined)?.['team'] === 'b' &&
+        (await specOf('EC2NodeClass', 'fresh'))?.['userData'] === userDataFor('fresh'),
+      { timeoutMs: 30_000, abort: adapterDied },
+    );
+    for (const name of ['held', 'default']) expect((await specOf('EC2NodeClass', name))?.['userData']).toBe(userDataFor(name));
+
+    // The control plane completed 4.23.0: the new userData applies and the condition goes.
+    await setVersionStatus(
+      versionStatus(at423, [
+        { state: 'Completed', ...at423 },
+        { state: 'Completed', ...at422 },
+      ]),
+    );
+    for (const name of ['held', 'default']) {
+      await waitFor(
+        `EC2NodeClass ${name} with the new release's userData`,
+        async () => (await specOf('EC2NodeClass', name))?.['userData'] === newUserData(name),
+        {
+          timeoutMs: 30_000,
+          abort: adapterDied,
+        },
+      );
+      await waitFor(`OpenshiftEC2NodeClass ${name} without UserDataUpToDate`, async () => (await heldCondition(name)()) === false, {
+        timeoutMs: 30_000,
+      });
+    }
+    expect(mgmt.auditEvents({ user: MGMT_USER, codes: [403], since: began }).map((e) => `${e.verb} ${e.requestURI}`)).toEqual([]);
+    expect(guest.auditEvents({ user: GUEST_USER, codes: [403] }).map((e) => `${e.verb} ${e.requestURI}`)).toEqual([]);
+  }, 150_000);
 });

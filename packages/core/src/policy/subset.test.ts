@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { mergePatch } from '../testing/memory-cluster-store.js';
-import { foreignEntries, isApplied, isSubset, replacingPatch, wholeSelector } from './subset.js';
+import { foreignEntries, isApplied, isSubset, replacingPatch, wholeSelector, wholeTree } from './subset.js';
 
 const pool = (nodeSelector: unknown) => ({ spec: { nodeSelector, paused: false } });
 const POOL = wholeSelector('spec.nodeSelector');
@@ -109,5 +109,74 @@ describe('foreignEntries / isApplied / replacingPatch', () => {
     const desired = structuredClone(want);
     replacingPatch(desired, pool({ matchLabels: { nc: 'default', team: 'x' } }), POOL);
     expect(desired).toEqual(want);
+  });
+});
+
+describe('wholeTree', () => {
+  const nodeClass = (spec: Record<string, unknown>) => ({ spec });
+  const terms = (tags: Record<string, string>) => [{ tags }];
+  it('names the path, every map below it and every list with its elements, in either value', () => {
+    const desired = nodeClass({ blockDeviceMappings: [{ deviceName: '/dev/xvda', ebs: { volumeSize: '120Gi' } }] });
+    const current = nodeClass({ blockDeviceMappings: [{ deviceName: '/dev/xvda', ebs: { volumeSize: '120Gi', iops: 3000 } }] });
+    expect(wholeTree('spec.blockDeviceMappings', desired, current)).toEqual([
+      'spec.blockDeviceMappings',
+      'spec.blockDeviceMappings[]',
+      'spec.blockDeviceMappings[].ebs',
+    ]);
+    expect(wholeTree('spec.detailedMonitoring', {}, nodeClass({ detailedMonitoring: true }))).toEqual(['spec.detailedMonitoring']);
+    // Keys with dots are owned by their map (a path cannot name them).
+    expect(wholeTree('spec.tags', nodeClass({ tags: { 'karpenter.sh/discovery': 'x' } }))).toEqual(['spec.tags']);
+  });
+
+  it.each([
+    {
+      name: 'a scalar the desired object leaves out',
+      desired: nodeClass({ amiFamily: 'Custom' }),
+      current: nodeClass({ amiFamily: 'Custom', detailedMonitoring: true }),
+      path: 'spec.detailedMonitoring',
+      foreign: ['spec.detailedMonitoring'],
+    },
+    {
+      name: 'a key inside a list element',
+      desired: nodeClass({ subnetSelectorTerms: terms({ a: '1' }) }),
+      current: nodeClass({ subnetSelectorTerms: terms({ a: '1', b: '2' }) }),
+      path: 'spec.subnetSelectorTerms',
+      foreign: ['spec.subnetSelectorTerms[0].tags.b'],
+    },
+    {
+      name: 'a field of a list element',
+      desired: nodeClass({ blockDeviceMappings: [{ deviceName: '/dev/xvda', ebs: { volumeSize: '120Gi' } }] }),
+      current: nodeClass({ blockDeviceMappings: [{ deviceName: '/dev/xvda', ebs: { volumeSize: '120Gi', iops: 3000 } }] }),
+      path: 'spec.blockDeviceMappings',
+      foreign: ['spec.blockDeviceMappings[0].ebs.iops'],
+    },
+    {
+      name: 'a list the desired object leaves out',
+      desired: nodeClass({}),
+      current: nodeClass({ blockDeviceMappings: [{ deviceName: '/dev/xvda' }] }),
+      path: 'spec.blockDeviceMappings',
+      foreign: ['spec.blockDeviceMappings[0]'],
+    },
+    {
+      name: 'equal values',
+      desired: nodeClass({ subnetSelectorTerms: terms({ a: '1' }), detailedMonitoring: false }),
+      current: nodeClass({ subnetSelectorTerms: terms({ a: '1' }), detailedMonitoring: false }),
+      path: 'spec.subnetSelectorTerms',
+      foreign: [],
+    },
+  ])('$name: foreign, and gone after the replacing patch', ({ desired, current, path, foreign }) => {
+    const owned = wholeTree(path, desired, current);
+    expect(foreignEntries(desired, current, owned)).toEqual(foreign);
+    const patched = mergePatch(current, replacingPatch(desired, current, owned));
+    expect(foreignEntries(desired, patched, owned)).toEqual([]);
+    expect(isSubset(desired, patched)).toBe(true);
+  });
+
+  it('leaves a field outside the owned paths alone', () => {
+    const desired = nodeClass({ amiFamily: 'Custom' });
+    const current = nodeClass({ amiFamily: 'Custom', context: 'theirs' });
+    const owned = wholeTree('spec.detailedMonitoring', desired, current);
+    expect(foreignEntries(desired, current, owned)).toEqual([]);
+    expect(mergePatch(current, replacingPatch(desired, current, owned))).toEqual(current);
   });
 });

@@ -38,10 +38,44 @@ export function wholeSelector(path: string): OwnedPath[] {
 }
 
 /**
+ * A value owned whole at every depth: `path` itself, and below it every map (by its dotted path) and every
+ * list (by its path, and its elements by `path[]`) found in any of `values` (typically the desired and the
+ * current object). With these paths owned, a map key, a list element or a scalar found in the current
+ * object and not in the desired one, however deep, is foreign (`foreignEntries`). Pure.
+ */
+export function wholeTree(path: string, ...values: unknown[]): OwnedPath[] {
+  const out = new Set<string>();
+  const at = (v: unknown, segs: string[]): unknown[] => {
+    if (!segs.length) return [v];
+    const [seg, ...rest] = segs as [string, ...string[]];
+    const each = seg.endsWith('[]');
+    const child = asMap(v)?.[each ? seg.slice(0, -2) : seg];
+    if (!each) return at(child, rest);
+    return Array.isArray(child) ? child.flatMap((e) => at(e, rest)) : [];
+  };
+  const walk = (p: string, found: unknown[]): void => {
+    out.add(p);
+    const maps = found.map(asMap).filter((m): m is Record<string, unknown> => m !== undefined);
+    for (const key of new Set(maps.flatMap((m) => Object.keys(m)))) {
+      const children = maps.map((m) => m[key]);
+      // A scalar is covered by its map's path; a key with a dot cannot be named in a path (its map owns it whole).
+      if (!key.includes('.') && children.some((c) => typeof c === 'object' && c !== null)) walk(`${p}.${key}`, children);
+    }
+    const elements = found.flatMap((v) => (Array.isArray(v) ? v : []));
+    if (elements.some((e) => asMap(e) !== undefined)) walk(`${p}[]`, elements);
+  };
+  walk(
+    path,
+    values.flatMap((v) => at(v, path.split('.'))),
+  );
+  return [...out];
+}
+
+/**
  * The entries of `current` under the `owned` paths that `desired` does not have, named by path
- * (`spec.nodeSelector.matchLabels.team`, `spec.template.spec.containers[sidecar]`). List elements pair by
- * `name`, else `mountPath`, else as the desired element being a subset of the current one (server
- * defaults aside). Empty when nothing foreign is there. Pure.
+ * (`spec.nodeSelector.matchLabels.team`, `spec.template.spec.containers[sidecar]`, `spec.detailedMonitoring`
+ * for a scalar). List elements pair by `name`, else `mountPath`, else as the desired element being a subset
+ * of the current one (server defaults aside). Empty when nothing foreign is there. Pure.
  */
 export function foreignEntries(desired: unknown, current: unknown, owned: readonly OwnedPath[]): string[] {
   const out: string[] = [];
@@ -113,6 +147,11 @@ function labelOf(element: unknown, index: number): string {
 
 function visit(desired: unknown, current: unknown, segs: string[], at: string, out: string[]): void {
   if (segs.length === 0) {
+    // An owned scalar the desired object leaves out: the value itself is foreign.
+    if (desired === undefined && current !== undefined && current !== null && typeof current !== 'object') {
+      out.push(at);
+      return;
+    }
     if (Array.isArray(current)) {
       const want = Array.isArray(desired) ? desired : [];
       current.forEach((c, i) => {

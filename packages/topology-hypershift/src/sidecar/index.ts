@@ -32,8 +32,14 @@ export {
   AWS_MACHINE_PUBLIC_IPS_ANNOTATION,
   renderDefaultOpenshiftNodeClass,
   translateOpenshiftNodeClass,
+  translatedSpecOwnedWhole,
+  TRANSLATED_SPEC_FIELDS,
+  USERDATA_UP_TO_DATE_CONDITION,
+  holdIgnitionDuringUpgrade,
   mirroredStatus,
+  type IgnitionHold,
   type OpenshiftNodeClassDeps,
   type TranslationInput,
   type Translation,
 } from './openshift-nodeclass.js';
+export { controlPlaneUpgrade, releaseName, type ControlPlaneUpgrade, type Release } from './control-plane-release.js';

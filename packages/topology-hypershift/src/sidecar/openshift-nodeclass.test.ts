@@ -11,6 +11,7 @@ import {
   OpenshiftEC2NodeClassType,
   OpenshiftNodeClassReconciler,
   renderDefaultOpenshiftNodeClass,
+  TRANSLATED_SPEC_FIELDS,
   translateOpenshiftNodeClass,
 } from './openshift-nodeclass.js';
 
@@ -27,8 +28,10 @@ const render = (s: NodeClassSource) => ({
       instanceProfile: s.instanceProfile,
       subnetSelectorTerms: s.subnetSelectorTerms,
       securityGroupSelectorTerms: s.securityGroupSelectorTerms,
-      tags: Object.fromEntries(s.tags.map((t) => [t.key, t.value])),
+      ...(s.tags.length ? { tags: Object.fromEntries(s.tags.map((t) => [t.key, t.value])) } : {}),
       blockDeviceMappings: [{ deviceName: '/dev/xvda', rootVolume: true }],
+      metadataOptions: { httpTokens: 'required' },
+      kubelet: { systemReserved: { cpu: '500m' } },
       ...(s.associatePublicIp ? { associatePublicIPAddress: true } : {}),
     },
   },
@@ -43,6 +46,16 @@ const oec2nc = (name: string, spec: Record<string, unknown> = {}, meta: Record<s
   spec,
 });
 const specOf = (o: KubeObject | undefined) => o?.spec as Record<string, unknown> | undefined;
+/** An OpenshiftEC2NodeClass spec with every field HyperShift's API (the pinned module) has. */
+const everyField = {
+  subnetSelectorTerms: [{ tags: { tier: 'private', zone: 'a' } }],
+  securityGroupSelectorTerms: [{ id: 'sg-0a' }],
+  associatePublicIPAddress: false,
+  tags: { team: 'a', cost: 'b' },
+  blockDeviceMappings: [{ deviceName: '/dev/xvda', rootVolume: true, ebs: { volumeSize: '200Gi', volumeType: 'gp3', iops: 4000 } }],
+  instanceStorePolicy: 'RAID0',
+  detailedMonitoring: true,
+};
 const hcpOf = (overrides: Record<string, unknown> = {}) => decodeHostedControlPlane(aHostedControlPlane(overrides));
 
 describe('renderDefaultOpenshiftNodeClass', () => {
@@ -77,6 +90,8 @@ describe('translateOpenshiftNodeClass', () => {
           securityGroupSelectorTerms: discovery,
           tags: { 'red-hat-managed': 'true' },
           blockDeviceMappings: [{ deviceName: '/dev/xvda', rootVolume: true }],
+          metadataOptions: { httpTokens: 'required' },
+          kubelet: { systemReserved: { cpu: '500m' } },
         },
       },
     });
@@ -108,6 +123,13 @@ describe('translateOpenshiftNodeClass', () => {
       detailedMonitoring: true,
       associatePublicIPAddress: false,
     });
+  });
+
+  it('owns every field it renders (what it owns is what it may remove)', () => {
+    const t = translateOpenshiftNodeClass({ hcp: hcpOf(), openshift: oec2nc('foo', everyField), ignition, render });
+    if (!t.ok) throw new Error(t.message);
+    expect(Object.keys(specOf(t.object)!).filter((k) => !(TRANSLATED_SPEC_FIELDS as readonly string[]).includes(k))).toEqual([]);
+    expect(Object.keys(specOf(t.object)!)).toEqual(expect.arrayContaining(Object.keys(everyField)));
   });
 
   it("tags: the HostedCluster's resourceTags win on a conflict, which is named", () => {
@@ -380,5 +402,122 @@ describe('OpenshiftNodeClassReconciler', () => {
     waiting.guest.remove({ ...Types.CustomResourceDefinition, name: EC2NODECLASS_CRD });
     expect(await waiting.r.reconcile('*')).toEqual({ requeueAfterMs: 1_000 });
     expect(await waiting.guest.get({ ...OpenshiftEC2NodeClassType, name: 'default' })).toBeUndefined();
+  });
+
+  it('a field removed from the OpenshiftEC2NodeClass leaves its EC2NodeClass, at any depth; unmapped fields stay', async () => {
+    const { guest, r } = setup();
+    guest.seed(oec2nc('foo', everyField));
+    await r.reconcile('*');
+    await r.reconcile('*');
+    const first = (await guest.get({ ...EC2NodeClass, name: 'foo' }))!;
+    expect(first.spec).toMatchObject({ ...everyField, tags: { 'red-hat-managed': 'true', team: 'a', cost: 'b' } });
+    // Someone else (an exempt admin) sets fields the translation does not map.
+    const unmapped = { context: 'launch-template-context', capacityReservationSelectorTerms: [{ id: 'cr-0a' }] };
+    guest.seed({ ...first, spec: { ...specOf(first), ...unmapped } });
+    const foo = (await guest.get({ ...OpenshiftEC2NodeClassType, name: 'foo' }))!;
+    // Scalars and a list go; inside what stays, a tag of a selector term and a field of a block device go.
+    const bdm = [{ deviceName: '/dev/xvda', rootVolume: true, ebs: { volumeSize: '200Gi', volumeType: 'gp3' } }];
+    guest.seed({ ...foo, spec: { subnetSelectorTerms: [{ tags: { tier: 'private' } }], blockDeviceMappings: bdm } });
+    await r.reconcile('foo');
+    expect(specOf(await guest.get({ ...EC2NodeClass, name: 'foo' }))).toEqual({
+      amiFamily: 'Custom',
+      amiSelectorTerms: [{ id: 'ami-0123456789abcdef0' }],
+      userData: 'foo-user-data',
+      instanceProfile: 'demo-x7k2p-worker',
+      subnetSelectorTerms: [{ tags: { tier: 'private' } }],
+      securityGroupSelectorTerms: discovery,
+      tags: { 'red-hat-managed': 'true' },
+      blockDeviceMappings: bdm,
+      metadataOptions: { httpTokens: 'required' },
+      kubelet: { systemReserved: { cpu: '500m' } },
+      ...unmapped,
+    });
+    guest.clearWrites();
+    await r.reconcile('foo');
+    await r.reconcile('*');
+    expect(guest.writes).toEqual([]);
+  });
+
+  describe('during a control-plane upgrade', () => {
+    const R1 = 'quay.io/openshift-release-dev/ocp-release:4.22.0-x86_64';
+    const R2 = 'quay.io/openshift-release-dev/ocp-release:4.23.0-x86_64';
+    const completed = (image: string, version: string) => ({ state: 'Completed', image, version });
+    const at = (releaseImage: string, history: unknown[], desired = history[0]) =>
+      aHostedControlPlane({ spec: { releaseImage }, status: { versionStatus: { desired, history } } });
+    const newRelease = (nodeClass: string) =>
+      anIgnitionSecret({
+        name: `${nodeClass}-ignition-4-23`,
+        nodeClass,
+        userData: `${nodeClass}-user-data-4.23`,
+        ami: 'ami-0423',
+        createdAt: '2026-03-01T00:00:00Z',
+      });
+    const userDataOf = async (guest: MemoryClusterStore, name: string) => specOf(await guest.get({ ...EC2NodeClass, name }))?.userData;
+    const conditionsOf = async (guest: MemoryClusterStore, name: string) =>
+      ((await guest.get({ ...OpenshiftEC2NodeClassType, name }))?.status as { conditions?: Array<Record<string, unknown>> } | undefined)
+        ?.conditions ?? [];
+
+    it('an EC2NodeClass keeps its userData and AMIs, says why, takes other changes; a new one gets its own; applied once done', async () => {
+      const { management, guest, r } = setup(at(R1, [completed(R1, '4.22.0')]));
+      guest.seed(oec2nc('foo', { tags: { team: 'a' } }));
+      await r.reconcile('*');
+      await r.reconcile('*');
+      expect(await userDataOf(guest, 'foo')).toBe('foo-user-data');
+
+      // HyperShift rolls out 4.23.0: the HCP asks for it, its ignition generator writes the new release's Secrets.
+      management.seed(at(R2, [{ state: 'Partial', image: R2, version: '4.23.0' }, completed(R1, '4.22.0')]));
+      for (const nc of ['default', 'foo', 'bar']) management.seed(newRelease(nc));
+      const foo = (await guest.get({ ...OpenshiftEC2NodeClassType, name: 'foo' }))!;
+      guest.seed({ ...foo, spec: { tags: { team: 'b' } } });
+      guest.seed(oec2nc('bar'));
+      await r.reconcile('*');
+      await r.reconcile('*');
+      for (const name of ['default', 'foo']) {
+        expect(await userDataOf(guest, name)).toBe(`${name}-user-data`);
+        expect(specOf(await guest.get({ ...EC2NodeClass, name }))?.amiSelectorTerms).toEqual([{ id: 'ami-0123456789abcdef0' }]);
+        expect(await conditionsOf(guest, name)).toEqual([
+          {
+            type: 'UserDataUpToDate',
+            status: 'False',
+            reason: 'ControlPlaneUpgrading',
+            message: `EC2NodeClass ${name} keeps its userData while the control plane upgrades from 4.22.0 to 4.23.0: the new userData (Secret ${HCP_NAMESPACE}/${name}-ignition-4-23) is applied once the upgrade completes`,
+            lastTransitionTime: '2026-02-02T00:00:00Z',
+          },
+        ]);
+      }
+      expect((specOf(await guest.get({ ...EC2NodeClass, name: 'foo' }))?.tags as Record<string, string>)['team']).toBe('b');
+      expect(await userDataOf(guest, 'bar')).toBe('bar-user-data-4.23');
+      expect(await conditionsOf(guest, 'bar')).toEqual([]);
+      guest.clearWrites();
+      await r.reconcile('*');
+      expect(guest.writes).toEqual([]);
+
+      // The control plane completed 4.23.0: the new userData and AMIs apply, the condition goes.
+      management.seed(at(R2, [completed(R2, '4.23.0'), completed(R1, '4.22.0')]));
+      await r.reconcile('*');
+      for (const name of ['default', 'foo']) {
+        expect(await userDataOf(guest, name)).toBe(`${name}-user-data-4.23`);
+        expect(specOf(await guest.get({ ...EC2NodeClass, name }))?.amiSelectorTerms).toEqual([{ id: 'ami-0423' }]);
+        expect(await conditionsOf(guest, name)).toEqual([]);
+      }
+      guest.clearWrites();
+      await r.reconcile('*');
+      expect(guest.writes).toEqual([]);
+    });
+
+    it('a release status it cannot read is one Warning naming the field, and nothing is held', async () => {
+      const { management, guest, events, r } = setup(at(R1, [completed(R1, '4.22.0')]));
+      guest.seed(oec2nc('foo'));
+      await r.reconcile('*');
+      management.seed(
+        aHostedControlPlane({ spec: { releaseImage: R2 }, status: { versionStatus: { history: [{ state: 'Completed' }] } } }),
+      );
+      management.seed(newRelease('foo'));
+      await r.reconcile('*');
+      await r.reconcile('*');
+      expect(await userDataOf(guest, 'foo')).toBe('foo-user-data-4.23');
+      expect(events.events.map((e) => [e.type, e.reason])).toEqual([['Warning', 'InvalidHostedControlPlane']]);
+      expect(events.events[0]!.message).toContain('status.versionStatus.history[0].image');
+    });
   });
 });

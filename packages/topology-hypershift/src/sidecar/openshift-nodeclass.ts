@@ -1,13 +1,16 @@
 import {
   InvalidInputError,
   isInvalidInputError,
+  jsonEqual,
   Names,
   Types,
+  wholeTree,
   type CloudProvider,
   type ClusterStore,
   type EventRecorder,
   type KubeObject,
   type NodeClassSource,
+  type OwnedPath,
   type Reconciler,
   type Result,
   type TypeRef,
@@ -17,6 +20,7 @@ import { HostedControlPlaneType, HcpAnnotations, type HostedControlPlane } from 
 import { ignitionSecretWatch, IgnitionLabels, mergeNodeClassTags, nodeClassInputsFromSecrets, type NodeClassInput } from '../ignition.js';
 import { ADAPTER_FIELD_MANAGER, EC2NODECLASS_CRD } from './names.js';
 import { HcpScope } from './hcp-scope.js';
+import { controlPlaneUpgrade, releaseName, type ControlPlaneUpgrade } from './control-plane-release.js';
 
 export const OPENSHIFT_NODECLASS_CONTROLLER = 'openshiftec2nodeclass.translate';
 
@@ -38,7 +42,41 @@ export const OpenshiftNodeClassReasons = {
   invalid: 'InvalidOpenshiftEC2NodeClass',
   /** Event: the HostedCluster's resourceTags overrode tags the OpenshiftEC2NodeClass sets. */
   tagsOverridden: 'ResourceTagsOverride',
+  /** Condition `UserDataUpToDate` False: the EC2NodeClass keeps its userData while the control plane upgrades. */
+  controlPlaneUpgrading: 'ControlPlaneUpgrading',
 } as const;
+
+/** Condition on an OpenshiftEC2NodeClass, present (False) only while its new userData is held back. */
+export const USERDATA_UP_TO_DATE_CONDITION = 'UserDataUpToDate';
+
+/**
+ * The EC2NodeClass spec fields the translation decides, whatever the OpenshiftEC2NodeClass sets: the sidecar
+ * owns each of them whole, at every depth. One the translation leaves out (the OpenshiftEC2NodeClass no longer
+ * sets it) is removed from the EC2NodeClass, and so is a map key, list element or field inside one that it no
+ * longer renders. The others (`role`, `context`, `capacityReservationSelectorTerms`, `cpuOptions`,
+ * `networkInterfaces`, `placementGroupSelector`, `connectionTracking`, `ipPrefixCount`) are not mapped from an
+ * OpenshiftEC2NodeClass: whatever someone else set there is left alone.
+ */
+export const TRANSLATED_SPEC_FIELDS = [
+  'amiFamily',
+  'amiSelectorTerms',
+  'userData',
+  'instanceProfile',
+  'subnetSelectorTerms',
+  'securityGroupSelectorTerms',
+  'tags',
+  'associatePublicIPAddress',
+  'blockDeviceMappings',
+  'instanceStorePolicy',
+  'detailedMonitoring',
+  'metadataOptions',
+  'kubelet',
+] as const;
+
+/** The owned paths of an EC2NodeClass write: every translated field, whole, in the desired and the current object. Pure. */
+export function translatedSpecOwnedWhole(desired: KubeObject, current: KubeObject | undefined): OwnedPath[] {
+  return TRANSLATED_SPEC_FIELDS.flatMap((f) => wholeTree(`spec.${f}`, desired, current));
+}
 
 const discoveryTerms = (infraID: string) => [{ tags: { 'karpenter.sh/discovery': infraID } }];
 
@@ -133,7 +171,8 @@ const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
  * ID's discovery tag when it names none); its block devices, instance-store policy and detailed monitoring
  * are carried over as given. Tags, per tag: the HostedCluster's `resourceTags` win over the NodeClass's own on a
  * conflict unless that tag's `overridePolicy` is `Allow` (the keys whose NodeClass value was refused are
- * returned); keys Karpenter reserves are dropped by the renderer.
+ * returned); keys Karpenter reserves are dropped by the renderer. The result is the whole of the
+ * EC2NodeClass's `TRANSLATED_SPEC_FIELDS`: what it leaves out is removed from the EC2NodeClass.
  *
  * HyperShift's default carries no role and no instance profile, which Karpenter's EC2NodeClass requires one
  * of: without the HCP's default instance profile annotation nothing is rendered and the reason says so. Pure.
@@ -208,15 +247,52 @@ export function translateOpenshiftNodeClass(input: TranslationInput): Translatio
   };
 }
 
+export interface IgnitionHold {
+  /** What to render the EC2NodeClass from. */
+  ignition: NodeClassInput | undefined;
+  /** Set when the ignition Secret's userData was held back: the `UserDataUpToDate` False condition's reason and message. */
+  held?: { reason: string; message: string };
+}
+
+/**
+ * The ignition input EC2NodeClass `name` is rendered from, by HyperShift's upgrade rule: while the control
+ * plane upgrades (`upgrade`, see `controlPlaneUpgrade`), an EC2NodeClass that already has userData keeps it,
+ * with the AMIs it came with (one release's node configuration: a change to either would make Karpenter
+ * replace the nodes before the control plane runs the release they would join). A new EC2NodeClass (none
+ * yet, or without userData) gets the ignition Secret's; once the upgrade completed (`upgrade` undefined) the
+ * Secret's apply to all. Pure.
+ */
+export function holdIgnitionDuringUpgrade(
+  name: string,
+  ignition: NodeClassInput | undefined,
+  current: KubeObject | undefined,
+  upgrade: ControlPlaneUpgrade | undefined,
+): IgnitionHold {
+  const spec = isRecord(current?.spec) ? current.spec : {};
+  const userData = spec.userData;
+  if (!upgrade || !ignition || typeof userData !== 'string' || !userData) return { ignition };
+  const amis = Array.isArray(spec.amiSelectorTerms) ? (spec.amiSelectorTerms as Array<{ id: string }>) : ignition.amiSelectorTerms;
+  if (userData === ignition.userData && jsonEqual(amis, ignition.amiSelectorTerms)) return { ignition };
+  return {
+    ignition: { userData, amiSelectorTerms: structuredClone(amis), source: `EC2NodeClass ${name}` },
+    held: {
+      reason: OpenshiftNodeClassReasons.controlPlaneUpgrading,
+      message: `EC2NodeClass ${name} keeps its userData while the control plane upgrades from ${releaseName(upgrade.from)} to ${releaseName(upgrade.to)}: the new userData (${ignition.source}) is applied once the upgrade completes`,
+    },
+  };
+}
+
 /**
  * The OpenshiftEC2NodeClass status that mirrors its EC2NodeClass's: resolved subnets and security groups and
- * Karpenter's conditions; with `problem`, a `Ready` False condition saying why there is no EC2NodeClass. Pure.
+ * Karpenter's conditions; with `problem`, a `Ready` False condition saying why there is no EC2NodeClass; with
+ * `held`, a `UserDataUpToDate` False condition saying why its userData did not change. Pure.
  */
 export function mirroredStatus(
   ec2: KubeObject | undefined,
   problem: { reason: string; message: string } | undefined,
   now: string,
   current: Record<string, unknown> | undefined,
+  held?: { reason: string; message: string },
 ): Record<string, unknown> {
   const status = isRecord(ec2?.status) ? ec2.status : {};
   const list = (v: unknown): Array<Record<string, unknown>> => (Array.isArray(v) ? v.filter(isRecord) : []);
@@ -227,19 +303,24 @@ export function mirroredStatus(
   let conditions = list(status.conditions).map((c) =>
     pick(c, ['type', 'status', 'reason', 'message', 'lastTransitionTime', 'observedGeneration']),
   );
-  if (problem) {
-    const was = list(current?.conditions).find((c) => c.type === 'Ready');
-    const same = was && was.status === 'False' && was.reason === problem.reason;
+  // A False condition of ours keeps its transition time while its reason lasts.
+  const falseCondition = (type: string, why: { reason: string; message: string }) => {
+    const was = list(current?.conditions).find((c) => c.type === type);
+    const same = was && was.status === 'False' && was.reason === why.reason;
+    return {
+      type,
+      status: 'False',
+      reason: why.reason,
+      message: why.message,
+      lastTransitionTime: same && typeof was.lastTransitionTime === 'string' ? was.lastTransitionTime : now,
+    };
+  };
+  if (problem) conditions = [falseCondition('Ready', problem)];
+  if (held)
     conditions = [
-      {
-        type: 'Ready',
-        status: 'False',
-        reason: problem.reason,
-        message: problem.message,
-        lastTransitionTime: same && typeof was.lastTransitionTime === 'string' ? was.lastTransitionTime : now,
-      },
+      ...conditions.filter((c) => c.type !== USERDATA_UP_TO_DATE_CONDITION),
+      falseCondition(USERDATA_UP_TO_DATE_CONDITION, held),
     ];
-  }
   // Merge patch: a list that is gone is sent as null, so it is removed rather than left behind.
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries({ subnets, securityGroups, conditions }))
@@ -269,8 +350,10 @@ export interface OpenshiftNodeClassDeps {
  * `set-karpenter-taint` and `karpenter-subnets`, and translates every
  * OpenshiftEC2NodeClass into the EC2NodeClass of the same name (`translateOpenshiftNodeClass`) once
  * HyperShift's ignition generator has written its Secret; its finalizer holds it until the EC2NodeClass is
- * gone, and its status mirrors the EC2NodeClass's. Level-based: each key re-derives everything and writes
- * only differences. Key: an OpenshiftEC2NodeClass name, or `*` for all of them.
+ * gone, and its status mirrors the EC2NodeClass's. While the control plane upgrades, an EC2NodeClass keeps
+ * its userData (`holdIgnitionDuringUpgrade`, condition `UserDataUpToDate` False on the OpenshiftEC2NodeClass).
+ * Level-based: each key re-derives everything and writes only differences. Key: an OpenshiftEC2NodeClass
+ * name, or `*` for all of them.
  */
 export class OpenshiftNodeClassReconciler implements Reconciler {
   readonly name = OPENSHIFT_NODECLASS_CONTROLLER;
@@ -351,10 +434,11 @@ export class OpenshiftNodeClassReconciler implements Reconciler {
         onInvalid: (e) => this.report(hcp, `secret:${e.object}`, 'InvalidIgnitionSecret', e.message),
       });
       await management.apply(renderTaintConfigMap(namespace), { fieldManager: ADAPTER_FIELD_MANAGER, force: true });
+      const upgrade = this.upgradeOf(hcp, hcpObject);
       const names = key === '*' ? (await guest.list(OpenshiftEC2NodeClassType)).map((o) => o.metadata.name) : [key];
       let result: Result = {};
       for (const name of names) {
-        const r = await this.translate(hcp, name, inputs.get(name));
+        const r = await this.translate(hcp, name, inputs.get(name), upgrade);
         if (r.requeueAfterMs !== undefined) result = r;
       }
       const subnets = renderSubnetsConfigMap(hcp, await guest.list(OpenshiftEC2NodeClassType));
@@ -367,7 +451,25 @@ export class OpenshiftNodeClassReconciler implements Reconciler {
     });
   }
 
-  private async translate(hcp: HostedControlPlane, name: string, ignition: NodeClassInput | undefined): Promise<Result> {
+  /** The control-plane upgrade in progress; a release status that cannot be read is reported and counts as none. */
+  private upgradeOf(hcp: HostedControlPlane, hcpObject: KubeObject): ControlPlaneUpgrade | undefined {
+    try {
+      const upgrade = controlPlaneUpgrade(hcpObject);
+      this.lastProblem.delete('hcp:release');
+      return upgrade;
+    } catch (e) {
+      if (!isInvalidInputError(e)) throw e;
+      this.report(hcp, 'hcp:release', e.reason, `${e.message} (userData is not held back during an upgrade until it is fixed)`);
+      return undefined;
+    }
+  }
+
+  private async translate(
+    hcp: HostedControlPlane,
+    name: string,
+    ignition: NodeClassInput | undefined,
+    upgrade?: ControlPlaneUpgrade,
+  ): Promise<Result> {
     const { guest, cloud } = this.deps;
     const openshift = await guest.get({ ...OpenshiftEC2NodeClassType, name });
     const ec2Ref = { ...cloud.nodeClassType, name };
@@ -384,12 +486,15 @@ export class OpenshiftNodeClassReconciler implements Reconciler {
       return {};
     }
     if (!finalizers.includes(OPENSHIFT_NODECLASS_FINALIZER)) await guest.updateFinalizers(ref, { add: [OPENSHIFT_NODECLASS_FINALIZER] });
-    const t = translateOpenshiftNodeClass({ hcp, openshift, ignition, render: (s) => cloud.renderNodeClass(s) });
-    let ec2: KubeObject | undefined;
+    let ec2 = await guest.get(ec2Ref);
+    const hold = holdIgnitionDuringUpgrade(name, ignition, ec2, upgrade);
+    const t = translateOpenshiftNodeClass({ hcp, openshift, ignition: hold.ignition, render: (s) => cloud.renderNodeClass(s) });
     if (t.ok) {
-      // A tag removed from the OpenshiftEC2NodeClass (or the HostedCluster) leaves the EC2NodeClass too: the
-      // translation owns spec.tags whole. (Optional scalars and lists the API server may default are not.)
-      ec2 = (await guest.apply(t.object, { fieldManager: ADAPTER_FIELD_MANAGER, force: true, ownedWhole: ['spec.tags'] })).object;
+      // The translation's output is the EC2NodeClass's spec for every field it maps: one the OpenshiftEC2NodeClass
+      // (or the HostedCluster) no longer sets leaves the EC2NodeClass too, at any depth. Fields it does not map
+      // stay as whoever set them left them (TRANSLATED_SPEC_FIELDS).
+      const ownedWhole = translatedSpecOwnedWhole(t.object, ec2);
+      ec2 = (await guest.apply(t.object, { fieldManager: ADAPTER_FIELD_MANAGER, force: true, ownedWhole })).object;
       if (t.tagConflicts.length)
         this.report(
           hcp,
@@ -398,12 +503,11 @@ export class OpenshiftNodeClassReconciler implements Reconciler {
           `OpenshiftEC2NodeClass ${name} spec.tags: the HostedCluster's resourceTags win for ${t.tagConflicts.join(', ')}`,
         );
       else this.lastProblem.delete(name);
-    } else {
-      ec2 = await guest.get(ec2Ref); // the last good EC2NodeClass stays
-      if (t.reason !== OpenshiftNodeClassReasons.ignitionPending) this.report(hcp, name, t.reason, t.message);
+    } else if (t.reason !== OpenshiftNodeClassReasons.ignitionPending) {
+      this.report(hcp, name, t.reason, t.message); // the last good EC2NodeClass stays
     }
     const current = openshift.status as Record<string, unknown> | undefined;
-    const status = mirroredStatus(ec2, t.ok ? undefined : t, this.deps.now(), current);
+    const status = mirroredStatus(ec2, t.ok ? undefined : t, this.deps.now(), current, t.ok ? hold.held : undefined);
     await guest.patchStatus(ref, status);
     return {};
   }
