@@ -263,6 +263,9 @@ export async function startOperator(ctx: BenchContext, opts: OperatorOptions): P
     AWS_SHARED_CREDENTIALS_FILE: creds,
     NODE_IDENTITY_CREDENTIALS_FILE: creds,
     AWS_ENDPOINT_URL_EC2: ctx.cluster.info.ec2Endpoint ?? '',
+    // The emulator answers IAM too (instance profile look-ups of the NodeClass verification): without it the
+    // operator asks the real iam.amazonaws.com, fails and retries all through the benchmark.
+    AWS_ENDPOINT_URL_IAM: ctx.cluster.info.ec2Endpoint ?? '',
     AWS_EC2_METADATA_DISABLED: 'true',
     AWS_ACCESS_KEY_ID: undefined,
     AWS_SECRET_ACCESS_KEY: undefined,
