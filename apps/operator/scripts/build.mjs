@@ -59,6 +59,15 @@ await build({
   // dependencies' comments have typographic quotes) makes it a two-byte string. 9.4 MB as two bytes per
   // character was 18.8 MiB of every operator's memory; 6.6 MB of Latin-1 is 6.6 MiB (checked below).
   minifyWhitespace: true,
+  // ESM builds of dependencies that ship both (the AWS SDK: `module` is dist-es, `main` one CommonJS file per
+  // client), so esbuild can leave out what is never used: of @aws-sdk/client-ec2's ~750 commands the operator
+  // sends four.
+  mainFields: ['module', 'main'],
+  // main.ts import()s each command's module; without splitting esbuild wraps every module behind such an
+  // import() into a lazily run closure, and a wrapped module keeps all of its exports (the whole EC2 client).
+  // With it, each lazily imported part is a chunk of its own under chunks/, read when first imported.
+  splitting: true,
+  chunkNames: 'chunks/[name]-[hash]',
   sourcemap: 'linked',
   legalComments: 'linked',
   logLevel: 'warning',
@@ -67,8 +76,17 @@ await build({
 });
 writeFileSync(join(out, 'package.json'), JSON.stringify({ type: 'module' }) + '\n');
 // A bundle V8 can hold as a one-byte string: every character Latin-1 (see minifyWhitespace above).
-for (const e of entries) {
-  const file = join(out, `${e.out}.js`);
+const chunkDir = join(out, 'chunks');
+const outputs = [
+  ...entries.map((e) => `${e.out}.js`),
+  ...(existsSync(chunkDir)
+    ? readdirSync(chunkDir)
+        .filter((n) => n.endsWith('.js'))
+        .map((n) => `chunks/${n}`)
+    : []),
+];
+for (const name of outputs) {
+  const file = join(out, name);
   const text = readFileSync(file, 'utf8');
   const at = text.search(/[^\u0000-\u00ff]/u);
   if (at >= 0) {
