@@ -11,18 +11,17 @@
 // --compare DIR/main.js runs that bundle (e.g. `node apps/operator/scripts/build.mjs DIR` at another commit)
 // and this one in turn on the same cluster, compare first, --runs times each, one operator at a time, and
 // reports both medians and their ratio (this / compare). --compare-node-flags and --compare-node-env give the
-// compared run other Node flags / environment than the image's launcher (`""` for none), so a change of the
-// launcher is measured the same way.
+// compared run other Node flags than the image's launcher (`=` for none) and more environment (NAME=VALUE ...),
+// so a change of the launcher is measured the same way.
 //
 //   npm run bench -- idle [--window-s 120] [--settle-s 15] [--runs 1] [--compare MAIN
-//                          [--compare-node-flags "--max-semi-space-size=1"] [--compare-node-env "K=V ..."]]
+//                          [--compare-node-flags=--max-semi-space-size=1] [--compare-node-env="NAME=VALUE ..."]]
 //                          [--timeout-s 600]
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { summarizeAuditWindow } from './src/audit-window.js';
 import {
   applyKarpenterAndCredentials,
-  imageNodeEnv,
   imageNodeFlags,
   installManifests,
   memoryBreakdown,
@@ -84,7 +83,7 @@ function residentSplit(pid: number): { rssAnonMiB?: number; rssFileMiB?: number 
 async function oneRun(ctx: BenchContext, run: number, bundle: 'this' | 'compare') {
   const compare = bundle === 'compare';
   const nodeFlags = compare && args['compare-node-flags'] !== undefined ? words(args['compare-node-flags']) : imageNodeFlags(ctx.root);
-  const nodeEnv = compare && args['compare-node-env'] !== undefined ? compareEnv(args['compare-node-env']) : imageNodeEnv(ctx.root);
+  const nodeEnv = compare && args['compare-node-env'] !== undefined ? compareEnv(args['compare-node-env']) : {};
   const op = await startOperator(ctx, { name: `operator-${run}-${bundle}`, nodeFlags, nodeEnv, ...(compare ? { main: COMPARE! } : {}) });
   await op.waitReady();
   await waitConverged(ctx);

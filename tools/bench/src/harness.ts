@@ -193,7 +193,7 @@ export interface OperatorOptions {
   main?: string;
   /** Node flags instead of those the image's launcher passes (`images/karpenter-operator`). */
   nodeFlags?: string[];
-  /** Environment for Node instead of what the image's launcher sets (`imageNodeEnv`); `{}` for none. */
+  /** Environment for Node (e.g. `GLIBC_TUNABLES`, `MALLOC_ARENA_MAX`) to measure a launcher change with. */
   nodeEnv?: Record<string, string>;
 }
 
@@ -205,13 +205,6 @@ export function imageNodeFlags(root: string): string[] {
   const script = readFileSync(join(root, 'images/karpenter-operator'), 'utf8');
   const m = /^NODE_FLAGS="([^"]*)"/m.exec(script);
   return m?.[1]?.split(/\s+/).filter(Boolean) ?? [];
-}
-
-/** The environment the image's launcher (`images/karpenter-operator`) sets for Node: its `GLIBC_TUNABLES` line. */
-export function imageNodeEnv(root: string): Record<string, string> {
-  const script = readFileSync(join(root, 'images/karpenter-operator'), 'utf8');
-  const m = /^GLIBC_TUNABLES="([^"]*)"/m.exec(script);
-  return m?.[1] ? { GLIBC_TUNABLES: m[1] } : {};
 }
 
 const supervisors = new WeakMap<BenchContext, { sup: ProcessSupervisor; kubeconfig: string; creds: string }>();
@@ -281,7 +274,7 @@ export async function startOperator(ctx: BenchContext, opts: OperatorOptions): P
     LOG_LEVEL: opts.logLevel ?? 'info',
     // As the image runs it (/usr/bin/karpenter-operator): with Node's compile cache, warmed by the first run.
     NODE_COMPILE_CACHE: join(ctx.root, '.local/bench/compile-cache'),
-    ...(opts.nodeEnv ?? imageNodeEnv(ctx.root)),
+    ...opts.nodeEnv,
     ...opts.env,
   };
   const spawnedAt = Date.now();
