@@ -1,4 +1,5 @@
-// Bundles each image's entry point into one ESM file with production dependencies inlined, and copies the
+// Bundles each image's entry point into an ESM file (plus chunks/, shared by the entries and loaded as the
+// entry import()s them) with production dependencies inlined, and copies the
 // CRDs each one serves (produced from the pinned Go modules by tools/cluster/fetch-crds.sh) beside it: the
 // operator's Karpenter CRDs, the HyperShift sidecar's OpenshiftEC2NodeClass.
 //   build.mjs [OUTDIR] [--entry main|adapter]...
