@@ -7,6 +7,10 @@ import { clusterEgressProblems, readIfPresent, readProxyEnv } from './egress.js'
 import { flagCommand, parseFlags } from './cli/flags.js';
 import { ExitCodes, runMain } from './runtime/manager.js';
 import { providerFor } from './providers.js';
+// Static, unlike the offline commands' modules: the image warms Node's compile cache by running `--help`
+// (images/operator.Containerfile), and the cache holds only the modules a run loads, so everything the
+// operator itself loads has to load for `--help` too (client-node, undici, prom-client: 2.3 MB of chunks).
+import { runOperator } from './cli/run.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** The build (apps/operator/scripts/build.mjs) puts the runtime CRDs beside the bundled main.js. */
@@ -44,7 +48,6 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
     process.stderr.write(`karpenter-operator: cannot start: ${parsed.errors.join('; ')}\n`);
     return ExitCodes.usage;
   }
-  const { runOperator } = await import('./cli/run.js');
   return runOperator(parsed.config, env);
 }
 

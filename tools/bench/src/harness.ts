@@ -193,6 +193,8 @@ export interface OperatorOptions {
   main?: string;
   /** Node flags instead of those the image's launcher passes (`images/karpenter-operator`). */
   nodeFlags?: string[];
+  /** Environment for Node (e.g. `GLIBC_TUNABLES`, `MALLOC_ARENA_MAX`) to measure a launcher change with. */
+  nodeEnv?: Record<string, string>;
 }
 
 /**
@@ -263,12 +265,16 @@ export async function startOperator(ctx: BenchContext, opts: OperatorOptions): P
     AWS_SHARED_CREDENTIALS_FILE: creds,
     NODE_IDENTITY_CREDENTIALS_FILE: creds,
     AWS_ENDPOINT_URL_EC2: ctx.cluster.info.ec2Endpoint ?? '',
+    // The emulator answers IAM too (instance profile look-ups of the NodeClass verification): without it the
+    // operator asks the real iam.amazonaws.com, fails and retries all through the benchmark.
+    AWS_ENDPOINT_URL_IAM: ctx.cluster.info.ec2Endpoint ?? '',
     AWS_EC2_METADATA_DISABLED: 'true',
     AWS_ACCESS_KEY_ID: undefined,
     AWS_SECRET_ACCESS_KEY: undefined,
     LOG_LEVEL: opts.logLevel ?? 'info',
     // As the image runs it (/usr/bin/karpenter-operator): with Node's compile cache, warmed by the first run.
     NODE_COMPILE_CACHE: join(ctx.root, '.local/bench/compile-cache'),
+    ...opts.nodeEnv,
     ...opts.env,
   };
   const spawnedAt = Date.now();
