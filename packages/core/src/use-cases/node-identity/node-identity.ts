@@ -226,7 +226,7 @@ export class NodeIdentityReconciler implements Reconciler {
   }
 
   async resyncKeys(): Promise<string[]> {
-    const csrs = await this.deps.store.list(Types.CertificateSigningRequest);
+    const csrs = await this.deps.store.list(Types.CertificateSigningRequest, { readOnly: true });
     const keys: string[] = [];
     for (const csr of csrs) {
       if (!KubeletSigners.has(csrView(csr).signerName)) continue;
@@ -236,7 +236,7 @@ export class NodeIdentityReconciler implements Reconciler {
     const live = new Set(csrs.map((c) => c.metadata.name));
     this.index.prune(live);
     this.requests.retain(live);
-    const claims = await this.deps.store.list(Types.NodeClaim);
+    const claims = await this.deps.store.list(Types.NodeClaim, { readOnly: true });
     const claimKeys = new Set(claims.map((c) => c.metadata.uid ?? c.metadata.name));
     for (const k of [...this.approvedHere.keys()]) if (!claimKeys.has(k)) this.approvedHere.delete(k);
     this.lookup.prune();
@@ -449,7 +449,7 @@ export class NodeIdentityReconciler implements Reconciler {
 
   /** NodeClaims as the policy sees them (shared by concurrent reconciles; dropped by any NodeClaim event). */
   private async listClaims(): Promise<ClaimSnapshot> {
-    const objects = await this.deps.store.list(Types.NodeClaim);
+    const objects = await this.deps.store.list(Types.NodeClaim, { readOnly: true });
     const views = objects.map((o) => csrNodeClaimView(o, (p) => this.deps.cloud.instanceIdFromProviderId(p)));
     // A deleting NodeClaim never gets a client CSR approved (policy), so its instance is not worth a lookup.
     return {
@@ -460,7 +460,7 @@ export class NodeIdentityReconciler implements Reconciler {
 
   /** The census of kubelet CSRs (shared by concurrent reconciles). */
   private async listCsrs(): Promise<CsrSnapshot> {
-    const objects = await this.deps.store.list(Types.CertificateSigningRequest);
+    const objects = await this.deps.store.list(Types.CertificateSigningRequest, { readOnly: true });
     const out: CsrSnapshot = { pending: [], approvedClient: [] };
     for (const c of objects) {
       const v = csrView(c);
