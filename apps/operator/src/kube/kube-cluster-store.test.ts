@@ -82,6 +82,16 @@ describe('KubeClusterStore reads', () => {
     await stop();
   });
 
+  it('lists the cached objects themselves when asked for a read-only list (no copies), copies otherwise', async () => {
+    const { store, caches, stop } = await world([nodePool('b'), nodePool('a')]);
+    const cached = caches.informersOf(Types.NodePool).flatMap((c) => c.list());
+    const readOnly = await store.list(Types.NodePool, { readOnly: true });
+    expect(readOnly.map((o) => o.metadata.name)).toEqual(['a', 'b']);
+    for (const o of readOnly) expect(cached).toContain(o);
+    for (const o of await store.list(Types.NodePool)) expect(cached).not.toContain(o);
+    await stop();
+  });
+
   it.each([
     { name: 'kind never watched', ref: { ...Types.Secret, name: 's', namespace: ns } },
     { name: 'namespace not covered', ref: { ...Types.Deployment, name: 'd', namespace: 'other' } },

@@ -116,7 +116,10 @@ export class KubeClusterStore implements ClusterStore {
         if (!seen || isOlder(seen, o)) byKey.set(key, o);
       }
     }
-    return [...byKey.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([, o]) => clone(o) as T);
+    // Code-unit order: a fraction of localeCompare's cost on thousands of keys, the same order for
+    // Kubernetes names (lower-case letters, digits, '-' and '.').
+    const sorted = [...byKey.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return sorted.map(([, o]) => (options.readOnly ? o : clone(o)) as T);
   }
 
   async apply<T extends KubeObject = KubeObject>(desired: T, options: ApplyOptions = {}): Promise<WriteResult<T>> {

@@ -7,6 +7,12 @@ export interface ListOptions {
   namespace?: string;
   /** Equality match on labels; a value of `undefined` matches "key exists". */
   labels?: Record<string, string | undefined>;
+  /**
+   * The cached objects themselves instead of copies: for a reader that only projects fields out of
+   * thousands of objects (copying them all would block the event loop for as long as it takes). They are
+   * the cache's own: the caller must never change them (the cache replaces an object when it changes).
+   */
+  readOnly?: boolean;
 }
 
 export interface ApplyOptions {

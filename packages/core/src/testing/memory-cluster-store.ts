@@ -16,6 +16,14 @@ const keyOf = (r: { apiVersion: string; kind: string; name: string; namespace?: 
 
 const clone = <T>(v: T): T => structuredClone(v);
 
+function deepFreeze<T>(v: T): T {
+  if (v && typeof v === 'object' && !Object.isFrozen(v)) {
+    for (const child of Object.values(v)) deepFreeze(child);
+    Object.freeze(v);
+  }
+  return v;
+}
+
 /** Deep merge with merge-patch semantics (`null` deletes; arrays replace). */
 export function mergePatch(target: unknown, patch: unknown): unknown {
   if (typeof patch !== 'object' || patch === null || Array.isArray(patch)) return clone(patch);
@@ -82,16 +90,21 @@ export class MemoryClusterStore implements ClusterStore {
   }
 
   async list<T extends KubeObject = KubeObject>(type: TypeRef, options: ListOptions = {}): Promise<T[]> {
-    return [...this.objects.values()]
-      .filter((o) => o.apiVersion === type.apiVersion && o.kind === type.kind)
-      .filter((o) => options.namespace === undefined || o.metadata.namespace === options.namespace)
-      .filter((o) =>
-        Object.entries(options.labels ?? {}).every(([k, v]) =>
-          v === undefined ? o.metadata.labels?.[k] !== undefined : o.metadata.labels?.[k] === v,
-        ),
-      )
-      .sort((a, b) => `${a.metadata.namespace ?? ''}/${a.metadata.name}`.localeCompare(`${b.metadata.namespace ?? ''}/${b.metadata.name}`))
-      .map((o) => clone(o) as T);
+    return (
+      [...this.objects.values()]
+        .filter((o) => o.apiVersion === type.apiVersion && o.kind === type.kind)
+        .filter((o) => options.namespace === undefined || o.metadata.namespace === options.namespace)
+        .filter((o) =>
+          Object.entries(options.labels ?? {}).every(([k, v]) =>
+            v === undefined ? o.metadata.labels?.[k] !== undefined : o.metadata.labels?.[k] === v,
+          ),
+        )
+        .map((o) => ({ o, key: `${o.metadata.namespace ?? ''}/${o.metadata.name}` }))
+        .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0)) // code-unit order, as the real store
+        .map(({ o }) => o)
+        // Read-only lists are frozen copies here: a caller that changes one fails its test (strict mode throws).
+        .map((o) => (options.readOnly ? deepFreeze(clone(o)) : clone(o)) as T)
+    );
   }
 
   private takeFailure(verb: RecordedWrite['verb']): void {

@@ -223,7 +223,7 @@ export class DefaultNodeClassReconciler implements Reconciler {
         store.list(Types.MachineSet, { namespace: Names.machineApiNamespace }),
         store.list(Types.Secret, { namespace: Names.machineApiNamespace }),
         store.get({ ...Types.ConfigMap, namespace: Names.mcoNamespace, name: Names.bootImagesConfigMap }),
-        store.list(Types.Node),
+        store.list(Types.Node, { readOnly: true }),
       ]);
       const rendered = await this.discoverMemoized(fresh, {
         facts,

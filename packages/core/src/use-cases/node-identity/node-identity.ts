@@ -17,11 +17,10 @@ import {
   KubeletClientSigner,
   KubeletServingSigner,
   LaunchDeadlineMs,
-  nodeNameFromUser,
   normalizeDns,
   precheckKubeletCsr,
 } from '../../policy/csr.js';
-import { csrRequestPem, parseCertificateRequestPem, type CsrParseResult } from '../../policy/csr-parse.js';
+import type { CsrParseResult } from '../../policy/csr-parse.js';
 import type { Clock } from '../../ports/clock.js';
 import type { CloudProvider, InstanceInfo } from '../../ports/cloud-provider.js';
 import type { ClusterStore } from '../../ports/cluster-store.js';
@@ -42,6 +41,7 @@ import {
   NotOursReasons,
 } from './reporting.js';
 import { CsrIndex } from './csr-index.js';
+import { CsrRequests, type ListedCsr } from './csr-requests.js';
 import { SharedSnapshot } from './shared-snapshot.js';
 
 export const NodeIdentityController = 'certificatesigningrequest.node-identity';
@@ -76,8 +76,10 @@ export interface NodeIdentityLimits {
    * of this operator's own approvals covers.
    */
   snapshotTtlMs?: number;
-  /** Timer for the lookup micro-batch (defaults to setTimeout). */
+  /** Timer for the lookup micro-batch and the parsing slices (defaults to setTimeout). */
   schedule?: (fn: () => void, ms: number) => void;
+  /** Approved client CSRs parsed at most this many at a time between yields to the event loop. */
+  parseSliceSize?: number;
 }
 
 export interface NodeIdentityDeps {
@@ -114,11 +116,6 @@ const Defaults = {
 
 const KubeletSigners = new Set([KubeletClientSigner, KubeletServingSigner]);
 
-interface ParsedCacheEntry {
-  parsed: CsrParseResult;
-  nodeName?: string;
-}
-
 interface ClaimSnapshot {
   views: CsrNodeClaim[];
   /** Instance IDs of live NodeClaims not registered yet: the machines a client CSR may come from. */
@@ -130,10 +127,11 @@ interface CsrSnapshot {
   pending: string[];
   /**
    * Approved (or issued) client CSRs, unparsed. Only those created after a NodeClaim can count against it,
-   * so each decision parses (once per uid) just the ones newer than its NodeClaims: a fresh start among
-   * thousands of approved CSRs does not parse them all before the first pending one is decided.
+   * so each decision parses (once per uid and resourceVersion, see `CsrRequests`) just the ones newer than
+   * its NodeClaims: a fresh start among thousands of approved CSRs does not parse them all before the first
+   * pending one is decided.
    */
-  approvedClient: Array<{ object: KubeObject; createdMs: number }>;
+  approvedClient: ListedCsr[];
 }
 
 type AnyObject = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } } & Record<string, unknown>;
@@ -149,7 +147,7 @@ type AnyObject = { apiVersion: string; kind: string; metadata: { name: string; n
  * repeat them. Approvals pause, with condition `NodeIdentityHealthy=False/TooManyPendingCSRs`, while
  * more Karpenter-looking CSRs are pending than the bound.
  *
- * In-process state (all derived, rebuilt by resync): parsed requests by CSR uid, the `CsrIndex` (pending
+ * In-process state (all derived, rebuilt by resync): parsed requests by CSR (`CsrRequests`), the `CsrIndex` (pending
  * CSRs, when each was first seen, its last decision; used to map NodeClaim and Node events to CSRs), and
  * the client CSRs this process approved per NodeClaim (the cache may not show an approval yet when the
  * next CSR arrives). Only reconcile and resync change it or call the cloud: `keysFor` reads, so standby
@@ -160,7 +158,7 @@ export class NodeIdentityReconciler implements Reconciler {
   readonly watches: Watch[] = [{ type: Types.CertificateSigningRequest }, { type: Types.NodeClaim }, { type: Types.Node }];
 
   private readonly lookup: InstanceLookup;
-  private readonly parsedByUid = new Map<string, ParsedCacheEntry>();
+  private readonly requests: CsrRequests;
   private readonly index: CsrIndex;
   /** Canonical node names of the instances of unregistered NodeClaims, as of the last client reconcile. */
   private candidateNames = new Set<string>();
@@ -178,6 +176,11 @@ export class NodeIdentityReconciler implements Reconciler {
   constructor(private readonly deps: NodeIdentityDeps) {
     const l = deps.limits ?? {};
     this.index = new CsrIndex(deps.clock);
+    const schedule = l.schedule;
+    this.requests = new CsrRequests({
+      ...(l.parseSliceSize !== undefined ? { sliceSize: l.parseSliceSize } : {}),
+      ...(schedule ? { yieldToEventLoop: () => new Promise<void>((resolve) => schedule(resolve, 0)) } : {}),
+    });
     this.lookup = new InstanceLookup({
       cloud: deps.cloud,
       facts: deps.facts,
@@ -223,18 +226,17 @@ export class NodeIdentityReconciler implements Reconciler {
   }
 
   async resyncKeys(): Promise<string[]> {
-    const csrs = await this.deps.store.list(Types.CertificateSigningRequest);
-    const live = new Set<string>();
+    const csrs = await this.deps.store.list(Types.CertificateSigningRequest, { readOnly: true });
     const keys: string[] = [];
     for (const csr of csrs) {
-      if (csr.metadata.uid) live.add(csr.metadata.uid);
       if (!KubeletSigners.has(csrView(csr).signerName)) continue;
       this.track(csr);
       if (csrState(csr) === 'pending') keys.push(csr.metadata.name);
     }
-    this.index.prune(new Set(csrs.map((c) => c.metadata.name)));
-    for (const uid of [...this.parsedByUid.keys()]) if (!live.has(uid)) this.parsedByUid.delete(uid);
-    const claims = await this.deps.store.list(Types.NodeClaim);
+    const live = new Set(csrs.map((c) => c.metadata.name));
+    this.index.prune(live);
+    this.requests.retain(live);
+    const claims = await this.deps.store.list(Types.NodeClaim, { readOnly: true });
     const claimKeys = new Set(claims.map((c) => c.metadata.uid ?? c.metadata.name));
     for (const k of [...this.approvedHere.keys()]) if (!claimKeys.has(k)) this.approvedHere.delete(k);
     this.lookup.prune();
@@ -245,12 +247,12 @@ export class NodeIdentityReconciler implements Reconciler {
     const { store, clock } = this.deps;
     const csr = await store.get({ ...Types.CertificateSigningRequest, name });
     if (!csr) {
-      this.forget(name);
+      this.forget(name, false);
       return {};
     }
     const view = csrView(csr);
     if (!KubeletSigners.has(view.signerName) || csrState(csr) !== 'pending') {
-      this.forget(name);
+      this.forget(name, KubeletSigners.has(view.signerName));
       return {};
     }
     const log = this.deps.logger.child({ controller: this.name, csr: name });
@@ -358,13 +360,13 @@ export class NodeIdentityReconciler implements Reconciler {
       } catch (e) {
         if (claimKey !== undefined) this.approvedHere.get(claimKey)?.delete(name);
         if (isNotFoundError(e)) {
-          this.forget(name);
+          this.forget(name, false);
           return {};
         }
         throw e;
       }
       this.report(csr, decision, log, claimsGeneration);
-      this.forget(name);
+      this.forget(name, true);
       return {};
     }
 
@@ -423,30 +425,21 @@ export class NodeIdentityReconciler implements Reconciler {
   }
 
   private async parse(csr: KubeObject): Promise<CsrParseResult> {
-    const uid = csr.metadata.uid;
-    const hit = uid ? this.parsedByUid.get(uid) : undefined;
-    if (hit) return hit.parsed;
-    const parsed = await parseCertificateRequestPem(csrRequestPem(csr));
-    let nodeName: string | undefined;
-    if (parsed.ok) {
-      const cn = parsed.request.subject.find((a) => a.type === 'CN')?.value;
-      const n = cn ? nodeNameFromUser(cn) : undefined;
-      // As asked for: a name in another spelling is not approvable and must not match a real node's CSRs.
-      if (n) nodeName = n;
-    }
-    // The request of a CSR is immutable, so its uid identifies the parse.
-    if (uid) this.parsedByUid.set(uid, nodeName ? { parsed, nodeName } : { parsed });
-    return parsed;
+    return (await this.requests.parse(csr)).parsed;
   }
 
   /** Indexes a kubelet CSR (with the node name of its parsed request, when parsed). */
   private track(csr: KubeObject): void {
-    const uid = csr.metadata.uid;
-    this.index.track(csr, uid ? this.parsedByUid.get(uid)?.nodeName : undefined);
+    this.index.track(csr, this.requests.nodeNameOf(csr));
   }
 
-  private forget(name: string): void {
+  /**
+   * A CSR that is no longer pending, or gone: out of the index. Its parse is kept while `keepParse` (an
+   * approved kubelet CSR, which the one-client-certificate rule may ask about); a deleted CSR's is dropped.
+   */
+  private forget(name: string, keepParse: boolean): void {
     this.index.forget(name);
+    if (!keepParse) this.requests.drop(name);
   }
 
   private async nodesNamed(nodeName: string): Promise<CsrNode[]> {
@@ -456,7 +449,7 @@ export class NodeIdentityReconciler implements Reconciler {
 
   /** NodeClaims as the policy sees them (shared by concurrent reconciles; dropped by any NodeClaim event). */
   private async listClaims(): Promise<ClaimSnapshot> {
-    const objects = await this.deps.store.list(Types.NodeClaim);
+    const objects = await this.deps.store.list(Types.NodeClaim, { readOnly: true });
     const views = objects.map((o) => csrNodeClaimView(o, (p) => this.deps.cloud.instanceIdFromProviderId(p)));
     // A deleting NodeClaim never gets a client CSR approved (policy), so its instance is not worth a lookup.
     return {
@@ -467,7 +460,7 @@ export class NodeIdentityReconciler implements Reconciler {
 
   /** The census of kubelet CSRs (shared by concurrent reconciles). */
   private async listCsrs(): Promise<CsrSnapshot> {
-    const objects = await this.deps.store.list(Types.CertificateSigningRequest);
+    const objects = await this.deps.store.list(Types.CertificateSigningRequest, { readOnly: true });
     const out: CsrSnapshot = { pending: [], approvedClient: [] };
     for (const c of objects) {
       const v = csrView(c);
@@ -481,18 +474,6 @@ export class NodeIdentityReconciler implements Reconciler {
       }
       if (v.signerName !== KubeletClientSigner || (state !== 'approved' && state !== 'issued')) continue;
       out.approvedClient.push({ object: c, createdMs: v.createdMs });
-    }
-    return out;
-  }
-
-  /** Names of approved client CSRs for `nodeName` created at or after `sinceMs` (parsed once per uid). */
-  private async approvedClientCsrsFor(csrs: CsrSnapshot, nodeName: string, sinceMs: number): Promise<string[]> {
-    const out: string[] = [];
-    for (const { object, createdMs } of csrs.approvedClient) {
-      if (createdMs < sinceMs) continue;
-      await this.parse(object);
-      const uid = object.metadata.uid;
-      if (uid && this.parsedByUid.get(uid)?.nodeName === nodeName) out.push(object.metadata.name);
     }
     return out;
   }
@@ -511,7 +492,7 @@ export class NodeIdentityReconciler implements Reconciler {
     for (const nc of nodeClaims) {
       const dns = nc.instanceId ? instances.get(nc.instanceId)?.privateDnsName : undefined;
       if (!dns || normalizeDns(dns) !== nodeName) continue;
-      const seen = new Set(await this.approvedClientCsrsFor(csrs, nodeName, nc.createdMs));
+      const seen = new Set(await this.requests.approvedFor(csrs.approvedClient, nodeName, nc.createdMs));
       for (const n of this.approvedHere.get(nc.uid ?? nc.name) ?? []) seen.add(n);
       if (seen.size) counts.set(nc.name, seen.size);
     }

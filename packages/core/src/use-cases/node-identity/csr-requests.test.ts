@@ -1,0 +1,136 @@
+import 'reflect-metadata';
+import { webcrypto } from 'node:crypto';
+import { Pkcs10CertificateRequestGenerator } from '@peculiar/x509';
+import { beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { KubeObject } from '../../model/kube.js';
+import { Types } from '../../model/kube.js';
+import { parseCertificateRequestPem } from '../../policy/csr-parse.js';
+import { CsrRequests, type ListedCsr } from './csr-requests.js';
+
+// The real parser, observed: which requests the memo parses, and how many.
+vi.mock('../../policy/csr-parse.js', async (original) => {
+  const real = await original<typeof import('../../policy/csr-parse.js')>();
+  return { ...real, parseCertificateRequestPem: vi.fn(real.parseCertificateRequestPem) };
+});
+const parses = () => vi.mocked(parseCertificateRequestPem).mock.calls.length;
+
+let keys: webcrypto.CryptoKeyPair;
+beforeAll(async () => {
+  keys = (await webcrypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
+});
+beforeEach(() => vi.mocked(parseCertificateRequestPem).mockClear());
+
+const requests = new Map<string, string>();
+/** An approved client CSR for `node` (requests cached per node: generating one is the slow part). */
+async function anApprovedCsr(name: string, node: string, o: { uid?: string; rv?: string; createdMs?: number } = {}): Promise<KubeObject> {
+  let request = requests.get(node);
+  if (!request) {
+    const csr = await Pkcs10CertificateRequestGenerator.create({
+      name: `CN=system:node:${node}, O=system:nodes`,
+      keys,
+      signingAlgorithm: { name: 'ECDSA', hash: 'SHA-256' } as webcrypto.EcdsaParams,
+    });
+    request = Buffer.from(csr.toString('pem')).toString('base64');
+    requests.set(node, request);
+  }
+  return {
+    ...Types.CertificateSigningRequest,
+    metadata: {
+      name,
+      uid: o.uid ?? `uid-${name}`,
+      resourceVersion: o.rv ?? '1',
+      creationTimestamp: new Date(o.createdMs ?? 0).toISOString(),
+    },
+    spec: { request, signerName: 'kubernetes.io/kube-apiserver-client-kubelet' },
+    status: { conditions: [{ type: 'Approved', status: 'True' }] },
+  };
+}
+const listed = (object: KubeObject): ListedCsr => ({ object, createdMs: Date.parse(object.metadata.creationTimestamp!) });
+
+describe('CsrRequests', () => {
+  it('parses a CSR once per uid and resourceVersion: the same object is not parsed again, an update is', async () => {
+    const memo = new CsrRequests();
+    const v1 = await anApprovedCsr('csr-a', 'node-a');
+    expect((await memo.parse(v1)).nodeName).toBe('node-a');
+    expect(memo.nodeNameOf(v1)).toBe('node-a');
+    await memo.parse(structuredClone(v1));
+    expect(parses()).toBe(1);
+
+    // An update (new resourceVersion) is parsed again, and until then its node name is not known.
+    const v2 = await anApprovedCsr('csr-a', 'node-b', { rv: '2' });
+    expect(memo.nodeNameOf(v2)).toBeUndefined();
+    expect((await memo.parse(v2)).nodeName).toBe('node-b');
+    // So is a CSR deleted and re-created under the same name (new uid).
+    const recreated = await anApprovedCsr('csr-a', 'node-a', { uid: 'other', rv: '2' });
+    expect((await memo.parse(recreated)).nodeName).toBe('node-a');
+    expect(parses()).toBe(3);
+    expect(memo.size).toBe(1);
+  });
+
+  it('drops the entry of a deleted CSR, and retains only the CSRs the cluster has', async () => {
+    const memo = new CsrRequests();
+    const csrs = await Promise.all([0, 1, 2, 3].map((i) => anApprovedCsr(`csr-${i}`, `node-${i}`)));
+    for (const c of csrs) await memo.parse(c);
+    expect(memo.size).toBe(4);
+    memo.drop('csr-0');
+    expect(memo.size).toBe(3);
+    expect(memo.nodeNameOf(csrs[0]!)).toBeUndefined();
+    memo.retain(new Set(['csr-2', 'csr-9']));
+    expect(memo.size).toBe(1);
+    expect(memo.nodeNameOf(csrs[2]!)).toBe('node-2');
+    expect(memo.nodeNameOf(csrs[1]!)).toBeUndefined();
+  });
+
+  it('answers which approved CSRs were for a node, parsing only those created since the NodeClaim, once', async () => {
+    const memo = new CsrRequests();
+    const old = await Promise.all(
+      [0, 1, 2, 3, 4].map((i) => anApprovedCsr(`old-${i}`, i === 0 ? 'node-x' : `node-${i}`, { createdMs: 1_000 })),
+    );
+    const recent = [
+      await anApprovedCsr('new-x', 'node-x', { createdMs: 60_000 }),
+      await anApprovedCsr('new-y', 'node-y', { createdMs: 61_000 }),
+    ];
+    const approved = [...old, ...recent].map(listed);
+
+    expect(await memo.approvedFor(approved, 'node-x', 30_000)).toEqual(['new-x']);
+    // Only the two created since 30 s were parsed; the old ones (old-0 for node-x included) cost nothing.
+    expect(vi.mocked(parseCertificateRequestPem).mock.calls).toHaveLength(2);
+    expect(memo.size).toBe(2);
+    expect(await memo.approvedFor(approved, 'node-y', 30_000)).toEqual(['new-y']);
+    expect(parses()).toBe(2);
+
+    // Asked from earlier on, it parses the older ones too, and finds node-x's first approval.
+    expect(await memo.approvedFor(approved, 'node-x', 0)).toEqual(['old-0', 'new-x']);
+    expect(parses()).toBe(7);
+  });
+
+  it('parses at most a slice between two yields to the event loop', async () => {
+    let inSlice = 0;
+    const slices: number[] = [];
+    const memo = new CsrRequests({
+      sliceSize: 3,
+      yieldToEventLoop: async () => {
+        slices.push(inSlice);
+        inSlice = 0;
+        await new Promise((r) => setTimeout(r, 0));
+      },
+    });
+    const real = await vi.importActual<typeof import('../../policy/csr-parse.js')>('../../policy/csr-parse.js');
+    vi.mocked(parseCertificateRequestPem).mockImplementation((pem) => {
+      inSlice++;
+      return real.parseCertificateRequestPem(pem);
+    });
+    try {
+      const approved = (await Promise.all(Array.from({ length: 10 }, (_, i) => anApprovedCsr(`csr-${i}`, `node-${i % 4}`)))).map(listed);
+      expect(await memo.approvedFor(approved, 'node-1', 0)).toEqual(['csr-1', 'csr-5', 'csr-9']);
+      slices.push(inSlice);
+      expect(slices).toEqual([3, 3, 3, 1]);
+      // Memoised: asked again, nothing is parsed and nothing yields.
+      slices.length = 0;
+      expect(await memo.approvedFor(approved, 'node-2', 0)).toEqual(['csr-2', 'csr-6']);
+      expect(slices).toEqual([]);
+    } finally {
+      vi.mocked(parseCertificateRequestPem).mockImplementation(real.parseCertificateRequestPem);
+    }
+  });
+});
