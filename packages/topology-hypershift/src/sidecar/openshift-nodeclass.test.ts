@@ -209,6 +209,18 @@ describe('mirroredStatus', () => {
     });
   });
 
+  it("keeps conditions of other writers (HyperShift's ignition generator) and drops its own that are gone", () => {
+    const theirs = { type: 'VersionResolved', status: 'True', reason: 'AsExpected', message: '', lastTransitionTime: 't0' };
+    const oldOwn = { type: 'SubnetsReady', status: 'True', reason: 'SubnetsReady', message: '', lastTransitionTime: 't0' };
+    const current = { conditions: [oldOwn, theirs] };
+    expect(mirroredStatus(ec2({ conditions: [ready] }), undefined, 'now', current)).toEqual({ conditions: [ready, theirs] });
+    const problem = { reason: 'InstanceProfileMissing', message: 'm' };
+    expect(mirroredStatus(undefined, problem, 't1', current)?.conditions).toEqual([
+      { type: 'Ready', status: 'False', reason: 'InstanceProfileMissing', message: 'm', lastTransitionTime: 't1' },
+      theirs,
+    ]);
+  });
+
   it('a problem is Ready False with its reason, its transition time kept while it lasts', () => {
     const problem = { reason: 'InstanceProfileMissing', message: 'm' };
     const first = mirroredStatus(undefined, problem, 't1', undefined);

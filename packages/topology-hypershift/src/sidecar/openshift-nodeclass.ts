@@ -50,6 +50,23 @@ export const OpenshiftNodeClassReasons = {
 export const USERDATA_UP_TO_DATE_CONDITION = 'UserDataUpToDate';
 
 /**
+ * The condition types the sidecar writes on an OpenshiftEC2NodeClass: the EC2NodeClass's own (Karpenter
+ * v1.14's, mirrored) and `UserDataUpToDate`. Any other type there is someone else's (HyperShift's ignition
+ * generator writes its own) and is kept as it is.
+ */
+const OWN_CONDITION_TYPES: ReadonlySet<string> = new Set([
+  'Ready',
+  'SubnetsReady',
+  'SecurityGroupsReady',
+  'AMIsReady',
+  'InstanceProfileReady',
+  'CapacityReservationsReady',
+  'ValidationSucceeded',
+  'PlacementGroupReady',
+  USERDATA_UP_TO_DATE_CONDITION,
+]);
+
+/**
  * The EC2NodeClass spec fields the translation decides, whatever the OpenshiftEC2NodeClass sets: the sidecar
  * owns each of them whole, at every depth. One the translation leaves out (the OpenshiftEC2NodeClass no longer
  * sets it) is removed from the EC2NodeClass, and so is a map key, list element or field inside one that it no
@@ -321,6 +338,12 @@ export function mirroredStatus(
       ...conditions.filter((c) => c.type !== USERDATA_UP_TO_DATE_CONDITION),
       falseCondition(USERDATA_UP_TO_DATE_CONDITION, held),
     ];
+  // A merge patch replaces the list whole: conditions of other writers go back in as they are.
+  const ours = new Set(conditions.map((c) => c.type));
+  const theirs = list(current?.conditions).filter(
+    (c) => typeof c.type === 'string' && !OWN_CONDITION_TYPES.has(c.type) && !ours.has(c.type),
+  );
+  conditions = [...conditions, ...theirs];
   // Merge patch: a list that is gone is sent as null, so it is removed rather than left behind.
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries({ subnets, securityGroups, conditions }))
@@ -506,9 +529,13 @@ export class OpenshiftNodeClassReconciler implements Reconciler {
     } else if (t.reason !== OpenshiftNodeClassReasons.ignitionPending) {
       this.report(hcp, name, t.reason, t.message); // the last good EC2NodeClass stays
     }
-    const current = openshift.status as Record<string, unknown> | undefined;
+    // As it is now (this reconcile may have written its finalizer), and written with that resourceVersion: a
+    // condition another writer adds meanwhile is not overwritten (409, retried).
+    const latest = (await guest.get(ref)) ?? openshift;
+    const current = latest.status as Record<string, unknown> | undefined;
     const status = mirroredStatus(ec2, t.ok ? undefined : t, this.deps.now(), current, t.ok ? hold.held : undefined);
-    await guest.patchStatus(ref, status);
+    const rv = latest.metadata.resourceVersion;
+    await guest.patchStatus(ref, status, rv ? { resourceVersion: rv } : {});
     return {};
   }
 
