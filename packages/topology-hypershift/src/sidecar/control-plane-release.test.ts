@@ -59,13 +59,22 @@ describe('controlPlaneUpgrade', () => {
       want: { from: { image: R1, version: '4.22.0' }, to: { image: R2, version: '4.23.0' } },
     },
     {
-      name: 'spec.controlPlaneReleaseImage is the control-plane release when set',
+      name: 'spec.controlPlaneReleaseImage is what controlPlaneVersion is compared with when set',
+      hcp: hcp(
+        R1,
+        { controlPlaneVersion: { desired: { image: R1, version: '4.22.0' }, history: [completed(R1, '4.22.0')] } },
+        { controlPlaneReleaseImage: R2 },
+      ),
+      want: { from: { image: R1, version: '4.22.0' }, to: { image: R2 } },
+    },
+    {
+      name: 'versionStatus (the hosted CVO, which runs spec.releaseImage) ignores spec.controlPlaneReleaseImage: no endless hold',
       hcp: hcp(
         R1,
         { versionStatus: { desired: { image: R1, version: '4.22.0' }, history: [completed(R1, '4.22.0')] } },
         { controlPlaneReleaseImage: R2 },
       ),
-      want: { from: { image: R1, version: '4.22.0' }, to: { image: R2 } },
+      want: undefined,
     },
   ])('$name', ({ hcp, want }) => {
     expect(controlPlaneUpgrade(hcp)).toEqual(want);

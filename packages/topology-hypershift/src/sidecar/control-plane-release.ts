@@ -20,8 +20,9 @@ const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 /**
  * Whether the HostedControlPlane's control plane is upgrading, as HyperShift tells it. Pure.
  *
- * - The release asked for is `spec.controlPlaneReleaseImage`, else `spec.releaseImage` (HyperShift flips it the
- *   moment an upgrade is requested).
+ * - The release asked for is the one the reporting side runs (HyperShift flips it the moment an upgrade is
+ *   requested): for `status.controlPlaneVersion` `spec.controlPlaneReleaseImage`, else `spec.releaseImage`; for
+ *   `status.versionStatus` (reported by the hosted CVO, which runs `spec.releaseImage`) `spec.releaseImage` only.
  * - What completed comes from `status.controlPlaneVersion` (the management-side components' rollout, in HyperShift
  *   versions that have it) or else `status.versionStatus` (the hosted cluster version): the newest `history`
  *   entry whose `state` is `Completed` (history is newest first).
@@ -42,10 +43,13 @@ export function controlPlaneUpgrade(hcp: KubeObject): ControlPlaneUpgrade | unde
     if (v === undefined || v === null || v === '') return undefined;
     return typeof v === 'string' ? v : fail(field, 'must be a string');
   };
-  const askedImage = str(spec.controlPlaneReleaseImage, 'spec.controlPlaneReleaseImage') ?? str(spec.releaseImage, 'spec.releaseImage');
-
   const field =
     isRecord(status.controlPlaneVersion) && Array.isArray(status.controlPlaneVersion.history) ? 'controlPlaneVersion' : 'versionStatus';
+  // Compared with the release the reporting side runs: the management-side components run
+  // `controlPlaneReleaseImage` when set; the hosted cluster version (the CVO) always runs `releaseImage`.
+  const releaseImage = str(spec.releaseImage, 'spec.releaseImage');
+  const askedImage =
+    field === 'controlPlaneVersion' ? (str(spec.controlPlaneReleaseImage, 'spec.controlPlaneReleaseImage') ?? releaseImage) : releaseImage;
   const view = status[field];
   if (view === undefined || view === null) return undefined;
   if (!isRecord(view)) return fail(`status.${field}`, 'must be an object');
