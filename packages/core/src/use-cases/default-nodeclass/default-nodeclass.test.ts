@@ -479,6 +479,13 @@ describe('ec2nodeclass.default discovery sources', () => {
     expect(keys(node('m2', { 'node-role.kubernetes.io/control-plane': '' }))).toEqual(['default']);
     expect(keys(node('k2', { 'node-role.kubernetes.io/worker': '', 'karpenter.sh/nodepool': 'general' }))).toEqual([]);
     expect(keys(node('x2', {}))).toEqual([]);
+    // Launched by Karpenter and not registered yet: a worker by its kubelet's labels, but still tainted.
+    const unregistered = node('k3', { 'node-role.kubernetes.io/worker': '' });
+    unregistered.spec = {
+      ...(unregistered.spec as object),
+      taints: [{ key: 'karpenter.sh/unregistered', value: 'true', effect: 'NoExecute' }],
+    };
+    expect(keys(unregistered)).toEqual([]);
   });
 });
 
