@@ -64,6 +64,10 @@ await build({
   // client), so esbuild can leave out what is never used: of @aws-sdk/client-ec2's ~750 commands the operator
   // sends four.
   mainFields: ['module', 'main'],
+  // The same through `exports`: without the `module` condition, `node` picks the CommonJS build of a subpath
+  // (`@aws-sdk/nested-clients/sts`), and a CommonJS module behind an import() is split into a chunk exporting
+  // only `default`, so the web-identity credential provider's named import came back undefined.
+  conditions: ['module'],
   // main.ts import()s each command's module; without splitting esbuild wraps every module behind such an
   // import() into a lazily run closure, and a wrapped module keeps all of its exports (the whole EC2 client).
   // With it, each lazily imported part is a chunk of its own under chunks/, read when first imported.
@@ -96,6 +100,11 @@ for (const name of outputs) {
       `${file}:${line} has ${JSON.stringify(text[at])} (U+${text.codePointAt(at).toString(16).toUpperCase()}), outside Latin-1: ` +
         'Node would keep the whole bundle as a two-byte string; write it as an escape (\\u....) in the source',
     );
+  }
+  // A CommonJS module split behind an import() exports only `default`; the importers (the AWS SDK's credential
+  // providers) destructure named exports, which would be undefined at run time. See `conditions` above.
+  if (/export default require_\w+\(\);/.test(text)) {
+    fail(`${file} is a CommonJS module behind an import(), exporting only default: bundle the package's ESM build`);
   }
 }
 if (withCrds) {
