@@ -326,9 +326,8 @@ export class KubeClusterStore implements ClusterStore {
     return covering;
   }
 
-  /** The cached object (shared reference), or undefined. */
   /**
-   * The newest copy (by resourceVersion) any informer covering `ref` holds. Informers of one kind with other
+   * The cached object (shared reference), or undefined: the newest copy (by resourceVersion) any informer covering `ref` holds. Informers of one kind with other
    * scopes watch on streams of their own: a reconcile woken by one informer's event must not read the older
    * copy another one still has, or it acts on the state before the event and nothing wakes it again.
    */

@@ -434,12 +434,10 @@ export class OpenshiftNodeClassReconciler implements Reconciler {
         } catch {
           return {}; // the CRD is not served (any more): nothing of ours can be left
         }
-        let result: Result = {};
-        for (const o of deleting) {
-          const r = await this.translate(hcp, o.metadata.name, undefined);
-          if (r.requeueAfterMs !== undefined) result = r;
-        }
-        return result;
+        return this.translateEach(
+          deleting.map((o) => o.metadata.name),
+          (name) => this.translate(hcp, name, undefined),
+        );
       }
       await guest.apply(this.deps.crd, { fieldManager: ADAPTER_FIELD_MANAGER, force: true });
       const served = await guest.get({ ...Types.CustomResourceDefinition, name: OPENSHIFT_NODECLASS_CRD });
@@ -459,11 +457,7 @@ export class OpenshiftNodeClassReconciler implements Reconciler {
       await management.apply(renderTaintConfigMap(namespace), { fieldManager: ADAPTER_FIELD_MANAGER, force: true });
       const upgrade = this.upgradeOf(hcp, hcpObject);
       const names = key === '*' ? (await guest.list(OpenshiftEC2NodeClassType)).map((o) => o.metadata.name) : [key];
-      let result: Result = {};
-      for (const name of names) {
-        const r = await this.translate(hcp, name, inputs.get(name), upgrade);
-        if (r.requeueAfterMs !== undefined) result = r;
-      }
+      const result = await this.translateEach(names, (name) => this.translate(hcp, name, inputs.get(name), upgrade));
       const subnets = renderSubnetsConfigMap(hcp, await guest.list(OpenshiftEC2NodeClassType));
       if (subnets) await management.apply(subnets, { fieldManager: ADAPTER_FIELD_MANAGER, force: true });
       else {
@@ -537,6 +531,16 @@ export class OpenshiftNodeClassReconciler implements Reconciler {
     const rv = latest.metadata.resourceVersion;
     await guest.patchStatus(ref, status, rv ? { resourceVersion: rv } : {});
     return {};
+  }
+
+  /** Translates each name in turn; the result asks for the last requeue any of them asked for. */
+  private async translateEach(names: string[], translate: (name: string) => Promise<Result>): Promise<Result> {
+    let result: Result = {};
+    for (const name of names) {
+      const r = await translate(name);
+      if (r.requeueAfterMs !== undefined) result = r;
+    }
+    return result;
   }
 
   /** One Warning event per distinct problem of `key` (not one per reconcile). */

@@ -107,21 +107,15 @@ export class TeardownReconciler implements Reconciler {
       if (await store.delete(ref)) events.record(owner, 'Normal', 'DeletingNodeClaim', `Deleting NodeClaim ${c.metadata.name}`);
       if (force && !c.metadata.annotations?.[Names.terminationAnnotation]) {
         await store.patch(ref, { metadata: { annotations: { [Names.terminationAnnotation]: new Date(clock.now()).toISOString() } } });
-        if (elapsedMs === 'now') {
-          events.record(
-            owner,
-            'Normal',
-            'ForcingNodeClaimTermination',
-            `The cluster is being deleted: terminating NodeClaim ${c.metadata.name} without waiting for its drain`,
-          );
-        } else {
-          events.record(
-            owner,
-            'Warning',
-            'ForcingNodeClaimTermination',
-            `NodeClaim ${c.metadata.name} did not terminate in time; forcing its drain`,
-          );
-        }
+        const now = elapsedMs === 'now';
+        events.record(
+          owner,
+          now ? 'Normal' : 'Warning',
+          'ForcingNodeClaimTermination',
+          now
+            ? `The cluster is being deleted: terminating NodeClaim ${c.metadata.name} without waiting for its drain`
+            : `NodeClaim ${c.metadata.name} did not terminate in time; forcing its drain`,
+        );
       }
     }
   }
