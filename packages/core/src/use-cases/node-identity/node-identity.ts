@@ -186,7 +186,7 @@ export class NodeIdentityReconciler implements Reconciler {
    * after it, no longer re-reads every NodeClaim and CSR).
    */
   private readonly claimViews = new WeakMap<KubeObject, CsrNodeClaim>();
-  private readonly csrViews = new WeakMap<KubeObject, CsrCensusView | null>();
+  private readonly csrViews = new WeakMap<KubeObject, CsrCensusView | false>();
   private readonly yieldToEventLoop: () => Promise<void>;
   /** Projections made since the last yield to the event loop (see `projected`). */
   private projectedInSlice = 0;
@@ -264,7 +264,7 @@ export class NodeIdentityReconciler implements Reconciler {
     // Also projects every CSR for the census (a fresh start's resync does it, in slices, before the first
     // pending CSR needs it).
     for (const csr of csrs) {
-      const v = await this.csrCensusView(csr);
+      const v = this.csrViews.get(csr) ?? (await this.csrCensusView(csr));
       if (!v) continue;
       if (v.pending) {
         this.track(csr);
@@ -277,7 +277,7 @@ export class NodeIdentityReconciler implements Reconciler {
     this.index.prune(live);
     this.requests.retain(live);
     const claims = await this.deps.store.list(Types.NodeClaim, { readOnly: true });
-    for (const c of claims) await this.claimView(c);
+    for (const c of claims) if (!this.claimViews.has(c)) await this.claimView(c);
     const claimKeys = new Set(claims.map((c) => c.metadata.uid ?? c.metadata.name));
     for (const k of [...this.approvedHere.keys()]) if (!claimKeys.has(k)) this.approvedHere.delete(k);
     this.lookup.prune();
@@ -494,7 +494,7 @@ export class NodeIdentityReconciler implements Reconciler {
     const unregisteredInstanceIds: string[] = [];
     const registeredNodeNames = new Set<string>();
     for (const o of objects) {
-      const view = await this.claimView(o);
+      const view = this.claimViews.get(o) ?? (await this.claimView(o));
       views.push(view);
       // A deleting NodeClaim never gets a client CSR approved (policy), so its instance is not worth a lookup.
       if (view.instanceId && !view.nodeName && !view.deleting) unregisteredInstanceIds.push(view.instanceId);
@@ -514,8 +514,8 @@ export class NodeIdentityReconciler implements Reconciler {
     return view;
   }
 
-  /** The census fields of a CSR object (null: not a kubelet CSR), projected once per cached object. */
-  private async csrCensusView(c: KubeObject): Promise<CsrCensusView | null> {
+  /** The census fields of a CSR object (false: not a kubelet CSR), projected once per cached object. */
+  private async csrCensusView(c: KubeObject): Promise<CsrCensusView | false> {
     let view = this.csrViews.get(c);
     if (view === undefined) {
       await this.projected();
@@ -528,7 +528,7 @@ export class NodeIdentityReconciler implements Reconciler {
             approvedClient: v.signerName === KubeletClientSigner && (state === 'approved' || state === 'issued'),
             createdMs: v.createdMs,
           }
-        : null;
+        : false;
       this.csrViews.set(c, view);
     }
     return view;
@@ -549,7 +549,7 @@ export class NodeIdentityReconciler implements Reconciler {
     const objects = await this.deps.store.list(Types.CertificateSigningRequest, { readOnly: true });
     const out: CsrSnapshot = { pending: [], approvedClient: [] };
     for (const c of objects) {
-      const v = await this.csrCensusView(c);
+      const v = this.csrViews.get(c) ?? (await this.csrCensusView(c));
       if (!v) continue;
       if (v.pending) {
         out.pending.push(v.name);
