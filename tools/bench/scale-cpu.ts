@@ -13,7 +13,11 @@
 // as the operator's `nodejs_eventloop_lag_max_seconds`) and `longestStretchMs` (the longest gap between two
 // runs of a 1 ms timer: the longest synchronous stretch). Ratios are against the first size.
 //
-//   npm run bench -- scale-cpu [--sizes 0,5000] [--runs 3] [--cpu-prof]
+// With `--stream N`, each process then receives N more triplets as watch events at `--stream-rate` per second
+// (CSRs created pending, then approved), as `scale`'s long-running process does while the next size is
+// created; `streamed` reports the stalls meanwhile and the heap and RSS after a 3 s settle.
+//
+//   npm run bench -- scale-cpu [--sizes 0,5000] [--runs 3] [--cpu-prof] [--stream 0] [--stream-rate 40]
 // `--cpu-prof` writes V8 CPU profiles of each size's phases (startup, fresh, warm; the last run's) into
 // .local/bench/scale-cpu-profiles/ (summarize with `node tools/bench/src/cpu-profile-top.mjs <file>`).
 import 'reflect-metadata';
@@ -53,6 +57,8 @@ const { values: args } = parseArgs({
     sizes: { type: 'string', default: '0,5000' },
     runs: { type: 'string', default: '3' },
     'cpu-prof': { type: 'boolean', default: false },
+    stream: { type: 'string', default: '0' },
+    'stream-rate': { type: 'string', default: '40' },
     // Internal: run one size in this process and print its figures.
     child: { type: 'string' },
     'profile-dir': { type: 'string' },
@@ -178,85 +184,95 @@ async function seed(api: MemoryApi, size: number, cloud: FakeCloudProvider): Pro
     },
     false,
   );
-  // One request for all (the PEM differs per node name; signing thousands would only slow the set-up).
-  for (let i = 0; i < size; i++) {
-    const name = nodeName(i);
-    api.put(
-      paths.nodes,
-      {
-        ...Types.Node,
-        metadata: {
-          name,
-          creationTimestamp: old,
-          labels: {
-            'kubernetes.io/arch': 'amd64',
-            'kubernetes.io/os': 'linux',
-            'kubernetes.io/hostname': name.split('.')[0]!,
-            'node.kubernetes.io/instance-type': 'm6i.xlarge',
-            'topology.kubernetes.io/region': 'us-east-1',
-            'topology.kubernetes.io/zone': ZONE,
-            'karpenter.sh/nodepool': 'bench',
-            'karpenter.sh/registered': 'true',
-            'karpenter.k8s.aws/ec2nodeclass': 'default',
-            'node-role.kubernetes.io/worker': '',
-          },
-        },
-        spec: {
-          providerID: `aws:///${ZONE}/${instanceId(i)}`,
-          taints: [{ key: 'node.kubernetes.io/unreachable', effect: 'NoSchedule', timeAdded: old }],
-        },
-        status: {
-          addresses: [
-            { type: 'InternalIP', address: `10.1.${i >> 8}.${i & 255}` },
-            { type: 'Hostname', address: name },
-            { type: 'InternalDNS', address: name },
-          ],
-          capacity: { cpu: '4', memory: '16Gi', pods: '250' },
-          allocatable: { cpu: '3500m', memory: '15Gi', pods: '250' },
-          conditions: ['Ready', 'MemoryPressure', 'DiskPressure', 'PIDPressure'].map((type) => ({
-            type,
-            status: 'Unknown',
-            reason: 'NodeStatusNeverUpdated',
-            message: 'Kubelet never posted node status.',
-            lastHeartbeatTime: old,
-            lastTransitionTime: old,
-          })),
-        },
-      },
-      false,
-    );
-    const claim = `bench-${i.toString().padStart(5, '0')}`;
-    api.put(
-      paths.nodeClaims,
-      {
-        ...Types.NodeClaim,
-        metadata: { name: claim, creationTimestamp: old, labels: { 'karpenter.sh/nodepool': 'bench' } },
-        spec: {
-          nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' },
-          requirements: [{ key: 'kubernetes.io/arch', operator: 'In', values: ['amd64'] }],
-        },
-        status: { providerID: `aws:///${ZONE}/${instanceId(i)}`, nodeName: name, imageID: 'ami-0' },
-      },
-      false,
-    );
-    api.put(
-      paths.csrs,
-      {
-        ...Types.CertificateSigningRequest,
-        metadata: { name: `bench-csr-${i.toString().padStart(5, '0')}`, creationTimestamp: old },
-        spec: {
-          request: await requestFor(keys, name),
-          signerName: KUBELET_CLIENT_SIGNER,
-          username: Names.nodeBootstrapperUser,
-          groups: [...NodeBootstrapperGroups],
-          usages: ['digital signature', 'client auth'],
-        },
-        status: { conditions: [{ type: 'Approved', status: 'True', reason: 'BenchOldNode', message: 'approved long ago' }] },
-      },
-      false,
-    );
-  }
+  for (let i = 0; i < size; i++) putTriplet(api, i, await requestFor(keys, nodeName(i)), old, false);
   return keys;
+}
+
+/**
+ * A Node, its registered NodeClaim and its kubelet client CSR (pending, then approved as an administrator
+ * would), as the `scale` benchmark creates them; `notify`: as watch events.
+ */
+function putTriplet(api: MemoryApi, i: number, request: string, created: string, notify: boolean): void {
+  const name = nodeName(i);
+  api.put(
+    paths.nodes,
+    {
+      ...Types.Node,
+      metadata: {
+        name,
+        creationTimestamp: created,
+        labels: {
+          'kubernetes.io/arch': 'amd64',
+          'kubernetes.io/os': 'linux',
+          'kubernetes.io/hostname': name.split('.')[0]!,
+          'node.kubernetes.io/instance-type': 'm6i.xlarge',
+          'topology.kubernetes.io/region': 'us-east-1',
+          'topology.kubernetes.io/zone': ZONE,
+          'karpenter.sh/nodepool': 'bench',
+          'karpenter.sh/registered': 'true',
+          'karpenter.k8s.aws/ec2nodeclass': 'default',
+          'node-role.kubernetes.io/worker': '',
+        },
+      },
+      spec: {
+        providerID: `aws:///${ZONE}/${instanceId(i)}`,
+        taints: [{ key: 'node.kubernetes.io/unreachable', effect: 'NoSchedule', timeAdded: created }],
+      },
+      status: {
+        addresses: [
+          { type: 'InternalIP', address: `10.1.${i >> 8}.${i & 255}` },
+          { type: 'Hostname', address: name },
+          { type: 'InternalDNS', address: name },
+        ],
+        capacity: { cpu: '4', memory: '16Gi', pods: '250' },
+        allocatable: { cpu: '3500m', memory: '15Gi', pods: '250' },
+        conditions: ['Ready', 'MemoryPressure', 'DiskPressure', 'PIDPressure'].map((type) => ({
+          type,
+          status: 'Unknown',
+          reason: 'NodeStatusNeverUpdated',
+          message: 'Kubelet never posted node status.',
+          lastHeartbeatTime: created,
+          lastTransitionTime: created,
+        })),
+      },
+    },
+    notify,
+  );
+  const claim = `bench-${i.toString().padStart(5, '0')}`;
+  api.put(
+    paths.nodeClaims,
+    {
+      ...Types.NodeClaim,
+      metadata: { name: claim, creationTimestamp: created, labels: { 'karpenter.sh/nodepool': 'bench' } },
+      spec: {
+        nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' },
+        requirements: [{ key: 'kubernetes.io/arch', operator: 'In', values: ['amd64'] }],
+      },
+      status: { providerID: `aws:///${ZONE}/${instanceId(i)}`, nodeName: name, imageID: 'ami-0' },
+    },
+    notify,
+  );
+  api.put(
+    paths.csrs,
+    {
+      ...Types.CertificateSigningRequest,
+      metadata: { name: `bench-csr-${i.toString().padStart(5, '0')}`, creationTimestamp: created },
+      spec: {
+        request,
+        signerName: KUBELET_CLIENT_SIGNER,
+        username: Names.nodeBootstrapperUser,
+        groups: [...NodeBootstrapperGroups],
+        usages: ['digital signature', 'client auth'],
+      },
+    },
+    notify,
+  );
+  const csr = api.get(paths.csrs, `bench-csr-${i.toString().padStart(5, '0')}`)!;
+  api.put(
+    paths.csrs,
+    { ...csr, status: { conditions: [{ type: 'Approved', status: 'True', reason: 'BenchOldNode', message: 'approved long ago' }] } },
+    notify,
+  );
 }
 
 async function requestFor(keys: webcrypto.CryptoKeyPair, name: string): Promise<string> {
@@ -325,7 +341,7 @@ async function profiled<T>(dir: string | undefined, name: string, fn: () => Prom
   }
 }
 
-async function runChild(size: number, profileDir: string | undefined): Promise<void> {
+async function runChild(size: number, profileDir: string | undefined, stream: { count: number; perSecond: number }): Promise<void> {
   const api = new MemoryApi();
   const cloud = new FakeCloudProvider({
     nodeClassType: EC2NodeClass,
@@ -459,6 +475,43 @@ async function runChild(size: number, profileDir: string | undefined): Promise<v
   };
   const fresh = await trigger(0, 'fresh');
   const warm = await trigger(1, 'warm');
+
+  // Then, like the process `scale` keeps running while it creates the next size's objects: `count` more
+  // triplets as watch events at `perSecond`, a settle, and what the process holds afterwards.
+  let streamed: Record<string, number> | undefined;
+  if (stream.count > 0) {
+    const keys = (await webcrypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, [
+      'sign',
+      'verify',
+    ])) as webcrypto.CryptoKeyPair;
+    const requests: string[] = [];
+    for (let k = 0; k < stream.count; k++) requests.push(await requestFor(keys, nodeName(size + k)));
+    await idle();
+    meter.read();
+    const cpu = process.cpuUsage();
+    const start = performance.now();
+    const tickMs = 25;
+    const perTick = Math.max(1, Math.round((stream.perSecond * tickMs) / 1000));
+    for (let k = 0; k < stream.count; k += perTick) {
+      for (let j = k; j < Math.min(stream.count, k + perTick); j++) putTriplet(api, size + j, requests[j]!, new Date().toISOString(), true);
+      await sleep(tickMs);
+    }
+    await idle();
+    const seconds = (performance.now() - start) / 1000;
+    const used = process.cpuUsage(cpu);
+    const during = meter.read();
+    await sleep(3_000);
+    const mem = process.memoryUsage();
+    streamed = {
+      count: stream.count,
+      seconds: round(seconds),
+      cpuMs: Math.round((used.user + used.system) / 1000),
+      ...during,
+      heapUsedMiB: Math.round(mem.heapUsed / 1048576),
+      heapTotalMiB: Math.round(mem.heapTotal / 1048576),
+      rssMiB: Math.round(mem.rss / 1048576),
+    };
+  }
   meter.stop();
   await runtime.stop({ timeoutMs: 5_000 });
   const heapMiB = Math.round(process.memoryUsage().heapUsed / 1048576);
@@ -469,6 +522,7 @@ async function runChild(size: number, profileDir: string | undefined): Promise<v
       fresh,
       warm,
       heapMiB,
+      ...(streamed ? { streamed } : {}),
     }) + '\n',
   );
 }
@@ -481,13 +535,24 @@ interface ChildResult {
   fresh: { approvedMs: number | null; idleMs: number; cpuMs: number; lagMaxMs: number; longestStretchMs: number };
   warm: ChildResult['fresh'];
   heapMiB: number;
+  streamed?: Record<string, number>;
 }
 
 function runOne(size: number, profileDir: string | undefined): Promise<ChildResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(
       process.execPath,
-      ['--enable-source-maps', process.argv[1]!, '--child', String(size), ...(profileDir ? ['--profile-dir', profileDir] : [])],
+      [
+        '--enable-source-maps',
+        process.argv[1]!,
+        '--child',
+        String(size),
+        '--stream',
+        args.stream,
+        '--stream-rate',
+        args['stream-rate'],
+        ...(profileDir ? ['--profile-dir', profileDir] : []),
+      ],
       {
         stdio: ['ignore', 'pipe', 'inherit'],
       },
@@ -506,7 +571,8 @@ function runOne(size: number, profileDir: string | undefined): Promise<ChildResu
 }
 
 async function main(): Promise<void> {
-  if (args.child !== undefined) return runChild(Number(args.child), args['profile-dir']);
+  if (args.child !== undefined)
+    return runChild(Number(args.child), args['profile-dir'], { count: Number(args.stream), perSecond: Number(args['stream-rate']) });
   const sizes = args.sizes.split(',').map(Number);
   const runs = Number(args.runs);
   const profileDir = args['cpu-prof'] ? join(process.cwd(), '.local/bench/scale-cpu-profiles') : undefined;
