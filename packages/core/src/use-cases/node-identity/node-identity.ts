@@ -232,8 +232,9 @@ export class NodeIdentityReconciler implements Reconciler {
   }
 
   /**
-   * Maps an event to CSR names, reading the index only: it runs on standby replicas and behind a closed
-   * gate too, where it must neither change state nor cost a lookup. Reconcile and resync keep the index.
+   * Maps an event to CSR names, reading the index and the parse memo only: it runs on standby replicas and
+   * behind a closed gate too, where it must neither change state nor cost a lookup. Reconcile and resync
+   * keep the index.
    * Its one effect: a NodeClaim event marks the shared NodeClaim listing out of date (a dropped reference,
    * no I/O), so the CSRs it maps to are decided from a listing that includes the change.
    */
