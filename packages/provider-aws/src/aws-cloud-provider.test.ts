@@ -4,7 +4,10 @@ import { mockClient } from 'aws-sdk-client-mock';
 import { DescribeImagesCommand, DescribeSecurityGroupsCommand, DescribeSubnetsCommand, EC2Client } from '@aws-sdk/client-ec2';
 import { GetInstanceProfileCommand, IAMClient, IAMServiceException, NoSuchEntityException } from '@aws-sdk/client-iam';
 import { CloudProviderId, ForbiddenError, InvalidInputError, type OperatorSettings } from '@karpenter-operator/core';
-import { AwsCloudProvider } from './aws-cloud-provider.js';
+import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { AWS_CRD_FILES, AwsCloudProvider } from './aws-cloud-provider.js';
 import { awsProviderModule } from './module.js';
 import { aDiscoveryInput, aFacts, INFRA_ID } from './testing/builders.js';
 import { aUpiCloud, aUpiDiscoveryInput, UPI_AMI } from './testing/upi.js';
@@ -61,6 +64,26 @@ describe('AwsCloudProvider', () => {
     const p = provider();
     (p.crds()[0]!.spec as Record<string, unknown>).group = 'mutated';
     expect((p.crds()[0]!.spec as Record<string, unknown>).group).toBe('karpenter.sh');
+  });
+
+  it('reads the JSON a build wrote beside a CRD file instead of its YAML, and names a bad one', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'crds-'));
+    try {
+      for (const f of AWS_CRD_FILES) copyFileSync(join(KARPENTER_AWS_CRDS_DIR, f), join(dir, f));
+      const yaml = provider({ crdDir: dir }).crds();
+      // The JSON is what is read: a marker only it carries shows.
+      const marked = { ...yaml[0]!, metadata: { ...yaml[0]!.metadata, annotations: { from: 'json' } } };
+      writeFileSync(join(dir, AWS_CRD_FILES[0]!.replace(/\.yaml$/, '.json')), JSON.stringify(marked));
+      const crds = provider({ crdDir: dir }).crds();
+      expect(crds[0]).toEqual(marked);
+      expect(crds.slice(1)).toEqual(yaml.slice(1));
+      writeFileSync(join(dir, AWS_CRD_FILES[1]!.replace(/\.yaml$/, '.json')), '{"kind": "ConfigMap"}');
+      expect(() => provider({ crdDir: dir }).crds()).toThrow(/karpenter.sh_nodeclaims.json.*CustomResourceDefinition/);
+      writeFileSync(join(dir, AWS_CRD_FILES[1]!.replace(/\.yaml$/, '.json')), '{');
+      expect(() => provider({ crdDir: dir }).crds()).toThrow(InvalidInputError);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('names a missing CRD file', () => {

@@ -121,6 +121,47 @@ describe('Informer', () => {
     expect(informer.lastResourceVersion).toBe('20');
   });
 
+  it('keeps one sorted list until the cache changes; a change of an object shows in it, in the same order', async () => {
+    const { transport, informer } = setup();
+    transport.on({ verb: 'list' }, listOf('10', [deploy('c', '5'), deploy('a', '6'), deploy('b', '7')]));
+    informer.start();
+    await informer.waitForSync();
+    await vi.advanceTimersByTimeAsync(0);
+    const names = () => informer.sortedList().map((o) => `${o.metadata.name}@${o.metadata.resourceVersion}`);
+    expect(names()).toEqual(['a@6', 'b@7', 'c@5']);
+    expect(informer.sortedList()).toBe(informer.sortedList());
+    const w = transport.activeWatch()!;
+    w.send('MODIFIED', deploy('b', '11'));
+    expect(names()).toEqual(['a@6', 'b@11', 'c@5']);
+    w.send('ADDED', deploy('aa', '12'));
+    w.send('DELETED', deploy('c', '13'));
+    expect(names()).toEqual(['a@6', 'aa@12', 'b@11']);
+    informer.upsertLocal(deploy('0', '14'));
+    informer.removeLocal('a', 'ns');
+    expect(names()).toEqual(['0@14', 'aa@12', 'b@11']);
+  });
+
+  it('calls the handlers of a large relist in slices, letting timers run in between', async () => {
+    const { transport, informer, seen } = setup({ pageSize: 5_000 });
+    const n = 1_200;
+    transport.on(
+      { verb: 'list' },
+      listOf(
+        '10',
+        Array.from({ length: n }, (_, i) => deploy(`d-${i}`, String(i + 1))),
+      ),
+    );
+    let between = -1;
+    setTimeout(() => (between = seen.length), 0);
+    informer.start();
+    for (let k = 0; k < 100 && !informer.hasSynced(); k++) await vi.advanceTimersByTimeAsync(1);
+    expect(informer.hasSynced()).toBe(true);
+    expect(seen).toHaveLength(n);
+    // The timer ran after a slice, before the last one: not once every handler had run.
+    expect(between).toBeGreaterThan(0);
+    expect(between).toBeLessThan(n);
+  });
+
   it('restarts after a non-410 error with backoff, from the last resource version, without relisting', async () => {
     const { transport, informer, metrics } = setup();
     transport.on({ verb: 'list' }, listOf('10', []));

@@ -23,6 +23,8 @@ import type { KubeTransport, QueryParams, WatchHandle } from './transport.js';
 
 /** How often an informer whose kind is not served re-checks for it. */
 const NOT_SERVED_POLL_MS = 1_000;
+/** Handlers are called for at most this many objects of a relist between two yields to the event loop. */
+const NOTIFY_SLICE = 500;
 /** How long a kind whose CRD the operator installs waits for the CRD cache to sync before listing anyway. */
 const CRD_CACHE_SYNC_GRACE_MS = 30_000;
 
@@ -158,6 +160,10 @@ export class Informer implements SharedInformer {
   private readonly transform: (obj: KubeObject) => KubeObject;
 
   private readonly objects = new Map<string, KubeObject>();
+  /** The cache's keys in code-unit order, while no key is added or removed. */
+  private sortedKeys: string[] | undefined;
+  /** The cached objects in that order, while nothing changes. */
+  private sorted: readonly KubeObject[] | undefined;
   private readonly handlers = new Set<InformerHandler>();
   private syncWaiters: Array<() => void> = [];
   private synced = false;
@@ -257,6 +263,31 @@ export class Informer implements SharedInformer {
     return [...this.objects.values()];
   }
 
+  /**
+   * The cached objects sorted by namespace, then name (code-unit order): one array, kept until the cache
+   * changes, so that listing thousands of objects sorts them once, not on every read. Shared: never change
+   * it or its objects. A change of an object keeps the order (only an added or removed key sorts again).
+   */
+  sortedList(): readonly KubeObject[] {
+    if (!this.sorted) {
+      this.sortedKeys ??= [...this.objects.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+      this.sorted = this.sortedKeys.map((k) => this.objects.get(k)!);
+    }
+    return this.sorted;
+  }
+
+  private setObject(key: string, o: KubeObject): void {
+    if (!this.objects.has(key)) this.sortedKeys = undefined;
+    this.objects.set(key, o);
+    this.sorted = undefined;
+  }
+
+  private deleteObject(key: string): void {
+    if (!this.objects.delete(key)) return;
+    this.sortedKeys = undefined;
+    this.sorted = undefined;
+  }
+
   /** The last resource version seen (list, event or bookmark). */
   get lastResourceVersion(): string {
     return this.resourceVersion;
@@ -272,17 +303,17 @@ export class Informer implements SharedInformer {
     const key = cacheKey(o.metadata.name, o.metadata.namespace);
     const scope = inScope(this.watch, o);
     if (scope === false) {
-      this.objects.delete(key);
+      this.deleteObject(key);
       return;
     }
     if (scope === undefined) return;
     if (isOlder(o, this.objects.get(key))) return;
-    this.objects.set(key, o);
+    this.setObject(key, o);
   }
 
   /** Read-your-writes for a delete that removed the object at once. Does not call handlers. */
   removeLocal(name: string, namespace?: string): void {
-    this.objects.delete(cacheKey(name, namespace));
+    this.deleteObject(cacheKey(name, namespace));
   }
 
   private normalize(raw: KubeObject): KubeObject {
@@ -355,7 +386,7 @@ export class Informer implements SharedInformer {
           // The kind is not served (yet): its CRD is one the operator installs, or was deleted. That is an
           // empty, synced cache, so start-up does not wait for it; poll briefly until the kind appears.
           this.resourceVersion = '';
-          if (this.objects.size) this.replace([]);
+          if (this.objects.size) await this.replace([]);
           if (!this.synced) this.logger.info('kind not served yet; treating it as empty until it is');
           this.setSynced();
           // Then, for a kind whose CRD the operator installs, the next pass waits for the CRD (above).
@@ -407,13 +438,17 @@ export class Informer implements SharedInformer {
       cont = page.metadata?.continue || undefined;
       rv = page.metadata?.resourceVersion ?? '';
     } while (cont);
-    this.replace(items.map((i) => this.normalize(i)));
+    await this.replace(items.map((i) => this.normalize(i)));
     this.resourceVersion = rv;
     this.setSynced();
   }
 
-  /** Replaces the cache with a fresh list; notifies for what was added, changed or removed. */
-  private replace(items: KubeObject[]): void {
+  /**
+   * Replaces the cache with a fresh list; notifies for what was added, changed or removed, `NOTIFY_SLICE`
+   * objects at a time between yields to the event loop: the first list of thousands of objects would
+   * otherwise run every handler for all of them in one go, the Lease renewal waiting behind.
+   */
+  private async replace(items: KubeObject[]): Promise<void> {
     const next = new Map(items.map((o) => [cacheKey(o.metadata.name, o.metadata.namespace), o]));
     const changed: KubeObject[] = [];
     const removed: KubeObject[] = [];
@@ -424,9 +459,14 @@ export class Informer implements SharedInformer {
     }
     this.objects.clear();
     for (const [k, o] of next) this.objects.set(k, o);
+    this.sortedKeys = undefined;
+    this.sorted = undefined;
     this.reportSize();
-    for (const o of removed) this.notify(o);
-    for (const o of changed) this.notify(o);
+    let n = 0;
+    for (const o of [...removed, ...changed]) {
+      if (++n % NOTIFY_SLICE === 0) await sleep(this.timers, 0, this.abort.signal);
+      this.notify(o);
+    }
   }
 
   private reportSize(): void {
@@ -477,7 +517,7 @@ export class Informer implements SharedInformer {
             // before that write back: a reconcile would repeat the write. Handlers hear of it all the same.
             const cached = this.objects.get(key);
             const latest = isOlder(o, cached) ? cached! : o;
-            this.objects.set(key, latest);
+            this.setObject(key, latest);
             this.resourceVersion = o.metadata.resourceVersion ?? this.resourceVersion;
             this.reportSize();
             this.notify(latest);
@@ -487,7 +527,7 @@ export class Informer implements SharedInformer {
             const o = this.normalize(obj);
             const key = cacheKey(o.metadata.name, o.metadata.namespace);
             // The deletion of an older object than the one this process has since created keeps the new one.
-            if (!isOlder(o, this.objects.get(key))) this.objects.delete(key);
+            if (!isOlder(o, this.objects.get(key))) this.deleteObject(key);
             this.resourceVersion = o.metadata.resourceVersion ?? this.resourceVersion;
             this.reportSize();
             this.notify(o);

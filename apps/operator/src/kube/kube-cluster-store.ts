@@ -39,6 +39,8 @@ export interface StoreCache {
   hasSynced(): boolean;
   get(name: string, namespace?: string): KubeObject | undefined;
   list(): KubeObject[];
+  /** The cached objects sorted by namespace, then name, in code-unit order (shared: never changed). */
+  sortedList?(): readonly KubeObject[];
   upsertLocal(obj: KubeObject): void;
   removeLocal(name: string, namespace?: string): void;
 }
@@ -68,10 +70,15 @@ const writeKey = (ref: ObjectRef): string => `${ref.apiVersion}|${ref.kind}|${re
 const isApproved = (csr: KubeObject | undefined) =>
   ((csr?.status as { conditions?: Array<{ type?: string }> } | undefined)?.conditions ?? []).some((c) => c.type === 'Approved');
 
-const labelsMatch = (obj: KubeObject, labels: ListOptions['labels']) =>
-  Object.entries(labels ?? {}).every(([k, v]) =>
-    v === undefined ? obj.metadata.labels?.[k] !== undefined : obj.metadata.labels?.[k] === v,
-  );
+/** A test of `ListOptions`' namespace and labels, built once per list. */
+function listFilter(options: ListOptions): ((obj: KubeObject) => boolean) | undefined {
+  const labels = Object.entries(options.labels ?? {});
+  const ns = options.namespace;
+  if (ns === undefined && labels.length === 0) return undefined;
+  return (obj) =>
+    (ns === undefined || obj.metadata.namespace === ns) &&
+    labels.every(([k, v]) => (v === undefined ? obj.metadata.labels?.[k] !== undefined : obj.metadata.labels?.[k] === v));
+}
 
 /**
  * `ClusterStore` over the API server: reads from the informer caches of the kind (never a live LIST),
@@ -106,11 +113,18 @@ export class KubeClusterStore implements ClusterStore {
 
   async list<T extends KubeObject = KubeObject>(type: TypeRef, options: ListOptions = {}): Promise<T[]> {
     const caches = this.cachesFor(type, options.namespace, `listing ${type.kind}`);
+    const matches = listFilter(options);
+    const only = caches.length === 1 ? caches[0]! : undefined;
+    if (only?.sortedList) {
+      // One informer: its sorted array, kept between changes (no sort per read of thousands of objects).
+      const out: T[] = [];
+      for (const o of only.sortedList()) if (!matches || matches(o)) out.push((options.readOnly ? o : clone(o)) as T);
+      return out;
+    }
     const byKey = new Map<string, KubeObject>();
     for (const c of caches) {
       for (const o of c.list()) {
-        if (options.namespace !== undefined && o.metadata.namespace !== options.namespace) continue;
-        if (!labelsMatch(o, options.labels)) continue;
+        if (matches && !matches(o)) continue;
         const key = `${o.metadata.namespace ?? ''}/${o.metadata.name}`;
         const seen = byKey.get(key);
         if (!seen || isOlder(seen, o)) byKey.set(key, o);

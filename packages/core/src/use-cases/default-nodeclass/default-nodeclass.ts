@@ -12,7 +12,7 @@ import type { Logger } from '../../ports/logger.js';
 import type { Reconciler, Result, Watch } from '../../runtime/reconciler.js';
 import { isPoolRendered } from '../node-config/render.js';
 import type { StatusBoard } from '../status-board.js';
-import { discoveryNodes } from './discovery-nodes.js';
+import { discoveryNode, discoveryNodes, type DiscoveryNodeMemo } from './discovery-nodes.js';
 import { protectedFieldsPatch } from './protected-fields.js';
 
 export const DEFAULT_NODECLASS_CONTROLLER = 'ec2nodeclass.default';
@@ -107,6 +107,8 @@ export class DefaultNodeClassReconciler implements Reconciler {
   private verifyFailures = 0;
   private memo: DiscoveryMemo | undefined;
   private sources: DiscoveredNodeClass['sources'] | undefined;
+  /** Discovery's projection of each cached Node object (see `DiscoveryNodeMemo`). */
+  private readonly nodeViews: DiscoveryNodeMemo = new WeakMap();
 
   constructor(private readonly deps: DefaultNodeClassDeps) {
     this.watches = [
@@ -135,7 +137,7 @@ export class DefaultNodeClassReconciler implements Reconciler {
     }
     // Only Nodes discovery would read (not the ones Karpenter launched: thousands of them at scale).
     if (obj.apiVersion === Types.Node.apiVersion && obj.kind === Types.Node.kind) {
-      return discoveryNodes([obj as KubeObject], this.deps.cloud.nodeClassLabel).length ? [Names.defaultNodeClass] : [];
+      return discoveryNode(obj as KubeObject, this.deps.cloud.nodeClassLabel, this.nodeViews) ? [Names.defaultNodeClass] : [];
     }
     return [Names.defaultNodeClass];
   }
@@ -231,7 +233,7 @@ export class DefaultNodeClassReconciler implements Reconciler {
         secrets,
         ...(bootImages ? { bootImages } : {}),
         maxPods: this.deps.maxPods,
-        nodes: discoveryNodes(nodes, cloud.nodeClassLabel),
+        nodes: discoveryNodes(nodes, cloud.nodeClassLabel, this.nodeViews),
       });
       this.setSources(rendered.sources);
       this.setDiscovered({

@@ -71,6 +71,11 @@ export class CsrIndex {
       for (const name of [...map.keys()]) if (!live.has(name)) map.delete(name);
   }
 
+  /** True when anything is held about CSR `name` (pending entry, first sighting, decision). */
+  knows(name: string): boolean {
+    return this.pending.has(name) || this.firstSeen.has(name) || this.lastDecision.has(name) || this.claimsUsed.has(name);
+  }
+
   get(name: string): PendingCsr | undefined {
     return this.pending.get(name);
   }

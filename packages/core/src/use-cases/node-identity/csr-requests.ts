@@ -90,6 +90,11 @@ export class CsrRequests {
     return out;
   }
 
+  /** True when a request of CSR `name` is memoised (in any uid or resourceVersion). */
+  has(name: string): boolean {
+    return this.entries.has(name);
+  }
+
   /** Forgets CSR `name` (deleted, or no longer a kubelet CSR worth remembering). */
   drop(name: string): void {
     this.entries.delete(name);

@@ -362,6 +362,35 @@ describe('certificatesigningrequest.node-identity', () => {
     expect(w.events.events.find((e) => e.regarding.name === 'csr-7b')?.reason).toBe('ClientCsrAlreadyApproved');
   });
 
+  it('maps an approved CSR to a reconcile only while it holds something about it (a start among thousands costs none)', async () => {
+    const w = world();
+    const approved = async (name: string) => {
+      const c = await aClientCsr(name, dnsOf(4));
+      c.status = { conditions: [{ type: 'Approved', status: 'True', reason: 'Test', message: '' }] };
+      return w.store.seed(c);
+    };
+    // Approved before this process looked at it: nothing to forget, no reconcile (as the informer's first list).
+    const old = await approved('csr-old');
+    expect(w.reconciler.keysFor(old)).toEqual([]);
+
+    // Pending: reconciled; once approved (here, by this process) its index entry is gone and its parse is kept,
+    // so its deletion still maps to it (the parse is dropped then).
+    w.store.seed(aNodeClaim(3));
+    w.cloud.putInstance(anInstance(3));
+    w.clock.advance(60_000);
+    const pending = w.store.seed(await aClientCsr('csr-new', dnsOf(3)));
+    expect(w.reconciler.keysFor(pending)).toEqual(['csr-new']);
+    await w.reconciler.reconcile('csr-new');
+    expect(w.approvals()).toEqual(['csr-new']);
+    const nowApproved = (await w.store.get({ ...Types.CertificateSigningRequest, name: 'csr-new' }))!;
+    expect(w.reconciler.keysFor(nowApproved)).toEqual(['csr-new']);
+    w.store.remove({ ...Types.CertificateSigningRequest, name: 'csr-new' });
+    expect(await w.reconciler.reconcile('csr-new')).toEqual({});
+    expect(w.reconciler.keysFor(nowApproved)).toEqual([]);
+    // Not a kubelet CSR: never.
+    expect(w.reconciler.keysFor({ ...old, spec: { ...(old.spec as object), signerName: 'example.com/other' } })).toEqual([]);
+  });
+
   it('stops approving and reports TooManyPendingCSRs above the bound', async () => {
     const w = world({ maxPending: 3 });
     for (let i = 10; i < 15; i++) {

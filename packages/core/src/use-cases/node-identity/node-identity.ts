@@ -116,10 +116,24 @@ const Defaults = {
 
 const KubeletSigners = new Set([KubeletClientSigner, KubeletServingSigner]);
 
+/** Objects projected (not memoised yet) between two yields to the event loop. */
+const ProjectionSlice = 256;
+
 interface ClaimSnapshot {
   views: CsrNodeClaim[];
   /** Instance IDs of live NodeClaims not registered yet: the machines a client CSR may come from. */
   unregisteredInstanceIds: string[];
+  /** `status.nodeName` of every NodeClaim: the Nodes Karpenter registered. */
+  registeredNodeNames: Set<string>;
+}
+
+/** What the CSR census reads of a kubelet CSR object. */
+interface CsrCensusView {
+  name: string;
+  pending: boolean;
+  /** An approved (or issued) client CSR: one the one-client-certificate rule may count. */
+  approvedClient: boolean;
+  createdMs: number;
 }
 
 interface CsrSnapshot {
@@ -166,6 +180,16 @@ export class NodeIdentityReconciler implements Reconciler {
   private readonly approvedHere = new Map<string, Set<string>>();
   private readonly claims: SharedSnapshot<ClaimSnapshot>;
   private readonly csrs: SharedSnapshot<CsrSnapshot>;
+  /**
+   * Projections of cached objects, by object: a cache replaces an object when it changes, so a listing of
+   * thousands projects only what changed since the last one (a fresh start's first CSR, and every CSR
+   * after it, no longer re-reads every NodeClaim and CSR).
+   */
+  private readonly claimViews = new WeakMap<KubeObject, CsrNodeClaim>();
+  private readonly csrViews = new WeakMap<KubeObject, CsrCensusView | false>();
+  private readonly yieldToEventLoop: () => Promise<void>;
+  /** Projections made since the last yield to the event loop (see `projected`). */
+  private projectedInSlice = 0;
   private currentCondition: ConditionInput = {
     type: NodeIdentityConditionType,
     status: 'True',
@@ -177,9 +201,12 @@ export class NodeIdentityReconciler implements Reconciler {
     const l = deps.limits ?? {};
     this.index = new CsrIndex(deps.clock);
     const schedule = l.schedule;
+    this.yieldToEventLoop = schedule
+      ? () => new Promise<void>((resolve) => schedule(resolve, 0))
+      : () => new Promise<void>((resolve) => setTimeout(resolve, 0));
     this.requests = new CsrRequests({
       ...(l.parseSliceSize !== undefined ? { sliceSize: l.parseSliceSize } : {}),
-      ...(schedule ? { yieldToEventLoop: () => new Promise<void>((resolve) => schedule(resolve, 0)) } : {}),
+      yieldToEventLoop: this.yieldToEventLoop,
     });
     this.lookup = new InstanceLookup({
       cloud: deps.cloud,
@@ -205,15 +232,22 @@ export class NodeIdentityReconciler implements Reconciler {
   }
 
   /**
-   * Maps an event to CSR names, reading the index only: it runs on standby replicas and behind a closed
-   * gate too, where it must neither change state nor cost a lookup. Reconcile and resync keep the index.
+   * Maps an event to CSR names, reading the index and the parse memo only: it runs on standby replicas and
+   * behind a closed gate too, where it must neither change state nor cost a lookup. Reconcile and resync
+   * keep the index.
    * Its one effect: a NodeClaim event marks the shared NodeClaim listing out of date (a dropped reference,
    * no I/O), so the CSRs it maps to are decided from a listing that includes the change.
    */
   keysFor(obj: AnyObject): string[] {
     if (obj.kind === Types.CertificateSigningRequest.kind) {
       const signer = (obj.spec as { signerName?: unknown } | undefined)?.signerName;
-      return typeof signer === 'string' && KubeletSigners.has(signer) ? [obj.metadata.name] : [];
+      if (typeof signer !== 'string' || !KubeletSigners.has(signer)) return [];
+      // A CSR that is not pending needs a reconcile only to forget what this process holds about it (its
+      // index entry, its parsed request): an approved CSR it never looked at, such as each of the thousands
+      // an informer lists at start-up, has nothing to forget and costs no reconcile.
+      const name = obj.metadata.name;
+      const known = this.index.knows(name) || this.requests.has(name);
+      return known || csrState(obj as KubeObject) === 'pending' ? [name] : [];
     }
     // A NodeClaim change (providerID set, registered, deleted) can only unblock CSRs that are waiting or
     // not decided yet, those of the node it registered, and those that came before it.
@@ -228,15 +262,23 @@ export class NodeIdentityReconciler implements Reconciler {
   async resyncKeys(): Promise<string[]> {
     const csrs = await this.deps.store.list(Types.CertificateSigningRequest, { readOnly: true });
     const keys: string[] = [];
+    // Also projects every CSR for the census (a fresh start's resync does it, in slices, before the first
+    // pending CSR needs it).
     for (const csr of csrs) {
-      if (!KubeletSigners.has(csrView(csr).signerName)) continue;
-      this.track(csr);
-      if (csrState(csr) === 'pending') keys.push(csr.metadata.name);
+      const v = this.csrViews.get(csr) ?? (await this.csrCensusView(csr));
+      if (!v) continue;
+      if (v.pending) {
+        this.track(csr);
+        keys.push(v.name);
+      } else if (this.index.get(v.name)) {
+        this.track(csr); // no longer pending: out of the index
+      }
     }
     const live = new Set(csrs.map((c) => c.metadata.name));
     this.index.prune(live);
     this.requests.retain(live);
     const claims = await this.deps.store.list(Types.NodeClaim, { readOnly: true });
+    for (const c of claims) if (!this.claimViews.has(c)) await this.claimView(c);
     const claimKeys = new Set(claims.map((c) => c.metadata.uid ?? c.metadata.name));
     for (const k of [...this.approvedHere.keys()]) if (!claimKeys.has(k)) this.approvedHere.delete(k);
     this.lookup.prune();
@@ -315,7 +357,7 @@ export class NodeIdentityReconciler implements Reconciler {
       decision = await decide();
     }
 
-    const census = this.census(csrs.pending, nodeClaims);
+    const census = this.census(csrs.pending, claims.registeredNodeNames);
     const bound = limits.maxPending ?? (limits.maxPendingBase ?? Defaults.maxPendingBase) + nodeClaims.length;
     this.deps.metrics.set(CsrPendingMetric, census.approvable);
     this.deps.metrics.set(CsrUnmatchedPendingMetric, census.unmatched);
@@ -410,8 +452,7 @@ export class NodeIdentityReconciler implements Reconciler {
    * Pending kubelet CSRs that could still be approved (one per node name: one client certificate per
    * NodeClaim, one Node per name), and those that match no Karpenter instance or Node.
    */
-  private census(pendingNames: readonly string[], nodeClaims: readonly CsrNodeClaim[]): { approvable: number; unmatched: number } {
-    const karpenterNodes = new Set(nodeClaims.flatMap((nc) => (nc.nodeName ? [nc.nodeName] : [])));
+  private census(pendingNames: readonly string[], karpenterNodes: ReadonlySet<string>): { approvable: number; unmatched: number } {
     const approvable = new Set<string>();
     let unmatched = 0;
     for (const n of pendingNames) {
@@ -450,12 +491,58 @@ export class NodeIdentityReconciler implements Reconciler {
   /** NodeClaims as the policy sees them (shared by concurrent reconciles; dropped by any NodeClaim event). */
   private async listClaims(): Promise<ClaimSnapshot> {
     const objects = await this.deps.store.list(Types.NodeClaim, { readOnly: true });
-    const views = objects.map((o) => csrNodeClaimView(o, (p) => this.deps.cloud.instanceIdFromProviderId(p)));
-    // A deleting NodeClaim never gets a client CSR approved (policy), so its instance is not worth a lookup.
-    return {
-      views,
-      unregisteredInstanceIds: views.filter((nc) => nc.instanceId && !nc.nodeName && !nc.deleting).map((nc) => nc.instanceId!),
-    };
+    const views: CsrNodeClaim[] = [];
+    const unregisteredInstanceIds: string[] = [];
+    const registeredNodeNames = new Set<string>();
+    for (const o of objects) {
+      const view = this.claimViews.get(o) ?? (await this.claimView(o));
+      views.push(view);
+      // A deleting NodeClaim never gets a client CSR approved (policy), so its instance is not worth a lookup.
+      if (view.instanceId && !view.nodeName && !view.deleting) unregisteredInstanceIds.push(view.instanceId);
+      if (view.nodeName) registeredNodeNames.add(view.nodeName);
+    }
+    return { views, unregisteredInstanceIds, registeredNodeNames };
+  }
+
+  /** The policy's view of a NodeClaim object, projected once per cached object. */
+  private async claimView(o: KubeObject): Promise<CsrNodeClaim> {
+    let view = this.claimViews.get(o);
+    if (!view) {
+      await this.projected();
+      view = csrNodeClaimView(o, (p) => this.deps.cloud.instanceIdFromProviderId(p));
+      this.claimViews.set(o, view);
+    }
+    return view;
+  }
+
+  /** The census fields of a CSR object (false: not a kubelet CSR), projected once per cached object. */
+  private async csrCensusView(c: KubeObject): Promise<CsrCensusView | false> {
+    let view = this.csrViews.get(c);
+    if (view === undefined) {
+      await this.projected();
+      const v = csrView(c);
+      const state = csrState(c);
+      view = KubeletSigners.has(v.signerName)
+        ? {
+            name: c.metadata.name,
+            pending: state === 'pending',
+            approvedClient: v.signerName === KubeletClientSigner && (state === 'approved' || state === 'issued'),
+            createdMs: v.createdMs,
+          }
+        : false;
+      this.csrViews.set(c, view);
+    }
+    return view;
+  }
+
+  /**
+   * Counts a projection about to be made; every `ProjectionSlice` of them, first lets timers and I/O run
+   * (the Lease renewal among them): the first listing after a start projects thousands of objects.
+   */
+  private async projected(): Promise<void> {
+    if (++this.projectedInSlice < ProjectionSlice) return;
+    this.projectedInSlice = 0;
+    await this.yieldToEventLoop();
   }
 
   /** The census of kubelet CSRs (shared by concurrent reconciles). */
@@ -463,17 +550,15 @@ export class NodeIdentityReconciler implements Reconciler {
     const objects = await this.deps.store.list(Types.CertificateSigningRequest, { readOnly: true });
     const out: CsrSnapshot = { pending: [], approvedClient: [] };
     for (const c of objects) {
-      const v = csrView(c);
-      if (!KubeletSigners.has(v.signerName)) continue;
-      const state = csrState(c);
-      if (state === 'pending') {
-        out.pending.push(c.metadata.name);
+      const v = this.csrViews.get(c) ?? (await this.csrCensusView(c));
+      if (!v) continue;
+      if (v.pending) {
+        out.pending.push(v.name);
         // Parsed once per CSR (cached by uid), so that the census knows every pending CSR's node name.
         await this.parse(c);
         this.track(c);
       }
-      if (v.signerName !== KubeletClientSigner || (state !== 'approved' && state !== 'issued')) continue;
-      out.approvedClient.push({ object: c, createdMs: v.createdMs });
+      if (v.approvedClient) out.approvedClient.push({ object: c, createdMs: v.createdMs });
     }
     return out;
   }
