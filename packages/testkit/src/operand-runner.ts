@@ -644,12 +644,19 @@ export interface KarpenterRunnerOptions {
 }
 
 /**
- * Karpenter's harness-only env, never rendered into the Deployment: every AWS service at the emulator;
+ * Karpenter's harness-only env, never rendered into the Deployment: every AWS service at the emulator, STS
+ * named on its own as well (the Go SDK resolves web-identity credentials before it applies the global
+ * `AWS_ENDPOINT_URL`, and its STS client then skips the shared one unless `AWS_ENDPOINT_URL_STS` is set);
  * `ISOLATED_VPC` because the emulator has no Pricing API and ignores `PathPrefix` on ListInstanceProfiles,
  * so Karpenter's instance-profile garbage collection would delete the seed's worker profile; no IMDS.
  */
 export function karpenterHarnessEnv(ec2Endpoint: string): Record<string, string> {
-  return { AWS_ENDPOINT_URL: ec2Endpoint, ISOLATED_VPC: 'true', AWS_EC2_METADATA_DISABLED: 'true' };
+  return {
+    AWS_ENDPOINT_URL: ec2Endpoint,
+    AWS_ENDPOINT_URL_STS: ec2Endpoint,
+    ISOLATED_VPC: 'true',
+    AWS_EC2_METADATA_DISABLED: 'true',
+  };
 }
 
 /**
