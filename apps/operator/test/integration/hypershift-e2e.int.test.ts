@@ -57,8 +57,9 @@ import { ensureBuilt, REPO, type OperatorProcess } from '../support/operator-pro
  * operator applied in the guest. The one grant the test adds is what the admin kubeconfig gives the token
  * minter: creating that ServiceAccount's own token.
  *
- * Time bounds are several times what a loaded two-core machine needed (measured: see the report in the
- * commit that added this file).
+ * Time bounds are several times what a two-core machine needed (the whole file 72 s; the operand pod
+ * running 2 s, 81 s under load; EC2NodeClass default Ready 9-12 s; NodeClaim Launched 2 s, Ready 1-2 s; the
+ * pod Running 1-2 s; the NodePool's node and instance gone 13-18 s).
  */
 const NS = 'clusters-e2e';
 const HCP = 'e2e';
