@@ -46,6 +46,23 @@ export interface KubeletSimulatorOptions {
   forgeCsr?: (nodeClaim: string, nodeName: string) => ForgedCsr[] | undefined;
   /** Delay between the signed client certificate and creating the Node. */
   nodeDelayMs?: (nodeClaim: string) => number;
+  /**
+   * Where the machines are: the EC2 emulator of `cluster` when absent (a hosted cluster's guest has none of
+   * its own; its machines are in the management cluster's account).
+   */
+  ec2?: ReturnType<ClusterClient['ec2Config']>;
+  /**
+   * Whether the Ignition pointer's merge source is the one a machine of NodeClass `nodeClass` must boot from;
+   * by default the MCS path of its pool, `/config/karpenter-<nodeClass>` (HyperShift's ignition server
+   * serves other URLs).
+   */
+  pointerMatches?: (source: string, nodeClass: string) => boolean;
+  /**
+   * The `registerWithTaints` the MCO would render into the kubelet; by default read from the KubeletConfig
+   * `kubeletConfigName` of `cluster` (HyperShift renders it from a ConfigMap in the HCP namespace instead).
+   * `undefined`: not there yet.
+   */
+  registrationTaints?: () => Promise<unknown[] | undefined>;
 }
 
 /** A client CSR for a machine's node name that the real kubelet would not send. */
@@ -98,7 +115,7 @@ type Csr = KubeObj & { status?: { certificate?: string; conditions?: Array<{ typ
 export function startKubeletSimulator(opts: KubeletSimulatorOptions): KubeletSimulator {
   const log = opts.log ?? (() => undefined);
   const kc = opts.cluster.kubeConfig();
-  const ec2 = new EC2Client(opts.cluster.ec2Config());
+  const ec2 = new EC2Client(opts.ec2 ?? opts.cluster.ec2Config());
   const kubelets = new Map<string, SimulatedKubelet>();
   const tasks = new Set<Promise<void>>();
   let stopped = false;
@@ -155,12 +172,15 @@ export function startKubeletSimulator(opts: KubeletSimulatorOptions): KubeletSim
     const nodeClass = claim.spec?.nodeClassRef?.name ?? '';
     const pool = `/config/karpenter-${nodeClass}`;
     const pointer = await pointerSource(k.instanceId, nodeClass);
-    if (!pointer.endsWith(pool))
-      throw new Error(`the Ignition pointer merges from ${pointer || '(nothing)'}, not the pool of NodeClass ${nodeClass} (${pool})`);
+    if (opts.pointerMatches ? !opts.pointerMatches(pointer, nodeClass) : !pointer.endsWith(pool))
+      throw new Error(
+        `the Ignition pointer merges from ${pointer || '(nothing)'}, not ${opts.pointerMatches ? 'the source' : `the pool (${pool})`} of NodeClass ${nodeClass}`,
+      );
 
     // 3. Registration taints.
     const kcName = opts.kubeletConfigName ?? 'set-karpenter-taint';
     const taints = await until(k, async () => {
+      if (opts.registrationTaints) return opts.registrationTaints();
       const o = await getObject<KubeObj & { spec?: { kubeletConfig?: { registerWithTaints?: unknown[] } } }>(
         kc,
         'machineconfiguration.openshift.io/v1',

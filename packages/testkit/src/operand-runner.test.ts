@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { availableParallelism, totalmem } from 'node:os';
-import { fieldRef, resourceFieldRef, rewriteMountPaths } from './operand-runner.js';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fieldRef, resourceFieldRef, rewriteArg, rewriteFileContents, rewriteMountPaths } from './operand-runner.js';
 
 const pod = {
   apiVersion: 'v1',
@@ -86,5 +89,49 @@ describe('rewriteMountPaths', () => {
     { name: 'plain value', value: 'us-east-1', want: 'us-east-1' },
   ])('$name', ({ value, want }) => {
     expect(rewriteMountPaths(value, container, mounts)).toBe(want);
+  });
+});
+
+describe('paths under mount paths in args and volume files point at the local copies', () => {
+  const mounts = new Map([
+    ['serviceaccount-token', '/tmp/pod/volumes/serviceaccount-token'],
+    ['guest-kubeconfig', '/tmp/pod/volumes/guest-kubeconfig'],
+  ]);
+  const minter = {
+    volumeMounts: [
+      { name: 'guest-kubeconfig', mountPath: '/etc/karpenter/guest-kubeconfig' },
+      { name: 'serviceaccount-token', mountPath: '/var/run/secrets/openshift/serviceaccount' },
+    ],
+  };
+
+  it.each([
+    {
+      arg: '--token-file=/var/run/secrets/openshift/serviceaccount/token',
+      want: '--token-file=/tmp/pod/volumes/serviceaccount-token/token',
+    },
+    { arg: '--kubeconfig=/etc/karpenter/guest-kubeconfig/kubeconfig', want: '--kubeconfig=/tmp/pod/volumes/guest-kubeconfig/kubeconfig' },
+    { arg: '/var/run/secrets/openshift/serviceaccount/token', want: '/tmp/pod/volumes/serviceaccount-token/token' },
+    { arg: '--token-audience=openshift', want: '--token-audience=openshift' },
+    { arg: '--other=/etc/karpenter/guest-kubeconfig-other/x', want: '--other=/etc/karpenter/guest-kubeconfig-other/x' },
+  ])('arg $arg', ({ arg, want }) => {
+    expect(rewriteArg(arg, minter, mounts)).toBe(want);
+  });
+
+  it("an AWS profile's web_identity_token_file names the token volume's copy; binary files stay", () => {
+    const dir = mkdtempSync(join(tmpdir(), 'runner-test-'));
+    try {
+      const profile =
+        '[default]\n\trole_arn = arn:aws:iam::1:role/r\n\tweb_identity_token_file = /var/run/secrets/openshift/serviceaccount/token\n';
+      writeFileSync(join(dir, 'credentials'), profile);
+      const binary = Buffer.from([0, 1, ...Buffer.from('/var/run/secrets/openshift/serviceaccount/token')]);
+      writeFileSync(join(dir, 'blob'), binary);
+      rewriteFileContents(dir, minter.volumeMounts, mounts);
+      expect(readFileSync(join(dir, 'credentials'), 'utf8')).toBe(
+        profile.replace('/var/run/secrets/openshift/serviceaccount/token', '/tmp/pod/volumes/serviceaccount-token/token'),
+      );
+      expect(readFileSync(join(dir, 'blob'))).toEqual(binary);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { quantityValue } from '@karpenter-operator/core';
@@ -7,6 +8,7 @@ import type { ClusterClient } from './access.js';
 import { freePort } from './ports.js';
 import { ProcessSupervisor, tailLog, type ManagedProcess } from './processes.js';
 import { getObject, listObjects, type KubeObj } from './resources.js';
+import { tokenMinterProgram } from './token-minter.js';
 
 /**
  * Runs a Deployment's pods as local processes, the way a kubelet would run their containers: one process
@@ -54,6 +56,9 @@ export interface ContainerSpec {
   envFrom?: Array<{ secretRef?: { name: string }; configMapRef?: { name: string }; prefix?: string }>;
   volumeMounts?: Array<{ name: string; mountPath: string; subPath?: string }>;
   resources?: { requests?: Record<string, string | number>; limits?: Record<string, string | number> };
+  /** `Always` on an init container: a native sidecar, started before the main container and kept running beside it. */
+  restartPolicy?: string;
+  startupProbe?: { exec?: { command: string[] }; periodSeconds?: number; failureThreshold?: number };
 }
 
 interface EnvVar {
@@ -120,6 +125,8 @@ interface Replica {
   info: ReplicaProcess;
   dir: string;
   proc?: ManagedProcess;
+  /** Native sidecars (init containers with `restartPolicy: Always`) running beside the main container. */
+  sidecars: Set<ManagedProcess>;
   stopping: boolean;
   backoffMs: number;
   grace: number;
@@ -172,6 +179,8 @@ export function startDeploymentRunner(opts: DeploymentRunnerOptions): Deployment
     r.stopping = true;
     r.info.state = 'stopping';
     await r.proc?.stop(r.grace);
+    // As the kubelet does: sidecars stop after the main container.
+    await Promise.all([...r.sidecars].map((p) => p.stop(r.grace)));
     await r.done.catch(() => undefined);
   };
 
@@ -190,6 +199,7 @@ export function startDeploymentRunner(opts: DeploymentRunnerOptions): Deployment
         startedAt: new Date(),
       },
       dir,
+      sidecars: new Set(),
       stopping: false,
       backoffMs: 5_000,
       grace: (pod.spec.terminationGracePeriodSeconds ?? 30) * 1000,
@@ -210,11 +220,17 @@ export function startDeploymentRunner(opts: DeploymentRunnerOptions): Deployment
   const runPod = async (pod: Pod, r: Replica) => {
     while (!r.stopping && !stopped) {
       let container = 'setup';
+      const sidecarsStop = { stop: false };
       try {
         const prepared = await preparePod(pod, r.dir);
         for (const init of pod.spec.initContainers ?? []) {
           container = init.name;
           r.info.state = 'init';
+          if (init.restartPolicy === 'Always') {
+            void runSidecar(pod, r, init, prepared, sidecarsStop);
+            await waitStarted(pod, r, init, prepared);
+            continue;
+          }
           const code = await runContainer(pod, r, init, 'init', prepared);
           if (r.stopping) return;
           if (code !== 0) throw new ContainerExit(init.name, code, join(sup.logDir, `${pod.metadata.name}-${init.name}.log`));
@@ -227,6 +243,9 @@ export function startDeploymentRunner(opts: DeploymentRunnerOptions): Deployment
         throw new ContainerExit(main.name, code, r.info.logFile);
       } catch (e) {
         if (r.stopping || stopped) return;
+        // The pod starts over: its sidecars with it.
+        sidecarsStop.stop = true;
+        await Promise.all([...r.sidecars].map((p) => p.stop(r.grace)));
         const exit = e instanceof ContainerExit ? e : undefined;
         const crash: ContainerCrash = {
           pod: pod.metadata.name,
@@ -252,6 +271,59 @@ export function startDeploymentRunner(opts: DeploymentRunnerOptions): Deployment
     kubeconfig: string;
     mounts: Map<string, string>;
   }
+
+  const recordCrash = (crash: ContainerCrash, backoffMs: number) => {
+    crashes.push(crash);
+    log(
+      `pod ${crash.pod} container ${crash.container} exited with ${String(crash.exitCode)}; restarting in ${backoffMs / 1000}s (log ${crash.logFile}):\n${crash.logTail}`,
+    );
+  };
+
+  /**
+   * A native sidecar: started, and restarted on its own with back-off whenever it exits, until the pod stops
+   * or starts over (`until.stop`).
+   */
+  const runSidecar = async (pod: Pod, r: Replica, c: ContainerSpec, prepared: Prepared, until: { stop: boolean }) => {
+    let backoffMs = 1_000;
+    const logFile = join(sup.logDir, `${pod.metadata.name}-${c.name}.log`);
+    while (!r.stopping && !stopped && !until.stop) {
+      let code: number | string;
+      try {
+        const proc = await spawnContainer(pod, r, c, 'init', prepared);
+        r.sidecars.add(proc);
+        code = await proc.exited;
+        r.sidecars.delete(proc);
+      } catch (e) {
+        code = `error: ${(e as Error).message}`;
+      }
+      if (r.stopping || stopped || until.stop) return;
+      recordCrash(
+        { pod: pod.metadata.name, container: c.name, exitCode: code, at: new Date(), logFile, logTail: tailLog(logFile, 20) },
+        backoffMs,
+      );
+      await sleepUnlessStopping(r, backoffMs);
+      backoffMs = Math.min(backoffMs * 2, MAX_BACKOFF_MS);
+    }
+  };
+
+  /**
+   * Until a sidecar's startup probe (an exec probe, its paths under the container's mounts pointing at the
+   * local copies) succeeds: the containers after it wait, as with the kubelet. Probed every second (the
+   * kubelet: every `periodSeconds`) within the probe's own deadline (`failureThreshold` × `periodSeconds`).
+   */
+  const waitStarted = async (pod: Pod, r: Replica, c: ContainerSpec, prepared: Prepared) => {
+    const probe = c.startupProbe?.exec?.command;
+    if (!probe?.length) return;
+    const deadline = Date.now() + (c.startupProbe?.failureThreshold ?? 3) * (c.startupProbe?.periodSeconds ?? 10) * 1000;
+    const [cmd, ...args] = probe.map((a) => rewriteArg(a, c, prepared.mounts));
+    while (!r.stopping && !stopped) {
+      const ok = await new Promise<boolean>((res) => execFile(cmd!, args, { timeout: 5_000, cwd: r.dir }, (err) => res(!err)));
+      if (ok) return;
+      if (Date.now() > deadline)
+        throw new Error(`startup probe of container ${c.name} (${probe.join(' ')}) did not succeed within its deadline`);
+      await sleepUnlessStopping(r, 1_000);
+    }
+  };
 
   /** Volumes into `<dir>/volumes/<name>`, a token kubeconfig of the pod's ServiceAccount. */
   const preparePod = async (pod: Pod, dir: string): Promise<Prepared> => {
@@ -293,6 +365,8 @@ export function startDeploymentRunner(opts: DeploymentRunnerOptions): Deployment
       // kubeconfig instead; emptyDir: the directory itself.
       mounts.set(v.name, target);
     }
+    const podMounts = [...(pod.spec.initContainers ?? []), ...pod.spec.containers].flatMap((c) => c.volumeMounts ?? []);
+    for (const v of pod.spec.volumes ?? []) if (v.secret || v.configMap) rewriteFileContents(mounts.get(v.name)!, podMounts, mounts);
     const sa = pod.spec.serviceAccountName ?? 'default';
     const kubeconfig = await opts.cluster.writeKubeConfigFor(pod.metadata.namespace!, sa, join(dir, 'kubeconfig'), {
       expirationSeconds: 48 * 3600,
@@ -307,6 +381,21 @@ export function startDeploymentRunner(opts: DeploymentRunnerOptions): Deployment
     kind: 'init' | 'main',
     prepared: Prepared,
   ): Promise<number | string> => {
+    const proc = await spawnContainer(pod, r, c, kind, prepared);
+    if (kind === 'main') {
+      r.proc = proc;
+      r.info.pid = proc.pid;
+    }
+    return proc.exited;
+  };
+
+  const spawnContainer = async (
+    pod: Pod,
+    r: Replica,
+    c: ContainerSpec,
+    kind: 'init' | 'main',
+    prepared: Prepared,
+  ): Promise<ManagedProcess> => {
     const program = opts.commandFor(c, kind);
     if (!program) throw new Error(`no local program stands for the image ${c.image ?? '(none)'} of container ${c.name}`);
     const env = await containerEnv(pod, c, prepared);
@@ -324,11 +413,11 @@ export function startDeploymentRunner(opts: DeploymentRunnerOptions): Deployment
     const clean: Record<string, string | undefined> = Object.fromEntries(Object.keys(process.env).map((k) => [k, undefined]));
     Object.assign(clean, { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: r.dir, KUBECONFIG: prepared.kubeconfig }, env);
     const name = kind === 'main' ? pod.metadata.name : `${pod.metadata.name}-${c.name}`;
-    const args = [...(c.command?.slice(1) ?? []), ...(program.args ?? []), ...(c.args ?? [])];
-    const proc = sup.spawn(name, program.command, args, { env: clean, cwd: r.dir });
-    r.proc = proc;
-    if (kind === 'main') r.info.pid = proc.pid;
-    return proc.exited;
+    const args = [
+      ...(program.args ?? []),
+      ...[...(c.command?.slice(1) ?? []), ...(c.args ?? [])].map((a) => rewriteArg(a, c, prepared.mounts)),
+    ];
+    return sup.spawn(name, program.command, args, { env: clean, cwd: r.dir });
   };
 
   /** The container's env as a kubelet resolves it, with values under a mount path pointing at the local copy. */
@@ -484,6 +573,45 @@ function expandRefs(value: string, env: Record<string, string>): string {
   return value.replace(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (m, name: string) => env[name] ?? m);
 }
 
+/**
+ * The text files of a materialised Secret or ConfigMap volume under `dir` with every path under one of the
+ * pod's mount paths pointing at the local copy instead (e.g. an AWS profile's `web_identity_token_file` naming
+ * the token volume's mount path). Binary files (a NUL byte) stay as they are.
+ */
+export function rewriteFileContents(
+  dir: string,
+  podMounts: Array<{ name: string; mountPath: string; subPath?: string }>,
+  mounts: Map<string, string>,
+): void {
+  const bases = podMounts
+    .filter((m) => mounts.has(m.name))
+    .map((m) => ({ base: m.mountPath.replace(/\/+$/, ''), target: m.subPath ? join(mounts.get(m.name)!, m.subPath) : mounts.get(m.name)! }))
+    .sort((a, b) => b.base.length - a.base.length);
+  if (!bases.length) return;
+  const pattern = new RegExp(`(${bases.map((b) => b.base.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|')})(?=[/\\s"',;]|$)`, 'gm');
+  const walk = (d: string) => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      const file = join(d, e.name);
+      if (e.isDirectory()) {
+        walk(file);
+        continue;
+      }
+      const raw = readFileSync(file);
+      if (raw.includes(0)) continue;
+      const text = raw.toString('utf8');
+      const out = text.replace(pattern, (base) => bases.find((b) => b.base === base)!.target);
+      if (out !== text) writeFileSync(file, out, { mode: 0o600 });
+    }
+  };
+  walk(dir);
+}
+
+/** An argument naming a file under one of the container's mount paths (alone or as `--flag=<path>`) names the local copy. */
+export function rewriteArg(arg: string, c: Pick<ContainerSpec, 'volumeMounts'>, mounts: Map<string, string>): string {
+  const flag = /^(--?[A-Za-z0-9][A-Za-z0-9-]*=)(.*)$/s.exec(arg);
+  return flag ? flag[1]! + rewriteMountPaths(flag[2]!, c, mounts) : rewriteMountPaths(arg, c, mounts);
+}
+
 /** A value naming a file under one of the container's mount paths names the local copy instead. */
 export function rewriteMountPaths(value: string, c: Pick<ContainerSpec, 'volumeMounts'>, mounts: Map<string, string>): string {
   for (const m of c.volumeMounts ?? []) {
@@ -506,24 +634,39 @@ export interface KarpenterRunnerOptions {
   baseDir: string;
   namespace?: string;
   log?: (line: string) => void;
+  /**
+   * The image of the token-minter sidecar (HyperShift's `TOKEN_MINTER_IMAGE`): its container runs the
+   * testkit's stand-in (`token-minter.ts`). Absent: no container of that image can run.
+   */
+  tokenMinterImage?: string;
+  /** The EC2 emulator Karpenter talks to; `cluster`'s when absent. */
+  ec2Endpoint?: string;
 }
 
 /**
- * Karpenter's harness-only env, never rendered into the Deployment: every AWS service at the emulator;
+ * Karpenter's harness-only env, never rendered into the Deployment: every AWS service at the emulator, STS
+ * named on its own as well (the Go SDK resolves web-identity credentials before it applies the global
+ * `AWS_ENDPOINT_URL`, and its STS client then skips the shared one unless `AWS_ENDPOINT_URL_STS` is set);
  * `ISOLATED_VPC` because the emulator has no Pricing API and ignores `PathPrefix` on ListInstanceProfiles,
  * so Karpenter's instance-profile garbage collection would delete the seed's worker profile; no IMDS.
  */
 export function karpenterHarnessEnv(ec2Endpoint: string): Record<string, string> {
-  return { AWS_ENDPOINT_URL: ec2Endpoint, ISOLATED_VPC: 'true', AWS_EC2_METADATA_DISABLED: 'true' };
+  return {
+    AWS_ENDPOINT_URL: ec2Endpoint,
+    AWS_ENDPOINT_URL_STS: ec2Endpoint,
+    ISOLATED_VPC: 'true',
+    AWS_EC2_METADATA_DISABLED: 'true',
+  };
 }
 
 /**
- * Runs Deployment `openshift-karpenter/karpenter` as the operator rendered it, with the real
- * karpenter-provider-aws controller for its `controller` container and the operator's own
- * `check-credentials` for the init container.
+ * Runs Deployment `openshift-karpenter/karpenter` (or `karpenter` in `namespace`, e.g. an HCP namespace) as
+ * the operator rendered it, with the real karpenter-provider-aws controller for its `controller` container,
+ * the operator's own `check-credentials` for that init container and the token-minter stand-in for the
+ * `tokenMinterImage` sidecar.
  */
 export function startKarpenterRunner(opts: KarpenterRunnerOptions): DeploymentRunner {
-  const ec2 = opts.cluster.info.ec2Endpoint;
+  const ec2 = opts.ec2Endpoint ?? opts.cluster.info.ec2Endpoint;
   if (!ec2) throw new Error('the Karpenter runner needs the EC2 emulator');
   return startDeploymentRunner({
     cluster: opts.cluster,
@@ -532,6 +675,7 @@ export function startKarpenterRunner(opts: KarpenterRunnerOptions): DeploymentRu
     baseDir: opts.baseDir,
     commandFor: (c, kind) => {
       if (kind === 'main') return { command: opts.karpenterBinary };
+      if (opts.tokenMinterImage && c.image === opts.tokenMinterImage) return { command: process.execPath, args: [tokenMinterProgram] };
       if (c.args?.[0] === 'check-credentials') return { command: process.execPath, args: [opts.operatorEntry] };
       return undefined;
     },

@@ -57,6 +57,59 @@ export function startRealOperand(opts: RealOperandOptions): RealOperand {
   };
 }
 
+export interface HostedRealOperandOptions {
+  /** The management cluster: the operand Deployment in the HCP namespace, the EC2 emulator. */
+  management: ClusterClient;
+  /** The guest cluster: where the machines join. */
+  guest: ClusterClient;
+  /** The HCP namespace. */
+  namespace: string;
+  karpenterBinary: string;
+  operatorEntry: string;
+  /** HyperShift's `TOKEN_MINTER_IMAGE`: its sidecar runs the token-minter stand-in. */
+  tokenMinterImage: string;
+  baseDir: string;
+  log?: (line: string) => void;
+  /** Knobs of the simulated kubelets: HyperShift's ignition URLs and registration taints among them. */
+  kubelets?: Omit<KubeletSimulatorOptions, 'cluster' | 'log' | 'ec2'>;
+}
+
+/**
+ * The same on a hosted control plane: the operand Deployment in the HCP namespace of the management cluster
+ * run as processes (the real controller and the token-minter stand-in), and a simulated kubelet joining the
+ * guest for every instance launched in the management cluster's EC2 emulator. No MCO: HyperShift's ignition
+ * server serves the machines' configuration.
+ */
+export function startHostedRealOperand(opts: HostedRealOperandOptions): RealOperand {
+  const prefixed = (who: string) => (opts.log ? (line: string) => opts.log!(`${who}: ${line}`) : undefined);
+  const ec2Endpoint = opts.management.info.ec2Endpoint;
+  if (!ec2Endpoint) throw new Error('the hosted operand needs the management cluster started with the EC2 emulator');
+  const runner = startKarpenterRunner({
+    cluster: opts.management,
+    namespace: opts.namespace,
+    karpenterBinary: opts.karpenterBinary,
+    operatorEntry: opts.operatorEntry,
+    tokenMinterImage: opts.tokenMinterImage,
+    ec2Endpoint,
+    baseDir: opts.baseDir,
+    log: prefixed('runner'),
+  });
+  const kubelets = startKubeletSimulator({
+    ...opts.kubelets,
+    cluster: opts.guest,
+    ec2: opts.management.ec2Config(),
+    log: prefixed('kubelet'),
+  });
+  return {
+    runner,
+    kubelets,
+    stop: async () => {
+      await kubelets.stop();
+      await runner.stop();
+    },
+  };
+}
+
 export interface NodePoolOptions {
   /** `node.kubernetes.io/instance-type` values the pool may launch. */
   instanceTypes: string[];

@@ -25,9 +25,11 @@ import {
   hcpPath,
   hostedControlPlane,
   hyperShiftCredentialsSecret,
+  ignitionUserData,
   OPERATOR_SA,
   prepareHostedClusters,
   startAdapter,
+  startIgnitionStandIn,
   startOperatorAsHyperShift,
 } from '../support/hypershift-env.js';
 import type { OperatorProcess } from '../support/operator-process.js';
@@ -89,39 +91,8 @@ const patchHcp = (body: Record<string, unknown>) =>
 
 const OEC2NC = { apiVersion: 'karpenter.hypershift.openshift.io/v1beta1', kind: 'OpenshiftEC2NodeClass' } as const;
 const EC2NC = { apiVersion: 'karpenter.k8s.aws/v1', kind: 'EC2NodeClass' } as const;
-const userDataFor = (nodeClass: string) =>
-  `{"ignition":{"version":"3.4.0","config":{"merge":[{"source":"https://ignition.demo:443/ignition?nodeclass=${nodeClass}"}]}}}`;
+const userDataFor = ignitionUserData;
 let stopIgnitionStandIn: (() => void) | undefined;
-
-/**
- * A stand-in for HyperShift's ignition adapter, which HyperShift keeps in the standalone layout: it reacts only
- * to OpenshiftEC2NodeClass objects in the guest (as HyperShift's does) and writes, in the HCP namespace, the
- * ignition Secret HyperShift would write for each one that has none yet. It never rewrites a Secret (a new
- * release's Secret is a test step of its own).
- */
-function startIgnitionStandIn(): () => void {
-  let stopped = false;
-  const written = new Set<string>();
-  void (async () => {
-    while (!stopped) {
-      try {
-        for (const c of await listObjects(guest.kubeConfig(), OEC2NC.apiVersion, OEC2NC.kind)) {
-          const name = c.metadata.name;
-          if (written.has(name)) continue;
-          const secret = anIgnitionSecret({ nodeClass: name, ami: world.facts.amis.x86_64, userData: userDataFor(name) });
-          await applyObject(mgmt.kubeConfig(), secret as KubeObj);
-          written.add(name);
-        }
-      } catch {
-        // The CRD is not served yet, or a cluster is restarting: look again.
-      }
-      await new Promise((r) => setTimeout(r, 500));
-    }
-  })();
-  return () => {
-    stopped = true;
-  };
-}
 
 describe('HyperShift: management cluster + guest cluster', () => {
   beforeAll(
@@ -586,7 +557,7 @@ async function startHostedCluster(status: Record<string, unknown>): Promise<void
   const created = await applyObject(mgmt.kubeConfig(), theHostedControlPlane());
   await applyStatus(mgmt.kubeConfig(), { ...created, status });
   // HyperShift's ignition generator: Secrets for OpenshiftEC2NodeClasses, nothing else.
-  stopIgnitionStandIn = startIgnitionStandIn();
+  stopIgnitionStandIn = startIgnitionStandIn(mgmt, guest, world, NS);
   // What HyperShift's control-plane operator writes from spec.autoNode's role (its karpenter-credentials).
   await applyObject(mgmt.kubeConfig(), hyperShiftCredentialsSecret(NS, autoNode.provisionerConfig.karpenter.aws.roleARN));
   await startBoth();

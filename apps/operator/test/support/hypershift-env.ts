@@ -5,6 +5,7 @@ import {
   applyObject,
   applyStatus,
   kubeRequest,
+  listObjects,
   nodeBootstrapperObjects,
   startCluster,
   type ClusterClient,
@@ -12,6 +13,7 @@ import {
   type KubeObj,
 } from '@karpenter-operator/testkit';
 import type { SeededWorld } from '@karpenter-operator/testkit';
+import { anIgnitionSecret } from '@karpenter-operator/topology-hypershift/testing';
 import { GUEST_OPERATOR_SUBJECT, hostedGuestRbac, hostedManagementRbac } from '../../src/manifests/hypershift-rbac.js';
 import { containerStart, operatorContainer } from './hypershift-deployment.js';
 import { startOperator, type OperatorProcess } from './operator-process.js';
@@ -246,4 +248,38 @@ export function startAdapter(
     entry: 'adapter',
     args: [`--guest-kubeconfig=${o.guestKubeconfigPath}`, `--hcp-name=${o.hcpName}`, '--guest-unreachable-timeout=5s'],
   });
+}
+
+/** The userData HyperShift's ignition generator writes for OpenshiftEC2NodeClass `nodeClass`: a pointer at its ignition server. */
+export const ignitionUserData = (nodeClass: string) =>
+  `{"ignition":{"version":"3.4.0","config":{"merge":[{"source":"https://ignition.demo:443/ignition?nodeclass=${nodeClass}"}]}}}`;
+
+/**
+ * A stand-in for HyperShift's ignition adapter, which HyperShift keeps in the standalone layout: it reacts only
+ * to OpenshiftEC2NodeClass objects in the guest (as HyperShift's does) and writes, in the HCP `namespace`, the
+ * ignition Secret HyperShift would write for each one that has none yet (`ignitionUserData`, the seed's x86_64
+ * AMI). It never rewrites a Secret (a new release's Secret is a test step of its own). Returns its stop.
+ */
+export function startIgnitionStandIn(mgmt: ClusterClient, guest: ClusterClient, world: SeededWorld, namespace: string): () => void {
+  let stopped = false;
+  const written = new Set<string>();
+  void (async () => {
+    while (!stopped) {
+      try {
+        for (const c of await listObjects(guest.kubeConfig(), 'karpenter.hypershift.openshift.io/v1beta1', 'OpenshiftEC2NodeClass')) {
+          const name = c.metadata.name;
+          if (written.has(name)) continue;
+          const secret = anIgnitionSecret({ namespace, nodeClass: name, ami: world.facts.amis.x86_64, userData: ignitionUserData(name) });
+          await applyObject(mgmt.kubeConfig(), secret as KubeObj);
+          written.add(name);
+        }
+      } catch {
+        // The CRD is not served yet, or a cluster is restarting: look again.
+      }
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  })();
+  return () => {
+    stopped = true;
+  };
 }
