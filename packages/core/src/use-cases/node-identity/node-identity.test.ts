@@ -554,6 +554,39 @@ describe('certificatesigningrequest.node-identity', () => {
     expect(w.approvals()).toEqual(['early']);
   });
 
+  it('a resync that yields while it projects does not forget a CSR a reconcile saw meanwhile', async () => {
+    // At the resync's first yield to the event loop, a new CSR arrives and is reconciled to the end.
+    let meanwhile: (() => Promise<void>) | undefined;
+    const w = world({
+      schedule: (fn, ms) => {
+        const run = ms === 0 ? meanwhile : undefined;
+        meanwhile = ms === 0 ? undefined : meanwhile;
+        if (run) void run().then(fn);
+        else setTimeout(fn, ms);
+      },
+    });
+    w.cloud.putInstance(anInstance(6));
+    // More approved CSRs than one projection slice: the resync yields while it reads them.
+    const approved = await aClientCsr('approved', dnsOf(7));
+    for (let i = 0; i < 300; i++) {
+      w.store.seed({
+        ...approved,
+        metadata: { name: `approved-${i}` },
+        status: { conditions: [{ type: 'Approved', status: 'True', reason: 'Test', message: '' }] },
+      });
+    }
+    const early = await aClientCsr('early', dnsOf(6));
+    meanwhile = async () => {
+      w.store.seed(early);
+      expect(await w.reconciler.reconcile('early')).toEqual({}); // no NodeClaim yet: left pending
+    };
+    await w.reconciler.resyncKeys();
+    expect(meanwhile).toBeUndefined();
+    expect(w.events.events.map((e) => e.reason)).toEqual(['NoMatchingNodeClaim']);
+    // Its NodeClaim appears: the CSR is still known, so the event maps to it.
+    expect(w.reconciler.keysFor(w.store.seed(aNodeClaim(6)))).toEqual(['early']);
+  });
+
   it('a NodeClaim event makes its CSR read NodeClaims anew, even when another CSR built a newer listing before it', async () => {
     const w = world();
     w.cloud.putInstance(anInstance(6));

@@ -274,12 +274,18 @@ export class NodeIdentityReconciler implements Reconciler {
         this.track(csr); // no longer pending: out of the index
       }
     }
-    const live = new Set(csrs.map((c) => c.metadata.name));
-    this.index.prune(live);
-    this.requests.retain(live);
     const claims = await this.deps.store.list(Types.NodeClaim, { readOnly: true });
     for (const c of claims) if (!this.claimViews.has(c)) await this.claimView(c);
-    const claimKeys = new Set(claims.map((c) => c.metadata.uid ?? c.metadata.name));
+    // The projections above yield to the event loop, and CSRs and NodeClaims seen by reconciles meanwhile
+    // must not be forgotten: prune against lists read now, with no yield before the pruning.
+    const [liveCsrs, liveClaims] = await Promise.all([
+      this.deps.store.list(Types.CertificateSigningRequest, { readOnly: true }),
+      this.deps.store.list(Types.NodeClaim, { readOnly: true }),
+    ]);
+    const live = new Set(liveCsrs.map((c) => c.metadata.name));
+    this.index.prune(live);
+    this.requests.retain(live);
+    const claimKeys = new Set(liveClaims.map((c) => c.metadata.uid ?? c.metadata.name));
     for (const k of [...this.approvedHere.keys()]) if (!claimKeys.has(k)) this.approvedHere.delete(k);
     this.lookup.prune();
     return keys;
