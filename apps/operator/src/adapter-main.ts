@@ -1,5 +1,6 @@
 // The HyperShift sidecar adapter (images/hypershift-adapter.Containerfile): the HCP-specific controllers of
 // packages/topology-hypershift/src/sidecar. It talks to the operator only through Kubernetes objects.
+import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describeError, systemClock, type Reconciler } from '@karpenter-operator/core';
@@ -89,7 +90,11 @@ async function main(argv: string[]): Promise<number> {
     const cloud = providerFor('AWS', { crdDir: '' });
     // The OpenshiftEC2NodeClass CRD it serves in the guest, bundled beside adapter.js (build.mjs).
     const crdDir = process.env.KARPENTER_CRD_DIR ?? join(dirname(fileURLToPath(import.meta.url)), 'crds');
-    const crd = loadObjects(crdDir).find((o) => o.kind === 'CustomResourceDefinition' && o.metadata.name === OPENSHIFT_NODECLASS_CRD);
+    // The build writes it as JSON too: read that file alone rather than parse every CRD in the directory.
+    const bundled = join(crdDir, `${OPENSHIFT_NODECLASS_CRD.split('.').slice(1).join('.')}_${OPENSHIFT_NODECLASS_CRD.split('.')[0]}.json`);
+    const crd = loadObjects(existsSync(bundled) ? bundled : crdDir).find(
+      (o) => o.kind === 'CustomResourceDefinition' && o.metadata.name === OPENSHIFT_NODECLASS_CRD,
+    );
     if (!crd) throw new Error(`CRD ${OPENSHIFT_NODECLASS_CRD} is missing from ${crdDir}`);
     const now = () => new Date(clock.now()).toISOString().replace(/\.\d{3}Z$/, 'Z');
     reconcilers.push(
