@@ -36,6 +36,25 @@ describe('EventLoopLag', () => {
     expect(lag.readAndReset().max).toBeGreaterThanOrEqual(0.06);
   });
 
+  it('turned on again after a quiet spell, the fine monitor does not count the spell as a delay', async () => {
+    // The default sampler (with a 20 ms one the spell did not show up even before the fix); busy from 50 ms
+    // a window, so that the test runner's own work does not keep the fine monitor on.
+    lag = new EventLoopLag({ busyMs: 50 });
+    await sleep(30);
+    lag.readAndReset(); // a scrape while it runs; none from here until after the stall
+    expect(await until(() => !lag!.fineMonitorOn, 20_000)).toBe(true);
+    await sleep(3_000);
+    lag.sample(); // accounts the quiet spell before the stall, as the sampler would
+    stall(60);
+    lag.sample();
+    expect(lag.fineMonitorOn).toBe(true);
+    await sleep(50); // a few ticks of the fine monitor
+    const max = lag.readAndReset().max;
+    expect(max).toBeGreaterThanOrEqual(0.06);
+    // Far below the 3 s it was off (what it read before the fix), with room for a loaded machine.
+    expect(max).toBeLessThan(1.5);
+  });
+
   it('a stall while the fine monitor is on reads at least its length', async () => {
     lag = new EventLoopLag({ sampleMs: 60_000 });
     await sleep(30);

@@ -44,6 +44,12 @@ export class EventLoopLag {
   private last: EventLoopUtilization;
   /** Largest active time (ms) of a window in which the fine monitor was off, since the last reset. */
   private boundMs = 0;
+  /**
+   * What the fine monitor recorded before it was last turned off, since the last reset (seconds). It is
+   * reset when turned off: a monitor turned on again would otherwise count the whole time it was off as one
+   * delay (it measures from its previous tick).
+   */
+  private carried: { reading: LagReading; count: number } | undefined;
 
   constructor(options: EventLoopLagOptions = {}) {
     this.fine = monitorEventLoopDelay({ resolution: options.resolutionMs ?? 10 });
@@ -72,22 +78,57 @@ export class EventLoopLag {
   /** The lag since the last reset (seconds), then resets. */
   readAndReset(): LagReading {
     this.sample();
-    const h = this.fine;
+    this.carry();
     const bound = this.boundMs / 1e3;
-    const counted = h.count > 0;
-    const at = (ns: number) => Math.max(counted ? ns / 1e9 : 0, bound);
+    const c = this.carried;
+    const at = (v: number | undefined) => Math.max(v ?? 0, bound);
     const reading: LagReading = {
-      min: counted ? h.min / 1e9 : bound,
-      max: at(h.max),
-      mean: at(h.mean),
-      stddev: counted ? h.stddev / 1e9 : 0,
-      p50: at(h.percentile(50)),
-      p90: at(h.percentile(90)),
-      p99: at(h.percentile(99)),
+      min: c ? c.reading.min : bound,
+      max: at(c?.reading.max),
+      mean: at(c?.reading.mean),
+      stddev: c ? c.reading.stddev : 0,
+      p50: at(c?.reading.p50),
+      p90: at(c?.reading.p90),
+      p99: at(c?.reading.p99),
     };
-    h.reset();
+    this.carried = undefined;
     this.boundMs = 0;
     return reading;
+  }
+
+  /**
+   * Moves what the fine monitor recorded into `carried` and resets it. Several stretches combine exactly for
+   * min, max and mean; percentiles and stddev take the larger of the stretches (never below the truth's max).
+   */
+  private carry(): void {
+    const h = this.fine;
+    if (h.count > 0) {
+      const now: LagReading = {
+        min: h.min / 1e9,
+        max: h.max / 1e9,
+        mean: h.mean / 1e9,
+        stddev: h.stddev / 1e9,
+        p50: h.percentile(50) / 1e9,
+        p90: h.percentile(90) / 1e9,
+        p99: h.percentile(99) / 1e9,
+      };
+      const c = this.carried;
+      this.carried = c
+        ? {
+            count: c.count + h.count,
+            reading: {
+              min: Math.min(c.reading.min, now.min),
+              max: Math.max(c.reading.max, now.max),
+              mean: (c.reading.mean * c.count + now.mean * h.count) / (c.count + h.count),
+              stddev: Math.max(c.reading.stddev, now.stddev),
+              p50: Math.max(c.reading.p50, now.p50),
+              p90: Math.max(c.reading.p90, now.p90),
+              p99: Math.max(c.reading.p99, now.p99),
+            },
+          }
+        : { count: h.count, reading: now };
+    }
+    h.reset();
   }
 
   /** Whether the fine monitor is running (for tests and diagnostics). */
@@ -104,6 +145,9 @@ export class EventLoopLag {
     if (on === this.fineOn) return;
     this.fineOn = on;
     if (on) this.fine.enable();
-    else this.fine.disable();
+    else {
+      this.fine.disable();
+      this.carry();
+    }
   }
 }
