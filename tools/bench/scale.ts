@@ -536,7 +536,7 @@ await runBench('scale', { timeoutMs: Number(args['timeout-s']) * 1000 }, async (
       "window: requests = the operator's audit events received in the window, leases excluded; reconciles = delta of karpenter_operator_reconcile_total.",
       'requestsPerReconcileIndependentOfSize: ratio vs size 0 at most 1.5 at every size.',
       'window: the first trigger after the fresh process converged; windowWarm: the same trigger again on that process. probeCsrApprovedMs: probe CSR created → admin GET shows it Approved (polled every 200 ms).',
-      'eventLoopLagMaxMs: nodejs_eventloop_lag_max_seconds of the operator (perf_hooks.monitorEventLoopDelay, reset on every scrape): startup = the fresh process from spawn through convergence and the settle; window = the trigger window of the first kubelet CSR after the start.',
+      'eventLoopLagMaxMs: nodejs_eventloop_lag_max_seconds of the operator (perf_hooks.monitorEventLoopDelay while the loop is busy, the active time of the loop as an upper bound while it is quiet: EventLoopLag; reset on every scrape): startup = the fresh process from spawn through convergence and the settle; window = the trigger window of the first kubelet CSR after the start.',
     ],
   };
 });

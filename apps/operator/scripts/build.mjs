@@ -6,6 +6,7 @@
 // OUTDIR is apps/operator/dist by default (the image test builds into a tree of its own); without --entry every
 // entry is built.
 import { build } from 'esbuild';
+import { createRequire } from 'node:module';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -45,9 +46,33 @@ for (const g of crdGroups)
   if (!existsSync(join(crdRoot, g)))
     fail(`${join(crdRoot, g)} is missing; run \`npm run setup\` (tools/cluster/fetch-crds.sh) to produce the runtime CRDs`);
 
+// `import ... from 'node:http'` in an ES module makes Node build the module's ESM facade, which reads every
+// export, and three of node:http's exports (WebSocket, CloseEvent, MessageEvent) are getters that load Node's
+// own copy of undici: +13 MiB resident and ~50 ms at start-up for a WebSocket client the operator never
+// opens. require('node:http') reads nothing; so ESM imports of node:http resolve to a module that requires
+// it and re-exports its other properties by name (importing one of the three fails the build).
+const lazyHttpExports = new Set(['WebSocket', 'CloseEvent', 'MessageEvent']);
+const httpNames = Object.keys(Object.getOwnPropertyDescriptors(createRequire(import.meta.url)('node:http'))).filter(
+  (k) => !lazyHttpExports.has(k) && /^[A-Za-z_$][\w$]*$/.test(k),
+);
+const nodeHttpWithoutUndici = {
+  name: 'node-http-without-undici',
+  setup(b) {
+    b.onResolve({ filter: /^(node:)?http$/ }, (args) =>
+      args.kind === 'import-statement' || args.kind === 'dynamic-import' ? { path: 'node:http', namespace: 'ko-node-http' } : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'ko-node-http' }, () => ({
+      contents:
+        `const http = require('node:http');\nexport default http;\n` + httpNames.map((k) => `export const ${k} = http.${k};`).join('\n'),
+      loader: 'js',
+    }));
+  },
+};
+
 rmSync(out, { recursive: true, force: true });
 mkdirSync(out, { recursive: true });
 await build({
+  plugins: [nodeHttpWithoutUndici],
   absWorkingDir: root,
   entryPoints: entries.map((e) => ({ in: e.in, out: e.out })),
   outdir: out,
@@ -55,7 +80,6 @@ await build({
   platform: 'node',
   format: 'esm',
   target: 'node24',
-  conditions: ['@karpenter-operator/source'],
   // No comments and no indentation (identifiers are kept, so stack traces still name functions): V8 keeps a
   // module's whole source for as long as the process runs, and one character outside Latin-1 in it (a few
   // dependencies' comments have typographic quotes) makes it a two-byte string. 9.4 MB as two bytes per
@@ -68,7 +92,8 @@ await build({
   // The same through `exports`: without the `module` condition, `node` picks the CommonJS build of a subpath
   // (`@aws-sdk/nested-clients/sts`), and a CommonJS module behind an import() is split into a chunk exporting
   // only `default`, so the web-identity credential provider's named import came back undefined.
-  conditions: ['module'],
+  // (`@karpenter-operator/source`: this repository's packages as TypeScript source.)
+  conditions: ['@karpenter-operator/source', 'module'],
   // main.ts import()s each command's module; without splitting esbuild wraps every module behind such an
   // import() into a lazily run closure, and a wrapped module keeps all of its exports (the whole EC2 client).
   // With it, each lazily imported part is a chunk of its own under chunks/, read when first imported.
@@ -102,6 +127,7 @@ for (const name of outputs) {
         'Node would keep the whole bundle as a two-byte string; write it as an escape (\\u....) in the source',
     );
   }
+  if (/\bfrom\s*["'](node:)?http["']/.test(text)) fail(`${file} imports node:http as an ES module (see nodeHttpWithoutUndici)`);
   // A CommonJS module split behind an import() exports only `default`; the importers (the AWS SDK's credential
   // providers) destructure named exports, which would be undefined at run time. See `conditions` above.
   if (/export default require_\w+\(\);/.test(text)) {

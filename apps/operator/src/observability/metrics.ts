@@ -1,5 +1,19 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+// prom-client's default metrics one by one, all but its event-loop lag (`EventLoopLag` reports that).
+import gc from 'prom-client/lib/metrics/gc.js';
+import heapSizeAndUsed from 'prom-client/lib/metrics/heapSizeAndUsed.js';
+import heapSpacesSizeAndUsed from 'prom-client/lib/metrics/heapSpacesSizeAndUsed.js';
+import osMemoryHeap from 'prom-client/lib/metrics/osMemoryHeap.js';
+import processCpuTotal from 'prom-client/lib/metrics/processCpuTotal.js';
+import processHandles from 'prom-client/lib/metrics/processHandles.js';
+import processMaxFileDescriptors from 'prom-client/lib/metrics/processMaxFileDescriptors.js';
+import processOpenFileDescriptors from 'prom-client/lib/metrics/processOpenFileDescriptors.js';
+import processRequests from 'prom-client/lib/metrics/processRequests.js';
+import processResources from 'prom-client/lib/metrics/processResources.js';
+import processStartTime from 'prom-client/lib/metrics/processStartTime.js';
+import version from 'prom-client/lib/metrics/version.js';
 import type { Labels, MetricDefinition, Metrics } from '@karpenter-operator/core';
+import { EventLoopLag, type LagReading } from './event-loop-lag.js';
 
 type Metric = Counter<string> | Gauge<string> | Histogram<string>;
 
@@ -17,7 +31,7 @@ export class PromMetrics implements Metrics {
   private readonly metrics = new Map<string, { metric: Metric; labelNames: string[] }>();
 
   constructor(definitions: readonly MetricDefinition[] = [], options: { defaultMetrics?: boolean } = {}) {
-    if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
+    if (options.defaultMetrics ?? true) this.registerDefaultMetrics();
     for (const d of definitions) this.register(d.name, d.type, d.help, [...d.labels]);
   }
 
@@ -53,6 +67,60 @@ export class PromMetrics implements Metrics {
     const m = { metric, labelNames };
     this.metrics.set(name, m);
     return m;
+  }
+
+  /**
+   * prom-client's default metrics (what `collectDefaultMetrics` registers), with the `nodejs_eventloop_lag_*`
+   * family read from `EventLoopLag` instead of a 10 ms timer that runs for the life of the process.
+   */
+  private registerDefaultMetrics(): void {
+    for (const collect of [
+      processCpuTotal,
+      processStartTime,
+      osMemoryHeap,
+      processOpenFileDescriptors,
+      processMaxFileDescriptors,
+      processResources,
+      processHandles,
+      processRequests,
+      heapSizeAndUsed,
+      heapSpacesSizeAndUsed,
+      version,
+      gc,
+    ])
+      collect(this.registry, {});
+    const lag = new EventLoopLag();
+    const registers = [this.registry];
+    // Measured on a scrape, reported on the next (as prom-client does): the wait of one setImmediate.
+    const now = new Gauge({
+      name: 'nodejs_eventloop_lag_seconds',
+      help: 'Lag of event loop in seconds.',
+      registers,
+      collect() {
+        const start = process.hrtime.bigint();
+        setImmediate(() => now.set(Number(process.hrtime.bigint() - start) / 1e9));
+      },
+    });
+    // One reading per scrape, shared by the gauges below; the max gauge's collect takes it (it is registered
+    // first, and a scrape collects in registration order).
+    let reading: LagReading | undefined;
+    const stat = (key: keyof LagReading, help: string, first = false) =>
+      new Gauge({
+        name: `nodejs_eventloop_lag_${key}_seconds`,
+        help,
+        registers,
+        collect() {
+          if (first || !reading) reading = lag.readAndReset();
+          this.set(reading[key]);
+        },
+      });
+    stat('max', 'The maximum recorded event loop delay.', true);
+    stat('min', 'The minimum recorded event loop delay.');
+    stat('mean', 'The mean of the recorded event loop delays.');
+    stat('stddev', 'The standard deviation of the recorded event loop delays.');
+    stat('p50', 'The 50th percentile of the recorded event loop delays.');
+    stat('p90', 'The 90th percentile of the recorded event loop delays.');
+    stat('p99', 'The 99th percentile of the recorded event loop delays.');
   }
 
   private fit(names: string[], labels: Labels): Labels {

@@ -138,6 +138,32 @@ describe('deployment.operand on two clusters (HyperShift)', () => {
     expect(ids(store(), operandKinds)).toEqual(want);
   });
 
+  it('applies a binding only once its role exists, so a fresh cluster converges in one pass', async () => {
+    // As the API server does for a binder without the `bind` verb: a binding to a missing role is refused.
+    // Roles are stored a macrotask later, so a binding sent in the same wave as its role would find none.
+    class RoleCheckingStore extends MemoryClusterStore {
+      override async apply<T extends KubeObject = KubeObject>(desired: T, options?: Parameters<MemoryClusterStore['apply']>[1]) {
+        if (desired.kind === 'Role' || desired.kind === 'ClusterRole') await new Promise((r) => setTimeout(r, 5));
+        if (desired.kind === 'RoleBinding' || desired.kind === 'ClusterRoleBinding') {
+          const roleRef = desired['roleRef'] as { kind: string; name: string };
+          const namespace = roleRef.kind === 'Role' ? desired.metadata.namespace : undefined;
+          const role = await this.get({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: roleRef.kind, name: roleRef.name, namespace });
+          if (!role) throw new Error(`${desired.kind} ${desired.metadata.name}: ${roleRef.kind} ${roleRef.name} not found`);
+        }
+        return super.apply(desired, options);
+      }
+    }
+    const checkingGuest = new RoleCheckingStore(crds);
+    const r = new OperandReconciler({ topology: twoClusters(management, checkingGuest), cloud, settings, events, logger: silentLogger });
+    await r.reconcile();
+    expect(ids(checkingGuest, ['ClusterRoleBinding', 'RoleBinding'])).toEqual([
+      'ClusterRoleBinding /karpenter',
+      'ClusterRoleBinding /karpenter-core',
+      'RoleBinding kube-system/karpenter-dns',
+    ]);
+    expect(ids(management, ['Deployment'])).toEqual(['Deployment clusters-demo/karpenter']);
+  });
+
   it('asks the provider for RBAC bound to the guest identity', async () => {
     await reconciler.reconcile();
     expect(cloud.callsOf('operandRbac').map((c) => c.args)).toEqual([['kube-system']]);

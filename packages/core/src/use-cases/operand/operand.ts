@@ -64,6 +64,14 @@ export function planOperandFor(
   });
 }
 
+const BINDING_KINDS = new Set(['RoleBinding', 'ClusterRoleBinding']);
+
+/** The operand's objects in the order they can be applied: everything else, then bindings, then Deployments. */
+export function applyWaves(placed: PlacedObject[]): PlacedObject[][] {
+  const wave = (p: PlacedObject) => (p.object.kind === 'Deployment' ? 2 : BINDING_KINDS.has(p.object.kind) ? 1 : 0);
+  return [0, 1, 2].map((w) => placed.filter((p) => wave(p) === w)).filter((w) => w.length > 0);
+}
+
 /**
  * `deployment.operand`: keeps the operand's ServiceAccounts, RBAC and Deployment as rendered, reverting
  * drift of the fields it owns (deletion, replicas, env, image) and leaving other fields alone. The pod
@@ -132,11 +140,11 @@ export class OperandReconciler implements Reconciler {
     if (!secret) return {};
 
     const placed = planOperandFor(this.deps, { request, facts, credentials: secret });
-    // Identity and RBAC first, all at once (independent objects: one round trip instead of one each), so
-    // that the operand's pods start with their permissions in place; then the workloads.
-    const isWorkload = (p: PlacedObject) => p.object.kind === 'Deployment';
-    await Promise.all(placed.filter((p) => !isWorkload(p)).map((p) => this.applyOne(p, request.owner, ns)));
-    for (const p of placed.filter(isWorkload)) await this.applyOne(p, request.owner, ns);
+    // In waves, each all at once (one round trip instead of one per object), so that the operand's pods
+    // start with their permissions in place: identity and roles, then the bindings (the API server refuses
+    // a binding to a role that does not exist yet unless the binder may bind anything, so a binding sent
+    // with its role fails the whole pass and the pass is retried), then the workloads.
+    for (const wave of applyWaves(placed)) await Promise.all(wave.map((p) => this.applyOne(p, request.owner, ns)));
     await this.removeStaleDisruptionBudget(placed);
     return {};
   }

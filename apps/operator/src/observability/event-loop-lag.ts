@@ -1,0 +1,153 @@
+import { monitorEventLoopDelay, performance, type EventLoopUtilization } from 'node:perf_hooks';
+
+export interface LagReading {
+  /** Seconds. */
+  min: number;
+  max: number;
+  mean: number;
+  stddev: number;
+  p50: number;
+  p90: number;
+  p99: number;
+}
+
+export interface EventLoopLagOptions {
+  /** Resolution of the fine monitor while the loop is busy, ms. Default 10 (prom-client's default). */
+  resolutionMs?: number;
+  /** How often the loop's activity is sampled to turn the fine monitor on or off, ms. Default 500. */
+  sampleMs?: number;
+  /** A sampling window with at least this much activity (ms) counts as busy. Default 5. */
+  busyMs?: number;
+  /** Quiet windows in a row before the fine monitor is turned off. Default 4. */
+  quietWindows?: number;
+}
+
+/**
+ * Event-loop lag without a 10 ms timer waking an idle process. `monitorEventLoopDelay` measures lag with a
+ * libuv timer that fires every `resolution` ms for the life of the process: ~0.5 s of CPU per 120 s of idle
+ * on its own. A stall can only happen while the loop is running something, and the longest stall in a
+ * window is never longer than the loop's active time in it (`eventLoopUtilization`). So: a coarse sampler
+ * (every `sampleMs`) reads the active time; the fine monitor runs while the loop is busy and is turned off
+ * after `quietWindows` quiet windows. For a window in which the fine monitor was off, the reading is that
+ * window's active time: an upper bound of any stall in it (a single stall reads its own length, several
+ * short tasks read their sum), never less than the truth. Idle, that is a few milliseconds instead of the
+ * fine monitor's interval (~10 ms). The fine monitor's readings are `monitorEventLoopDelay`'s, interval
+ * included, as prom-client reports them. It starts on: start-up is busy.
+ */
+export class EventLoopLag {
+  private readonly fine: ReturnType<typeof monitorEventLoopDelay>;
+  private readonly busyMs: number;
+  private readonly quietWindows: number;
+  private readonly timer: NodeJS.Timeout;
+  private fineOn = false;
+  private quiet = 0;
+  private last: EventLoopUtilization;
+  /** Largest active time (ms) of a window in which the fine monitor was off, since the last reset. */
+  private boundMs = 0;
+  /**
+   * What the fine monitor recorded before it was last turned off, since the last reset (seconds). It is
+   * reset when turned off: a monitor turned on again would otherwise count the whole time it was off as one
+   * delay (it measures from its previous tick).
+   */
+  private carried: { reading: LagReading; count: number } | undefined;
+
+  constructor(options: EventLoopLagOptions = {}) {
+    this.fine = monitorEventLoopDelay({ resolution: options.resolutionMs ?? 10 });
+    this.busyMs = options.busyMs ?? 5;
+    this.quietWindows = options.quietWindows ?? 4;
+    this.last = performance.eventLoopUtilization();
+    this.setFine(true);
+    this.timer = setInterval(() => this.sample(), options.sampleMs ?? 500);
+    this.timer.unref();
+  }
+
+  /** Accounts the window since the last sample; called by the timer and before every reading. */
+  sample(): void {
+    const now = performance.eventLoopUtilization();
+    const active = performance.eventLoopUtilization(now, this.last).active;
+    this.last = now;
+    if (!this.fineOn) this.boundMs = Math.max(this.boundMs, active);
+    if (active >= this.busyMs) {
+      this.quiet = 0;
+      this.setFine(true);
+    } else if (this.fineOn && ++this.quiet >= this.quietWindows) {
+      this.setFine(false);
+    }
+  }
+
+  /** The lag since the last reset (seconds), then resets. */
+  readAndReset(): LagReading {
+    this.sample();
+    this.carry();
+    const bound = this.boundMs / 1e3;
+    const c = this.carried;
+    const at = (v: number | undefined) => Math.max(v ?? 0, bound);
+    const reading: LagReading = {
+      min: c ? c.reading.min : bound,
+      max: at(c?.reading.max),
+      mean: at(c?.reading.mean),
+      stddev: c ? c.reading.stddev : 0,
+      p50: at(c?.reading.p50),
+      p90: at(c?.reading.p90),
+      p99: at(c?.reading.p99),
+    };
+    this.carried = undefined;
+    this.boundMs = 0;
+    return reading;
+  }
+
+  /**
+   * Moves what the fine monitor recorded into `carried` and resets it. Several stretches combine exactly for
+   * min, max and mean; percentiles and stddev take the larger of the stretches (never below the truth's max).
+   */
+  private carry(): void {
+    const h = this.fine;
+    if (h.count > 0) {
+      const now: LagReading = {
+        min: h.min / 1e9,
+        max: h.max / 1e9,
+        mean: h.mean / 1e9,
+        stddev: h.stddev / 1e9,
+        p50: h.percentile(50) / 1e9,
+        p90: h.percentile(90) / 1e9,
+        p99: h.percentile(99) / 1e9,
+      };
+      const c = this.carried;
+      this.carried = c
+        ? {
+            count: c.count + h.count,
+            reading: {
+              min: Math.min(c.reading.min, now.min),
+              max: Math.max(c.reading.max, now.max),
+              mean: (c.reading.mean * c.count + now.mean * h.count) / (c.count + h.count),
+              stddev: Math.max(c.reading.stddev, now.stddev),
+              p50: Math.max(c.reading.p50, now.p50),
+              p90: Math.max(c.reading.p90, now.p90),
+              p99: Math.max(c.reading.p99, now.p99),
+            },
+          }
+        : { count: h.count, reading: now };
+    }
+    h.reset();
+  }
+
+  /** Whether the fine monitor is running (for tests and diagnostics). */
+  get fineMonitorOn(): boolean {
+    return this.fineOn;
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    this.setFine(false);
+  }
+
+  private setFine(on: boolean): void {
+    if (on === this.fineOn) return;
+    this.fineOn = on;
+    if (on) this.fine.enable();
+    else {
+      this.fine.disable();
+      this.carry();
+    }
+  }
+}
