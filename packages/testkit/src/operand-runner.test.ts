@@ -3,7 +3,7 @@ import { availableParallelism, totalmem } from 'node:os';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fieldRef, resourceFieldRef, rewriteArg, rewriteFileContents, rewriteMountPaths } from './operand-runner.js';
+import { fieldRef, lostLeaderElection, resourceFieldRef, rewriteArg, rewriteFileContents, rewriteMountPaths } from './operand-runner.js';
 
 const pod = {
   apiVersion: 'v1',
@@ -133,5 +133,33 @@ describe('paths under mount paths in args and volume files point at the local co
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('a controller exit from a lost leader lease is told apart from a crash', () => {
+  it("finds controller-runtime's log line and panic", () => {
+    expect(
+      lostLeaderElection(
+        [
+          '{"level":"INFO","time":"2026-12-04T10:00:00Z","message":"successfully acquired lease openshift-karpenter/karpenter-leader-election"}',
+          'E1204 10:01:00.000000 1 leaderelection.go:441] Failed to renew lease openshift-karpenter/karpenter-leader-election: timed out',
+          '{"level":"ERROR","time":"2026-12-04T10:01:00Z","message":"error received after stop sequence was engaged","error":"leader election lost"}',
+          'panic: leader election lost',
+        ].join('\n'),
+      ),
+    ).toBe(true);
+  });
+
+  it('a real crash (panic, auth error) or a run that only renewed its lease is not one', () => {
+    expect(
+      lostLeaderElection('{"level":"INFO","message":"successfully acquired lease openshift-karpenter/karpenter-leader-election"}'),
+    ).toBe(false);
+    expect(lostLeaderElection('panic: runtime error: invalid memory address or nil pointer dereference')).toBe(false);
+    expect(
+      lostLeaderElection(
+        '{"level":"ERROR","message":"ec2 api connectivity check failed","error":"operation error EC2: DescribeInstanceTypes, https response error StatusCode: 403, AuthFailure"}',
+      ),
+    ).toBe(false);
+    expect(lostLeaderElection('')).toBe(false);
   });
 });

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { execFile } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { quantityValue } from '@karpenter-operator/core';
@@ -97,6 +97,11 @@ export interface ContainerCrash {
   at: Date;
   logTail: string;
   logFile: string;
+  /**
+   * The main container exited because it lost its leader lease (a loaded machine can starve lease renewal;
+   * the kubelet restarts such a pod as any other): not a fault of the program.
+   */
+  leaderElectionLost?: boolean;
 }
 
 export interface ReplicaProcess {
@@ -125,6 +130,10 @@ interface Replica {
   info: ReplicaProcess;
   dir: string;
   proc?: ManagedProcess;
+  /** Where the main container's current run starts in its log (what a crash is judged by). */
+  mainLogOffset: number;
+  /** The init container running to completion now, if any. */
+  current?: ManagedProcess;
   /** Native sidecars (init containers with `restartPolicy: Always`) running beside the main container. */
   sidecars: Set<ManagedProcess>;
   stopping: boolean;
@@ -179,6 +188,7 @@ export function startDeploymentRunner(opts: DeploymentRunnerOptions): Deployment
     r.stopping = true;
     r.info.state = 'stopping';
     await r.proc?.stop(r.grace);
+    await r.current?.stop(r.grace);
     // As the kubelet does: sidecars stop after the main container.
     await Promise.all([...r.sidecars].map((p) => p.stop(r.grace)));
     await r.done.catch(() => undefined);
@@ -199,6 +209,7 @@ export function startDeploymentRunner(opts: DeploymentRunnerOptions): Deployment
         startedAt: new Date(),
       },
       dir,
+      mainLogOffset: 0,
       sidecars: new Set(),
       stopping: false,
       backoffMs: 5_000,
@@ -224,6 +235,8 @@ export function startDeploymentRunner(opts: DeploymentRunnerOptions): Deployment
       try {
         const prepared = await preparePod(pod, r.dir);
         for (const init of pod.spec.initContainers ?? []) {
+          // A stop while the previous container started: nothing more to start (stopReplica stops what runs).
+          if (r.stopping || stopped) return;
           container = init.name;
           r.info.state = 'init';
           if (init.restartPolicy === 'Always') {
@@ -235,6 +248,7 @@ export function startDeploymentRunner(opts: DeploymentRunnerOptions): Deployment
           if (r.stopping) return;
           if (code !== 0) throw new ContainerExit(init.name, code, join(sup.logDir, `${pod.metadata.name}-${init.name}.log`));
         }
+        if (r.stopping || stopped) return;
         const main = pod.spec.containers[0]!;
         container = main.name;
         r.info.state = 'running';
@@ -254,6 +268,7 @@ export function startDeploymentRunner(opts: DeploymentRunnerOptions): Deployment
           at: new Date(),
           logFile: exit?.logFile ?? r.info.logFile,
           logTail: exit ? tailLog(exit.logFile, 20) : (e as Error).message,
+          leaderElectionLost: exit?.logFile === r.info.logFile && lostLeaderElection(logSince(r.info.logFile, r.mainLogOffset)),
         };
         crashes.push(crash);
         r.info.restarts++;
@@ -289,8 +304,7 @@ export function startDeploymentRunner(opts: DeploymentRunnerOptions): Deployment
     while (!r.stopping && !stopped && !until.stop) {
       let code: number | string;
       try {
-        const proc = await spawnContainer(pod, r, c, 'init', prepared);
-        r.sidecars.add(proc);
+        const proc = await spawnContainer(pod, r, c, 'init', prepared, until);
         code = await proc.exited;
         r.sidecars.delete(proc);
       } catch (e) {
@@ -382,10 +396,6 @@ export function startDeploymentRunner(opts: DeploymentRunnerOptions): Deployment
     prepared: Prepared,
   ): Promise<number | string> => {
     const proc = await spawnContainer(pod, r, c, kind, prepared);
-    if (kind === 'main') {
-      r.proc = proc;
-      r.info.pid = proc.pid;
-    }
     return proc.exited;
   };
 
@@ -395,6 +405,8 @@ export function startDeploymentRunner(opts: DeploymentRunnerOptions): Deployment
     c: ContainerSpec,
     kind: 'init' | 'main',
     prepared: Prepared,
+    /** A sidecar's: set when the pod starts over. */
+    until?: { stop: boolean },
   ): Promise<ManagedProcess> => {
     const program = opts.commandFor(c, kind);
     if (!program) throw new Error(`no local program stands for the image ${c.image ?? '(none)'} of container ${c.name}`);
@@ -417,7 +429,18 @@ export function startDeploymentRunner(opts: DeploymentRunnerOptions): Deployment
       ...(program.args ?? []),
       ...[...(c.command?.slice(1) ?? []), ...(c.args ?? [])].map((a) => rewriteArg(a, c, prepared.mounts)),
     ];
-    return sup.spawn(name, program.command, args, { env: clean, cwd: r.dir });
+    const logOffset = sizeOf(join(sup.logDir, `${name}.log`));
+    const proc = sup.spawn(name, program.command, args, { env: clean, cwd: r.dir });
+    // Known to stopReplica (and to a pod starting over) from the moment it runs.
+    if (kind === 'main') {
+      r.proc = proc;
+      r.info.pid = proc.pid;
+      r.mainLogOffset = logOffset;
+    } else if (c.restartPolicy === 'Always') r.sidecars.add(proc);
+    else r.current = proc;
+    // A stop (or the pod starting over) while the env was read above found no process to stop: this one goes too.
+    if (r.stopping || stopped || until?.stop) await proc.stop(r.grace);
+    return proc;
   };
 
   /** The container's env as a kubelet resolves it, with values under a mount path pointing at the local copy. */
@@ -500,6 +523,28 @@ class ContainerExit extends Error {
     readonly logFile: string,
   ) {
     super(`container ${container} exited with ${String(code)}`);
+  }
+}
+
+/** A log line of a controller exiting because it lost its leader lease (controller-runtime, client-go). */
+export function lostLeaderElection(log: string): boolean {
+  return /leader ?election lost/i.test(log);
+}
+
+function sizeOf(file: string): number {
+  try {
+    return statSync(file).size;
+  } catch {
+    return 0;
+  }
+}
+
+/** What a log holds from byte `offset` on (one run of a container whose log is appended to). */
+function logSince(file: string, offset: number): string {
+  try {
+    return readFileSync(file).subarray(offset).toString('utf8');
+  } catch {
+    return '';
   }
 }
 

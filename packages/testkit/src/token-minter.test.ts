@@ -1,8 +1,13 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import type { ServerResponse } from 'node:http';
+import { createServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { createCertificateAuthority } from './pki.js';
 import { apiTargetOf, nextMintAt, parseTokenMinterArgs, tokenMinterProgram, writeTokenFile } from './token-minter.js';
 
 // The args HyperShift's layout renders for the sidecar (packages/topology-hypershift/src/operand-layout.ts).
@@ -105,4 +110,62 @@ describe('token-minter stand-in', () => {
     expect(r.status).toBe(1);
     expect(r.stderr).toContain('unknown argument "--nope"');
   });
+
+  it('a SIGTERM during a mint ends the program once the token is written, not after the next sleep', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'minter-test-'));
+    const ca = await createCertificateAuthority('minter-test-ca');
+    const leaf = await ca.issue({ commonName: '127.0.0.1', ipAddresses: ['127.0.0.1'], usage: 'server' });
+    const server = createServer({ key: leaf.privateKeyPem, cert: leaf.certPem });
+    let pending: ServerResponse | undefined;
+    const requested = new Promise<void>((resolve) => {
+      server.on('request', (_req, res: ServerResponse) => {
+        pending = res;
+        resolve();
+      });
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const port = (server.address() as AddressInfo).port;
+    const kubeconfig = join(dir, 'kubeconfig');
+    writeFileSync(
+      kubeconfig,
+      JSON.stringify({
+        'current-context': 'c',
+        contexts: [{ name: 'c', context: { cluster: 'k', user: 'u' } }],
+        clusters: [
+          {
+            name: 'k',
+            cluster: { server: `https://127.0.0.1:${port}`, 'certificate-authority-data': Buffer.from(ca.certPem).toString('base64') },
+          },
+        ],
+        users: [{ name: 'u', user: { token: 'tok' } }],
+      }),
+    );
+    const tokenFile = join(dir, 'token');
+    const child = spawn(
+      process.execPath,
+      [tokenMinterProgram, ...RENDERED.slice(0, 4), `--token-file=${tokenFile}`, `--kubeconfig=${kubeconfig}`],
+      {
+        stdio: 'ignore',
+      },
+    );
+    const exited = once(child, 'exit') as Promise<[number | null, string | null]>;
+    try {
+      await requested;
+      // The signal lands while the TokenRequest is in flight; the answer (a token good for an hour, so the
+      // next mint 48 minutes away) comes after it.
+      child.kill('SIGTERM');
+      await new Promise((r) => setTimeout(r, 1000));
+      pending!.writeHead(201, { 'Content-Type': 'application/json' });
+      pending!.end(JSON.stringify({ status: { token: 'minted', expirationTimestamp: new Date(Date.now() + 3600_000).toISOString() } }));
+      const timeout = new Promise<'still running'>((r) => setTimeout(() => r('still running'), 30_000).unref());
+      expect(await Promise.race([exited.then(([code]) => code), timeout])).toBe(0);
+      expect(readFileSync(tokenFile, 'utf8')).toBe('minted');
+    } finally {
+      child.kill('SIGKILL');
+      server.close();
+      server.closeAllConnections();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });

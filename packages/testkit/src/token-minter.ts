@@ -200,8 +200,10 @@ async function main(argv: string[]): Promise<void> {
       stopped = true;
       wake?.();
     });
+  // A signal that came during a mint (no sleep to wake then) ends the next sleep before it starts.
   const sleep = (ms: number) =>
     new Promise<void>((r) => {
+      if (stopped) return r();
       const t = setTimeout(r, ms);
       wake = () => {
         clearTimeout(t);

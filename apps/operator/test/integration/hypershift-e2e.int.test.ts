@@ -57,8 +57,8 @@ import { ensureBuilt, REPO, type OperatorProcess } from '../support/operator-pro
  * operator applied in the guest. The one grant the test adds is what the admin kubeconfig gives the token
  * minter: creating that ServiceAccount's own token.
  *
- * Time bounds are several times what a two-core machine needed (the whole file 72 s; the operand pod
- * running 2 s, 81 s under load; EC2NodeClass default Ready 9-12 s; NodeClaim Launched 2 s, Ready 1-2 s; the
+ * Time bounds are several times what a two-core machine needed (the whole file 65-72 s; the setup 11 s, its
+ * guest cluster 8 s; the operand pod running 2 s, 81 s under load; EC2NodeClass default Ready 9-12 s; NodeClaim Launched 2 s, Ready 1-2 s; the
  * pod Running 1-2 s; the NodePool's node and instance gone 13-18 s).
  */
 const NS = 'clusters-e2e';
@@ -107,6 +107,14 @@ async function diagnostics(): Promise<string> {
     `operator log tail:\n${op?.logs().split('\n').slice(-10).join('\n') ?? ''}`,
     `adapter log tail:\n${adapter?.logs().split('\n').slice(-10).join('\n') ?? ''}`,
   ].join('\n');
+}
+
+/** Runs one step of the setup, recording how long it took under `what` (for the time bounds). */
+async function timed<T>(what: string, step: () => Promise<T>): Promise<T> {
+  const t0 = Date.now();
+  const v = await step();
+  took[what] = Math.round((Date.now() - t0) / 1000);
+  return v;
 }
 
 /** `waitFor` whose failure carries the diagnostics; records how long it took under `what`. */
@@ -203,20 +211,29 @@ const nodeClaimsOfPool = async () =>
 
 describe('HyperShift end to end: a pending pod in the guest becomes a Ready node, with the real Karpenter', () => {
   beforeAll(async () => {
+    const t0 = Date.now();
     const binary = karpenterBinary(loadToolchain());
-    ensureBuilt();
+    await timed('setup: operator bundle built', async () => ensureBuilt());
     await waitFor('the HCP namespace of a previous run gone', async () => !(await getObject(mgmt.kubeConfig(), 'v1', 'Namespace', NS)), {
       timeoutMs: 120_000,
       intervalMs: 500,
     });
     await tagDiscovery(true);
     let guestKubeconfigPath: string;
-    ({ guest, dir, guestKubeconfigPath } = await prepareHostedClusters(mgmt, { namespace: NS }));
-    await createHostedControlPlane(mgmt, hostedControlPlane(world, { name: HCP, namespace: NS }), '4.22.0');
+    ({ guest, dir, guestKubeconfigPath } = await timed('setup: guest cluster started', () =>
+      prepareHostedClusters(mgmt, { namespace: NS }),
+    ));
+    await timed('setup: HostedControlPlane created', () =>
+      createHostedControlPlane(mgmt, hostedControlPlane(world, { name: HCP, namespace: NS }), '4.22.0'),
+    );
     stopIgnition = startIgnitionStandIn(mgmt, guest, world, NS);
     await applyObject(mgmt.kubeConfig(), hyperShiftCredentialsSecret(NS));
-    op = await startOperatorAsHyperShift(mgmt, world, { namespace: NS, guestKubeconfigPath, name: 'hcp-e2e-operator' });
-    adapter = await startAdapter(mgmt, { namespace: NS, guestKubeconfigPath, hcpName: HCP, name: 'hcp-e2e-adapter' });
+    op = await timed('setup: operator started', () =>
+      startOperatorAsHyperShift(mgmt, world, { namespace: NS, guestKubeconfigPath, name: 'hcp-e2e-operator' }),
+    );
+    adapter = await timed('setup: adapter started', () =>
+      startAdapter(mgmt, { namespace: NS, guestKubeconfigPath, hcpName: HCP, name: 'hcp-e2e-adapter' }),
+    );
     // Karpenter's guest identity is the operator's to create; the kubeconfig for it is HyperShift's to write.
     await eventually(
       'ServiceAccount kube-system/karpenter in the guest',
@@ -242,32 +259,49 @@ describe('HyperShift end to end: a pending pod in the guest becomes a Ready node
       },
     });
     await applyObject(g(), { apiVersion: 'v1', kind: 'Namespace', metadata: { name: WORKLOAD_NS } });
-  }, 400_000);
+    took['setup (beforeAll)'] = Math.round((Date.now() - t0) / 1000);
+  }, 900_000);
 
   afterAll(async () => {
-    await deleteObject(g(), 'karpenter.sh/v1', 'NodePool', POOL).catch(() => false);
-    await operand?.stop();
-    stopIgnition?.();
-    await op?.stop();
-    await adapter?.stop();
-    await kubeRequest(mgmt.kubeConfig(), 'PATCH', hcpPath(NS, HCP), {
-      body: { metadata: { finalizers: null } },
-      contentType: 'application/merge-patch+json',
-    }).catch(() => undefined);
-    await deleteObject(mgmt.kubeConfig(), HCP_TYPE.apiVersion, HCP_TYPE.kind, HCP, NS).catch(() => false);
-    await deleteObject(mgmt.kubeConfig(), 'v1', 'Namespace', NS).catch(() => false);
-    await tagDiscovery(false).catch(() => undefined);
-    await guest?.stop();
-    if (dir) rmSync(dir, { recursive: true, force: true });
-    if (runnerDir && process.env.KO_KEEP_CLUSTER !== '1') rmSync(runnerDir, { recursive: true, force: true });
+    // Each step on its own: a setup that failed part-way leaves some of these undefined, and what it did
+    // create (the discovery tags on the shared world first) must still go.
+    const failed: string[] = [];
+    const step = async (what: string, run: () => Promise<unknown> | unknown) => {
+      try {
+        await run();
+      } catch (e) {
+        failed.push(`${what}: ${(e as Error).message}`);
+      }
+    };
+    if (guest) await step('deleting the NodePool', () => deleteObject(g(), 'karpenter.sh/v1', 'NodePool', POOL));
+    await step('stopping the operand', () => operand?.stop());
+    await step('stopping the ignition stand-in', () => stopIgnition?.());
+    await step('stopping the operator', () => op?.stop());
+    await step('stopping the adapter', () => adapter?.stop());
+    await step('removing the finalizers of the HCP', () =>
+      kubeRequest(mgmt.kubeConfig(), 'PATCH', hcpPath(NS, HCP), {
+        body: { metadata: { finalizers: null } },
+        contentType: 'application/merge-patch+json',
+      }),
+    );
+    await step('deleting the HCP', () => deleteObject(mgmt.kubeConfig(), HCP_TYPE.apiVersion, HCP_TYPE.kind, HCP, NS));
+    await step('deleting the HCP namespace', () => deleteObject(mgmt.kubeConfig(), 'v1', 'Namespace', NS));
+    await step('removing the discovery tags', () => tagDiscovery(false));
+    await step('stopping the guest cluster', () => guest?.stop());
+    await step('removing the guest directory', () => dir && rmSync(dir, { recursive: true, force: true }));
+    await step('removing the runner directory', () => {
+      if (runnerDir && process.env.KO_KEEP_CLUSTER !== '1') rmSync(runnerDir, { recursive: true, force: true });
+    });
     console.log(`hypershift-e2e step durations (s): ${JSON.stringify(took)}`);
+    // Reported, not thrown: a failed cleanup step must not hide the tests' own outcome.
+    if (failed.length) console.warn(`hypershift-e2e cleanup steps failed:\n${failed.join('\n')}`);
   }, 180_000);
 
   it('the operand in the HCP namespace runs the real Karpenter beside the token minter, authenticates through STS, and EC2NodeClass default is Ready', async () => {
     const replica = await eventually(
       'the operand pod running the real controller after its token minter started',
       async () => operand!.runner.replicas().find((r) => r.state === 'running'),
-      300_000,
+      480_000,
     );
     // The minter's token: the guest's kube-system/karpenter, audience openshift, in the shared token volume.
     const tokenFile = join(runnerDir!, 'pods', replica.pod, 'volumes', 'serviceaccount-token', 'token');
@@ -400,6 +434,11 @@ describe('HyperShift end to end: a pending pod in the guest becomes a Ready node
     expect(
       guest!.auditEvents({ user: KARPENTER_USER, since: started, verbs: ['create'] }).some((e) => e.objectRef?.resource === 'nodeclaims'),
     ).toBe(true);
-    expect(operand!.runner.crashes().map((c) => `${c.container}: ${String(c.exitCode)}`)).toEqual([]);
+    // A controller that lost its leader lease (renewal starved on a loaded machine) exits and is restarted,
+    // as in a cluster: not a crash of the program. Every other exit is (panic, auth error, bad flag...).
+    const crashes = operand!.runner.crashes();
+    const lostLease = crashes.filter((c) => c.leaderElectionLost);
+    if (lostLease.length) console.warn(`hypershift-e2e: Karpenter lost its leader lease ${lostLease.length} time(s) and was restarted`);
+    expect(crashes.filter((c) => !c.leaderElectionLost).map((c) => `${c.container}: ${String(c.exitCode)}\n${c.logTail}`)).toEqual([]);
   });
 });
