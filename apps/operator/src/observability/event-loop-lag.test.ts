@@ -59,7 +59,8 @@ describe('EventLoopLag', () => {
     lag = new EventLoopLag({ sampleMs: 60_000 });
     await sleep(30);
     lag.readAndReset();
-    await sleep(5);
+    // The reset clears the monitor's last tick, and a delay is measured from one: let a few 10 ms ticks pass.
+    await sleep(30);
     stall(60);
     await sleep(30); // lets the monitor's timer fire after the stall
     const r = lag.readAndReset();
