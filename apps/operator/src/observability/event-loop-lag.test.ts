@@ -69,6 +69,57 @@ describe('EventLoopLag', () => {
   });
 });
 
+describe('EventLoopLag before the fine monitor has ticked', () => {
+  let lag: EventLoopLag | undefined;
+  afterEach(() => lag?.stop());
+
+  it('reads a stall that starts right after a scrape reset', async () => {
+    lag = new EventLoopLag({ sampleMs: 60_000 });
+    await sleep(30);
+    lag.readAndReset(); // clears the monitor's last tick: its next tick records nothing
+    stall(60);
+    await sleep(50);
+    expect(lag.readAndReset().max).toBeGreaterThanOrEqual(0.06);
+  });
+
+  it('reads a stall that starts right after the fine monitor is turned on', async () => {
+    lag = new EventLoopLag({ sampleMs: 60_000, quietWindows: 1, busyMs: 5 });
+    // Sampled by hand: off after a quiet window (the test runner may be busy now and then: retry).
+    expect(
+      await until(() => {
+        lag!.sample();
+        return !lag!.fineMonitorOn;
+      }, 10_000),
+    ).toBe(true);
+    lag.readAndReset();
+    stall(20);
+    lag.sample(); // busy: turns the monitor on
+    expect(lag.fineMonitorOn).toBe(true);
+    stall(60);
+    await sleep(50);
+    expect(lag.readAndReset().max).toBeGreaterThanOrEqual(0.06);
+  });
+
+  it('raises only the maximum with the bound, not what the fine monitor measured', async () => {
+    lag = new EventLoopLag({ sampleMs: 60_000, quietWindows: 1, busyMs: 5 });
+    expect(
+      await until(() => {
+        lag!.sample();
+        return !lag!.fineMonitorOn;
+      }, 10_000),
+    ).toBe(true);
+    lag.readAndReset();
+    stall(200); // while off: read as the window's active time
+    lag.sample();
+    expect(lag.fineMonitorOn).toBe(true);
+    await sleep(150); // ticks of the fine monitor, ~10 ms each
+    const r = lag.readAndReset();
+    expect(r.max).toBeGreaterThanOrEqual(0.2);
+    expect(r.p50).toBeLessThan(0.2);
+    expect(r.mean).toBeLessThan(0.2);
+  });
+});
+
 describe('PromMetrics default metrics', () => {
   it('exports the nodejs_eventloop_lag_* family and the other process metrics', async () => {
     const m = new PromMetrics([]);

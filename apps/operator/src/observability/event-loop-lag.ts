@@ -16,7 +16,12 @@ export interface EventLoopLagOptions {
   resolutionMs?: number;
   /** How often the loop's activity is sampled to turn the fine monitor on or off, ms. Default 500. */
   sampleMs?: number;
-  /** A sampling window with at least this much activity (ms) counts as busy. Default 5. */
+  /**
+   * A sampling window with at least this much activity (ms) counts as busy. Default 15: the fine monitor's
+   * own ticks are ~2.5 ms of activity per 500 ms window, so a quiet loop with the monitor on reads quiet
+   * even when a loaded machine makes them several times slower. A stall shorter than this while the fine
+   * monitor is off is still read (as the window's active time), it just does not turn the monitor on.
+   */
   busyMs?: number;
   /** Quiet windows in a row before the fine monitor is turned off. Default 4. */
   quietWindows?: number;
@@ -28,18 +33,28 @@ export interface EventLoopLagOptions {
  * on its own. A stall can only happen while the loop is running something, and the longest stall in a
  * window is never longer than the loop's active time in it (`eventLoopUtilization`). So: a coarse sampler
  * (every `sampleMs`) reads the active time; the fine monitor runs while the loop is busy and is turned off
- * after `quietWindows` quiet windows. For a window in which the fine monitor was off, the reading is that
- * window's active time: an upper bound of any stall in it (a single stall reads its own length, several
- * short tasks read their sum), never less than the truth. Idle, that is a few milliseconds instead of the
- * fine monitor's interval (~10 ms). The fine monitor's readings are `monitorEventLoopDelay`'s, interval
- * included, as prom-client reports them. It starts on: start-up is busy.
+ * after `quietWindows` quiet windows. For a window the fine monitor did not cover, the maximum is at least
+ * that window's active time: an upper bound of any stall in it (a single stall reads its own length,
+ * several short tasks read their sum), never less than the truth. Idle, that is a few milliseconds instead
+ * of the fine monitor's interval (~10 ms). The fine monitor's readings are `monitorEventLoopDelay`'s,
+ * interval included, as prom-client reports them. It starts on: start-up is busy.
+ *
+ * "Covered" means more than on: the monitor measures a delay from its previous tick, and after it is
+ * enabled or reset (every scrape) it has none, so a stall before its first tick is not recorded. Until
+ * the monitor has recorded a tick the window counts as uncovered, and a short extra sample (a few ticks
+ * after the enable or reset) closes that window early, so that a busy loop's bound covers tens of
+ * milliseconds rather than a whole sampling window.
  */
 export class EventLoopLag {
   private readonly fine: ReturnType<typeof monitorEventLoopDelay>;
   private readonly busyMs: number;
   private readonly quietWindows: number;
   private readonly timer: NodeJS.Timeout;
+  private readonly coverMs: number;
+  private coverTimer: NodeJS.Timeout | undefined;
   private fineOn = false;
+  /** The fine monitor is on but has not recorded a tick since it was enabled or reset. */
+  private uncovered = false;
   private quiet = 0;
   private last: EventLoopUtilization;
   /** Largest active time (ms) of a window in which the fine monitor was off, since the last reset. */
@@ -52,8 +67,11 @@ export class EventLoopLag {
   private carried: { reading: LagReading; count: number } | undefined;
 
   constructor(options: EventLoopLagOptions = {}) {
-    this.fine = monitorEventLoopDelay({ resolution: options.resolutionMs ?? 10 });
-    this.busyMs = options.busyMs ?? 5;
+    const resolution = options.resolutionMs ?? 10;
+    this.fine = monitorEventLoopDelay({ resolution });
+    // Two ticks: the first after a reset only sets the monitor's reference time, the second records.
+    this.coverMs = 2 * resolution + 5;
+    this.busyMs = options.busyMs ?? 15;
     this.quietWindows = options.quietWindows ?? 4;
     this.last = performance.eventLoopUtilization();
     this.setFine(true);
@@ -63,10 +81,7 @@ export class EventLoopLag {
 
   /** Accounts the window since the last sample; called by the timer and before every reading. */
   sample(): void {
-    const now = performance.eventLoopUtilization();
-    const active = performance.eventLoopUtilization(now, this.last).active;
-    this.last = now;
-    if (!this.fineOn) this.boundMs = Math.max(this.boundMs, active);
+    const active = this.account();
     if (active >= this.busyMs) {
       this.quiet = 0;
       this.setFine(true);
@@ -75,22 +90,39 @@ export class EventLoopLag {
     }
   }
 
+  /** Reads the active time of the window since the last sample into the bound when the window was uncovered. */
+  private account(): number {
+    const now = performance.eventLoopUtilization();
+    const active = performance.eventLoopUtilization(now, this.last).active;
+    this.last = now;
+    if (!this.fineOn || this.uncovered) this.boundMs = Math.max(this.boundMs, active);
+    if (this.fineOn && this.fine.count > 0) this.uncovered = false;
+    return active;
+  }
+
+  /** Marks the fine monitor uncovered and closes that window a few ticks later. */
+  private uncover(): void {
+    this.uncovered = true;
+    if (this.coverTimer) return;
+    this.coverTimer = setTimeout(() => {
+      this.coverTimer = undefined;
+      this.account();
+      if (this.uncovered && this.fineOn) this.uncover(); // no tick yet (a loaded machine): look again
+    }, this.coverMs);
+    this.coverTimer.unref();
+  }
+
   /** The lag since the last reset (seconds), then resets. */
   readAndReset(): LagReading {
     this.sample();
     this.carry();
     const bound = this.boundMs / 1e3;
-    const c = this.carried;
-    const at = (v: number | undefined) => Math.max(v ?? 0, bound);
-    const reading: LagReading = {
-      min: c ? c.reading.min : bound,
-      max: at(c?.reading.max),
-      mean: at(c?.reading.mean),
-      stddev: c ? c.reading.stddev : 0,
-      p50: at(c?.reading.p50),
-      p90: at(c?.reading.p90),
-      p99: at(c?.reading.p99),
-    };
+    const c = this.carried?.reading;
+    // The bound is a maximum, not a sample: it raises only the max of what the fine monitor measured, and
+    // stands for every statistic only when the monitor measured nothing.
+    const reading: LagReading = c
+      ? { ...c, max: Math.max(c.max, bound) }
+      : { min: bound, max: bound, mean: bound, stddev: 0, p50: bound, p90: bound, p99: bound };
     this.carried = undefined;
     this.boundMs = 0;
     return reading;
@@ -129,6 +161,7 @@ export class EventLoopLag {
         : { count: h.count, reading: now };
     }
     h.reset();
+    if (this.fineOn) this.uncover();
   }
 
   /** Whether the fine monitor is running (for tests and diagnostics). */
@@ -139,13 +172,17 @@ export class EventLoopLag {
   stop(): void {
     clearInterval(this.timer);
     this.setFine(false);
+    clearTimeout(this.coverTimer);
+    this.coverTimer = undefined;
   }
 
   private setFine(on: boolean): void {
     if (on === this.fineOn) return;
     this.fineOn = on;
-    if (on) this.fine.enable();
-    else {
+    if (on) {
+      this.fine.enable();
+      this.uncover();
+    } else {
       this.fine.disable();
       this.carry();
     }
