@@ -164,6 +164,30 @@ describe('deployment.operand on two clusters (HyperShift)', () => {
     expect(ids(management, ['Deployment'])).toEqual(['Deployment clusters-demo/karpenter']);
   });
 
+  it('stops at a wave that fails: no Deployment without its permissions; the next pass finishes', async () => {
+    // A binding the API server refuses (e.g. a webhook or quota): the pass fails before the workloads.
+    let refuse = true;
+    class RefusingStore extends MemoryClusterStore {
+      override async apply<T extends KubeObject = KubeObject>(desired: T, options?: Parameters<MemoryClusterStore['apply']>[1]) {
+        if (refuse && desired.kind === 'ClusterRoleBinding') throw new Error(`ClusterRoleBinding ${desired.metadata.name}: refused`);
+        return super.apply(desired, options);
+      }
+    }
+    const refusingGuest = new RefusingStore(crds);
+    const r = new OperandReconciler({ topology: twoClusters(management, refusingGuest), cloud, settings, events, logger: silentLogger });
+    await expect(r.reconcile()).rejects.toThrow(/ClusterRoleBinding karpenter(-core)?: refused/);
+    expect(ids(refusingGuest, ['ClusterRole', 'ServiceAccount'])).toEqual([
+      'ClusterRole /karpenter',
+      'ClusterRole /karpenter-core',
+      'ServiceAccount kube-system/karpenter',
+    ]);
+    expect(ids(management, ['Deployment'])).toEqual([]);
+    refuse = false;
+    await r.reconcile();
+    expect(ids(management, ['Deployment'])).toEqual(['Deployment clusters-demo/karpenter']);
+    expect(ids(refusingGuest, ['ClusterRoleBinding'])).toEqual(['ClusterRoleBinding /karpenter', 'ClusterRoleBinding /karpenter-core']);
+  });
+
   it('asks the provider for RBAC bound to the guest identity', async () => {
     await reconciler.reconcile();
     expect(cloud.callsOf('operandRbac').map((c) => c.args)).toEqual([['kube-system']]);
