@@ -234,7 +234,9 @@ async function main(argv: string[]): Promise<void> {
   }
 }
 
-if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+// Run as a program only when this very file is the entry point: bundled into another program (a benchmark
+// bundles the testkit), `import.meta.url` is that program's, which must not start minting.
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1] && /token-minter\.[cm]?[jt]s$/.test(process.argv[1])) {
   main(process.argv.slice(2)).catch((e: Error) => {
     process.stderr.write(`${e.message}\n`);
     process.exit(1);
