@@ -111,6 +111,31 @@ describe('token-minter stand-in', () => {
     expect(r.stderr).toContain('unknown argument "--nope"');
   });
 
+  it('bundled into another program (a benchmark, `npm run dev`), does not run as the minter', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'minter-bundle-'));
+    try {
+      const entry = join(dir, 'program.ts');
+      writeFileSync(
+        entry,
+        `import { tokenMinterProgram } from ${JSON.stringify(join(import.meta.dirname, 'token-minter.ts'))};\nconsole.log('program ran', typeof tokenMinterProgram);\n`,
+      );
+      const out = join(dir, 'program.mjs');
+      const root = join(import.meta.dirname, '../../..');
+      const b = spawnSync(process.execPath, [join(root, 'tools/cluster/bundle.mjs'), entry, out], {
+        cwd: root,
+        encoding: 'utf8',
+        timeout: 120_000,
+      });
+      expect(b.status, b.stderr).toBe(0);
+      const r = spawnSync(process.execPath, [out, '--detached'], { encoding: 'utf8', timeout: 60_000 });
+      expect(r.stderr).not.toContain('token-minter');
+      expect(r.stdout).toContain('program ran string');
+      expect(r.status).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('a SIGTERM during a mint ends the program once the token is written, not after the next sleep', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'minter-test-'));
     const ca = await createCertificateAuthority('minter-test-ca');
