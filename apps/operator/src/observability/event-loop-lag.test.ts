@@ -69,6 +69,13 @@ describe('EventLoopLag', () => {
   });
 });
 
+/** Samples by hand until the fine monitor is off after a quiet window (the test runner may be busy now and then). */
+const offByHand = (lag: EventLoopLag) =>
+  until(() => {
+    lag.sample();
+    return !lag.fineMonitorOn;
+  }, 10_000);
+
 describe('EventLoopLag before the fine monitor has ticked', () => {
   let lag: EventLoopLag | undefined;
   afterEach(() => lag?.stop());
@@ -84,13 +91,7 @@ describe('EventLoopLag before the fine monitor has ticked', () => {
 
   it('reads a stall that starts right after the fine monitor is turned on', async () => {
     lag = new EventLoopLag({ sampleMs: 60_000, quietWindows: 1, busyMs: 5 });
-    // Sampled by hand: off after a quiet window (the test runner may be busy now and then: retry).
-    expect(
-      await until(() => {
-        lag!.sample();
-        return !lag!.fineMonitorOn;
-      }, 10_000),
-    ).toBe(true);
+    expect(await offByHand(lag)).toBe(true);
     lag.readAndReset();
     stall(20);
     lag.sample(); // busy: turns the monitor on
@@ -102,12 +103,7 @@ describe('EventLoopLag before the fine monitor has ticked', () => {
 
   it('raises only the maximum with the bound, not what the fine monitor measured', async () => {
     lag = new EventLoopLag({ sampleMs: 60_000, quietWindows: 1, busyMs: 5 });
-    expect(
-      await until(() => {
-        lag!.sample();
-        return !lag!.fineMonitorOn;
-      }, 10_000),
-    ).toBe(true);
+    expect(await offByHand(lag)).toBe(true);
     lag.readAndReset();
     stall(200); // while off: read as the window's active time
     lag.sample();
