@@ -17,13 +17,13 @@
 //   npm run bench -- idle [--window-s 120] [--settle-s 15] [--runs 1] [--compare MAIN
 //                          [--compare-node-flags=--max-semi-space-size=1] [--compare-node-env="NAME=VALUE ..."]]
 //                          [--timeout-s 600]
-import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { summarizeAuditWindow } from './src/audit-window.js';
 import {
   applyKarpenterAndCredentials,
   imageNodeFlags,
   installManifests,
+  nodeEnvFrom,
   memoryBreakdown,
   mib,
   OPERATOR_USER,
@@ -33,7 +33,7 @@ import {
   waitConverged,
   type BenchContext,
 } from './src/harness.js';
-import { byLabel, sumOf } from './src/prom.js';
+import { byLabel, residentSplit, sumOf } from './src/prom.js';
 import { median, ratio } from './src/stats.js';
 
 const { values: args } = parseArgs({
@@ -50,40 +50,14 @@ const { values: args } = parseArgs({
 const RUNS = Number(args.runs);
 const COMPARE = args.compare;
 const words = (s: string) => s.split(/\s+/).filter(Boolean);
-const compareEnv = (s: string) =>
-  Object.fromEntries(
-    words(s).map((kv) => {
-      const i = kv.indexOf('=');
-      if (i <= 0) throw new Error(`--compare-node-env: ${JSON.stringify(kv)} is not NAME=VALUE`);
-      return [kv.slice(0, i), kv.slice(i + 1)];
-    }),
-  );
 const WINDOW_MS = Number(args['window-s']) * 1000;
 const SETTLE_MS = Number(args['settle-s']) * 1000;
-
-/**
- * The resident set split as the kernel counts it: file-backed pages (the node binary's code and data, shared
- * libraries) and anonymous ones (V8's heap, external buffers, malloc). Linux only; `{}` elsewhere.
- */
-function residentSplit(pid: number): { rssAnonMiB?: number; rssFileMiB?: number } {
-  let status: string;
-  try {
-    status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  } catch {
-    return {};
-  }
-  const kib = (field: string) => {
-    const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status);
-    return m ? mib(Number(m[1]) * 1024) : undefined;
-  };
-  return { rssAnonMiB: kib('RssAnon'), rssFileMiB: kib('RssFile') };
-}
 
 /** One operator from start to stop: converge, settle, then the idle window. */
 async function oneRun(ctx: BenchContext, run: number, bundle: 'this' | 'compare') {
   const compare = bundle === 'compare';
   const nodeFlags = compare && args['compare-node-flags'] !== undefined ? words(args['compare-node-flags']) : imageNodeFlags(ctx.root);
-  const nodeEnv = compare && args['compare-node-env'] !== undefined ? compareEnv(args['compare-node-env']) : {};
+  const nodeEnv = compare && args['compare-node-env'] !== undefined ? (nodeEnvFrom(args['compare-node-env']) ?? {}) : {};
   const op = await startOperator(ctx, { name: `operator-${run}-${bundle}`, nodeFlags, nodeEnv, ...(compare ? { main: COMPARE! } : {}) });
   await op.waitReady();
   await waitConverged(ctx);

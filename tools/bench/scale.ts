@@ -26,6 +26,7 @@ import {
   KARPENTER,
   kubeRequestRetrying,
   mib,
+  nodeEnvFrom,
   OPERATOR_USER,
   runBench,
   sleep,
@@ -34,7 +35,7 @@ import {
   type BenchContext,
   type OperatorRun,
 } from './src/harness.js';
-import { byLabel, sumOf, type PromSample } from './src/prom.js';
+import { anonymousMappings, byLabel, memoryBreakdown, residentSplit, sumOf, type PromSample } from './src/prom.js';
 import { median, pool, ratio } from './src/stats.js';
 
 const { values: args } = parseArgs({
@@ -45,6 +46,7 @@ const { values: args } = parseArgs({
     'settle-s': { type: 'string', default: '20' },
     'budget-s': { type: 'string', default: '900' },
     'timeout-s': { type: 'string', default: '2700' },
+    shadow: { type: 'string', multiple: true, default: [] },
   },
 });
 const SIZES = args.sizes.split(',').map(Number);
@@ -54,6 +56,36 @@ const CONCURRENCY = Number(args.concurrency);
 const WINDOW_MS = Number(args['window-s']) * 1000;
 const SETTLE_MS = Number(args['settle-s']) * 1000;
 const BUDGET_MS = Number(args['budget-s']) * 1000;
+/**
+ * `--shadow 'name=NAME;flags=NODE FLAGS;env=K=V K2=V2;main=DIR/main.js'` (repeatable; each field but the name
+ * optional, the others as the leader's): another operator process, started after the first one leads and
+ * stopped before it is, a follower that lists and watches everything as the leader does (caches synced, no
+ * reconciles). Its memory is measured beside the leader's at the first size and after the objects of the
+ * next one arrived: variants of the launcher (V8 flags, glibc tunables) or another build, compared in one
+ * run with the same burst of watch events.
+ */
+interface Shadow {
+  name: string;
+  nodeFlags?: string[];
+  nodeEnv?: Record<string, string>;
+  main?: string;
+}
+const SHADOWS: Shadow[] = (args.shadow ?? []).map((spec) => {
+  const fields = Object.fromEntries(
+    spec.split(';').map((f) => {
+      const eq = f.indexOf('=');
+      if (eq <= 0) throw new Error(`--shadow: expected field=value, got ${JSON.stringify(f)} in ${JSON.stringify(spec)}`);
+      return [f.slice(0, eq).trim(), f.slice(eq + 1)];
+    }),
+  ) as Record<string, string>;
+  if (!fields.name) throw new Error(`--shadow ${JSON.stringify(spec)}: name= is required`);
+  return {
+    name: fields.name,
+    ...(fields.flags !== undefined ? { nodeFlags: fields.flags.split(/\s+/).filter(Boolean) } : {}),
+    ...(fields.env !== undefined ? { nodeEnv: nodeEnvFrom(fields.env) ?? {} } : {}),
+    ...(fields.main ? { main: fields.main } : {}),
+  };
+});
 const KUBELET_CLIENT_SIGNER = 'kubernetes.io/kube-apiserver-client-kubelet';
 const MACHINE_API = 'openshift-machine-api';
 const MCO_NS = 'openshift-machine-config-operator';
@@ -180,18 +212,28 @@ async function countBenchNodes(kc: KubeConfig): Promise<number> {
   return r.body.items?.length ?? 0;
 }
 
-async function memory(op: OperatorRun): Promise<{ rssMiB: number; heapUsedMiB: number; eventLoopLagMaxMs: number; samples: number }> {
+async function memory(op: OperatorRun) {
   const rss: number[] = [];
   const heap: number[] = [];
   const lag: number[] = [];
+  let last: PromSample[] = [];
   for (let k = 0; k < 3; k++) {
     if (k) await sleep(2_000);
-    const m = await op.metrics();
-    rss.push(sumOf(m, 'process_resident_memory_bytes') ?? NaN);
-    heap.push(sumOf(m, 'nodejs_heap_size_used_bytes') ?? NaN);
-    lag.push(lagMs(m));
+    last = await op.metrics();
+    rss.push(sumOf(last, 'process_resident_memory_bytes') ?? NaN);
+    heap.push(sumOf(last, 'nodejs_heap_size_used_bytes') ?? NaN);
+    lag.push(lagMs(last));
   }
-  return { rssMiB: mib(median(rss))!, heapUsedMiB: mib(median(heap))!, eventLoopLagMaxMs: Math.max(...lag), samples: 3 };
+  // Where the resident memory is, at the last sample: V8 heap (reserved, used, per space), external, and the
+  // kernel's split of the rest (anonymous vs file-backed; glibc's arenas vs other anonymous mappings).
+  const breakdown = { ...memoryBreakdown(last), ...residentSplit(op.proc.pid), ...anonymousMappings(op.proc.pid) };
+  return {
+    rssMiB: mib(median(rss))!,
+    heapUsedMiB: mib(median(heap))!,
+    eventLoopLagMaxMs: Math.max(...lag),
+    samples: 3,
+    breakdown,
+  };
 }
 
 /** The operator's longest event-loop delay since its previous scrape (prom-client resets it per scrape), in ms. */
@@ -352,6 +394,7 @@ await runBench('scale', { timeoutMs: Number(args['timeout-s']) * 1000 }, async (
   await first.waitReady();
   await waitConverged(ctx);
   ctx.log('converged at size 0');
+  let shadows: Array<{ shadow: Shadow; run: OperatorRun; memory: Record<string, unknown> }> = [];
 
   const ec2 = new EC2Client(ctx.cluster.ec2Config());
   ctx.onCleanup(() => ec2.destroy());
@@ -415,6 +458,15 @@ await runBench('scale', { timeoutMs: Number(args['timeout-s']) * 1000 }, async (
     await sleep(SETTLE_MS);
     if (!live) break;
     const liveMem = await memory(live).catch(() => undefined);
+    // The shadows saw the same objects arrive: measured beside the leader, then stopped before it is.
+    for (const s of shadows) {
+      s.memory[String(row.size)] = await memory(s.run).catch((e: Error) => ({ error: (e as Error).message }));
+      ctx.log(`size ${row.size}: shadow ${s.shadow.name} ${JSON.stringify(s.memory[String(row.size)])}`);
+      await s.run.stop();
+    }
+    if (shadows.length)
+      Object.assign(row, { shadows: Object.fromEntries(shadows.map((s) => [s.shadow.name, { ...s.shadow, memory: s.memory }])) });
+    shadows = [];
     const liveObjects = liveMem ? byLabel(await live.metrics(), 'karpenter_operator_informer_objects', 'kind') : undefined;
     if (!live.proc.isRunning()) {
       const exit = await live.proc.exited;
@@ -478,6 +530,17 @@ await runBench('scale', { timeoutMs: Number(args['timeout-s']) * 1000 }, async (
       break;
     }
     live = fresh; // the next size's objects stream into this one
+    if (step === 0 && SIZES.length > 1 && SHADOWS.length) {
+      // Followers, started once this process leads: they sync their caches and watch, never reconcile.
+      for (const shadow of SHADOWS)
+        shadows.push({ shadow, run: await startOperator(ctx, { ...shadow, name: `shadow-${shadow.name}` }), memory: {} });
+      for (const s of shadows) await s.run.waitReady(180_000);
+      await sleep(SETTLE_MS);
+      for (const s of shadows) {
+        s.memory[String(row.size)] = await memory(s.run);
+        ctx.log(`size ${row.size}: shadow ${s.shadow.name} ${JSON.stringify(s.memory[String(row.size)])}`);
+      }
+    }
   }
   await live?.stop();
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { AuditEvent } from '@karpenter-operator/testkit';
 import { summarizeAuditWindow } from './audit-window.js';
-import { byLabel, memoryBreakdown, parsePromText, sumOf } from './prom.js';
+import { anonymousMappings, byLabel, memoryBreakdown, parsePromText, residentSplit, sumOf } from './prom.js';
 import { median, pool, quantile, ratio, summarize } from './stats.js';
 
 describe('quantile', () => {
@@ -166,5 +166,23 @@ describe('memoryBreakdown', () => {
       heapUsedBySpaceMiB: { old: 25, new: 5 },
     });
     expect(memoryBreakdown([]).otherMiB).toBeUndefined();
+  });
+});
+
+describe('anonymousMappings', () => {
+  it.runIf(process.platform === 'linux')("splits this process's anonymous memory into glibc's heap and the other mappings", () => {
+    const m = anonymousMappings(process.pid);
+    const { rssAnonMiB } = residentSplit(process.pid);
+    const sum = m.brkHeapMiB! + m.mallocArenasMiB! + m.otherAnonMiB!;
+    expect(m.brkHeapMiB).toBeGreaterThan(0);
+    expect(m.otherAnonMiB).toBeGreaterThan(0); // V8's heap pages at least
+    expect(Number.isInteger(m.mallocArenas)).toBe(true);
+    // Named anonymous mappings ([stack], [vvar]…) are left out: the parts add up to about RssAnon.
+    expect(sum).toBeGreaterThan(rssAnonMiB! * 0.5);
+    expect(sum).toBeLessThanOrEqual(rssAnonMiB! * 1.05 + 1);
+  });
+
+  it('is empty for a process that does not exist', () => {
+    expect(anonymousMappings(2 ** 30)).toEqual({});
   });
 });

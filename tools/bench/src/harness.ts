@@ -201,6 +201,19 @@ export interface OperatorOptions {
  * The Node flags the image's launcher (`images/karpenter-operator`) passes, read from that script so the
  * benchmarks run the operator as the image does.
  */
+/** `K=V K2=V2` as an environment (`undefined` for none). */
+export function nodeEnvFrom(spec: string | undefined): Record<string, string> | undefined {
+  const words = spec?.split(/\s+/).filter(Boolean) ?? [];
+  if (!words.length) return undefined;
+  return Object.fromEntries(
+    words.map((w) => {
+      const eq = w.indexOf('=');
+      if (eq <= 0) throw new Error(`expected NAME=VALUE, got ${JSON.stringify(w)}`);
+      return [w.slice(0, eq), w.slice(eq + 1)];
+    }),
+  );
+}
+
 export function imageNodeFlags(root: string): string[] {
   const script = readFileSync(join(root, 'images/karpenter-operator'), 'utf8');
   const m = /^NODE_FLAGS="([^"]*)"/m.exec(script);
@@ -274,7 +287,8 @@ export async function startOperator(ctx: BenchContext, opts: OperatorOptions): P
     LOG_LEVEL: opts.logLevel ?? 'info',
     // As the image runs it (/usr/bin/karpenter-operator): with Node's compile cache, warmed by the first run.
     NODE_COMPILE_CACHE: join(ctx.root, '.local/bench/compile-cache'),
-    ...opts.nodeEnv,
+    // KO_BENCH_NODE_ENV='K=V K2=V2': a launcher environment to measure (e.g. GLIBC_TUNABLES) in any benchmark.
+    ...(opts.nodeEnv ?? nodeEnvFrom(process.env.KO_BENCH_NODE_ENV)),
     ...opts.env,
   };
   const spawnedAt = Date.now();
