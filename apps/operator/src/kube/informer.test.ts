@@ -1,7 +1,7 @@
-import { ManagedCrdsWatch, Names, Types, type KubeObject, type Watch } from '@karpenter-operator/core';
+import { csrState, ManagedCrdsWatch, Names, Types, type KubeObject, type Watch } from '@karpenter-operator/core';
 import { RecordingMetrics } from '@karpenter-operator/core/testing';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { Informer, InformerFactory, inScope, type InformerOptions } from './informer.js';
+import { cacheProjection, Informer, InformerFactory, inScope, type InformerOptions } from './informer.js';
 import { ResourceResolver } from './resources.js';
 import { FakeTransport, apiError } from './testing/fake-transport.js';
 
@@ -369,6 +369,64 @@ describe('Informer', () => {
     informer.start();
     await informer.waitForSync();
     expect(informer.get('a', 'ns')).toEqual({ ...deploy('a', '5'), data: undefined });
+  });
+});
+
+describe('cacheProjection', () => {
+  const node: KubeObject = {
+    ...Types.Node,
+    metadata: { name: 'n1', labels: { 'karpenter.sh/nodepool': 'p' }, managedFields: [{ manager: 'kubelet' }] } as KubeObject['metadata'],
+    spec: { providerID: 'aws:///us-east-1a/i-0abc', taints: [{ key: 'k', effect: 'NoSchedule' }] },
+    status: { conditions: [{ type: 'Ready', status: 'True' }], images: [{ names: ['quay.io/x@sha256:1'], sizeBytes: 1 }] },
+  };
+  const csr = (status: Record<string, unknown>): KubeObject => ({
+    ...Types.CertificateSigningRequest,
+    metadata: { name: 'csr-1' },
+    spec: { request: 'UEVN', signerName: 'kubernetes.io/kube-apiserver-client-kubelet' },
+    status,
+  });
+
+  it('keeps what the controllers read of a Node (metadata, spec) and drops its status', () => {
+    const kept = cacheProjection(Types.Node)(node);
+    expect(kept).toEqual({ ...Types.Node, metadata: { name: 'n1', labels: { 'karpenter.sh/nodepool': 'p' } }, spec: node.spec });
+    expect(node.status).toBeDefined(); // the input is not changed
+  });
+
+  it('drops the issued certificate of a CSR, which then still counts as approved', () => {
+    const approved = [{ type: 'Approved', status: 'True' }];
+    const issued = csr({ conditions: approved, certificate: 'LS0tLS1CRUdJTg==' });
+    const kept = cacheProjection(Types.CertificateSigningRequest)(issued);
+    expect(kept).toEqual(csr({ conditions: approved }));
+    expect(csrState(kept)).toBe('approved');
+    expect(csrState(issued)).toBe('issued');
+    // A pending CSR is cached whole.
+    expect(cacheProjection(Types.CertificateSigningRequest)(csr({}))).toEqual(csr({}));
+  });
+
+  it('leaves other kinds whole but for managedFields', () => {
+    const d = { ...deploy('a', '1', { managedFields: [] }), status: { readyReplicas: 1 } };
+    expect(cacheProjection(Types.Deployment)(d)).toEqual({ ...deploy('a', '1'), status: { readyReplicas: 1 } });
+  });
+
+  it('is what an informer of the kind caches and tells its handlers', async () => {
+    vi.useFakeTimers();
+    try {
+      const { transport, informer } = setup({}, { type: Types.Node });
+      const heard: KubeObject[] = [];
+      informer.addHandler((o) => heard.push(o));
+      transport.on(
+        { verb: 'list' },
+        { metadata: { resourceVersion: '10' }, items: [{ ...node, metadata: { ...node.metadata, resourceVersion: '9' } }] },
+      );
+      informer.start();
+      await informer.waitForSync();
+      expect(informer.get('n1')?.status).toBeUndefined();
+      expect(informer.get('n1')?.spec).toEqual(node.spec);
+      expect(heard.map((o) => o.status)).toEqual([undefined]);
+      await informer.stop();
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
 

@@ -6,6 +6,7 @@ import {
   noopMetrics,
   silentLogger,
   systemClock,
+  Types,
   type Clock,
   type KubeObject,
   type Logger,
@@ -48,7 +49,7 @@ export interface InformerOptions {
   watchTimeoutSeconds?: () => number;
   /** LIST page size. Default 500. */
   pageSize?: number;
-  /** Field projection applied to every object before it is cached (after `metadata.managedFields` is dropped). */
+  /** Field projection applied to every object before it is cached (after `cacheProjection` of its kind). */
   transform?: (obj: KubeObject) => KubeObject;
   /**
    * Called when this informer gets through to the API server again after failures (a list or a watch
@@ -80,6 +81,42 @@ export function defaultTransform(obj: KubeObject): KubeObject {
   if (meta?.managedFields === undefined) return obj;
   const { managedFields: _dropped, ...metadata } = meta;
   return { ...obj, metadata };
+}
+
+/**
+ * What the cache keeps of a kind beyond `defaultTransform`, for the kinds the operator caches by the thousand.
+ * A field is dropped here only when no controller reads it from the cache; who reads what is kept:
+ * - Node: `metadata` (name, labels: default NodeClass discovery, node identity, HyperShift's autoNode
+ *   status), `spec.providerID` and `spec.taints` (discovery, node identity). Nothing reads `status`, the bulk
+ *   of a Node (conditions, addresses, nodeInfo, images) and what its kubelet rewrites on every heartbeat.
+ * - CertificateSigningRequest: everything but `status.certificate`, the issued certificate. The policy only
+ *   asks whether it is there (`csrState`: 'issued'), and a signer issues approved CSRs only, which count as
+ *   'approved' without it (node identity treats the two alike); `spec.request` stays, parsed on demand.
+ */
+const kindProjections = new Map<string, (obj: KubeObject) => KubeObject>([
+  [
+    `${Types.Node.apiVersion}|${Types.Node.kind}`,
+    (obj) => {
+      if (obj.status === undefined) return obj;
+      const { status: _dropped, ...rest } = obj;
+      return rest as KubeObject;
+    },
+  ],
+  [
+    `${Types.CertificateSigningRequest.apiVersion}|${Types.CertificateSigningRequest.kind}`,
+    (obj) => {
+      const status = obj.status as { certificate?: unknown } | undefined;
+      if (status?.certificate === undefined) return obj;
+      const { certificate: _dropped, ...kept } = status;
+      return { ...obj, status: kept };
+    },
+  ],
+]);
+
+/** The projection the cache applies to objects of `type` (managedFields dropped, then the kind's own). */
+export function cacheProjection(type: TypeRef): (obj: KubeObject) => KubeObject {
+  const kind = kindProjections.get(`${type.apiVersion}|${type.kind}`);
+  return kind ? (o) => kind(defaultTransform(o)) : defaultTransform;
 }
 
 /** `a=b,c=d` from equality labels. */
@@ -138,7 +175,8 @@ interface ListResponse {
 /**
  * A list+watch informer that does not give up: any error (not only 410) restarts the watch with jittered
  * exponential backoff, 410 Gone relists, and a watchdog restarts a watch that went silent. The cache is
- * keyed by namespace/name and holds objects after `transform` (managedFields dropped).
+ * keyed by namespace/name and holds objects after `cacheProjection` (managedFields and, for some kinds,
+ * fields no controller reads dropped) and `transform`.
  *
  * Handlers are called for every watch event and for every object a relist adds, changes or removes;
  * never for `upsertLocal` (a write's own result), so other controllers still hear about the change when
@@ -193,7 +231,8 @@ export class Informer implements SharedInformer {
     this.onReachable = options.onReachable;
     this.crdEstablished = options.crdEstablished;
     const extra = options.transform;
-    this.transform = extra ? (o) => extra(defaultTransform(o)) : defaultTransform;
+    const projection = cacheProjection(this.watch.type);
+    this.transform = extra ? (o) => extra(projection(o)) : projection;
     this.logger = (options.logger ?? silentLogger).child({
       informer: this.watch.type.kind,
       ...(this.watch.namespace ? { namespace: this.watch.namespace } : {}),
