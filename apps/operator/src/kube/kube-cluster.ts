@@ -4,7 +4,7 @@ import type { Timers } from '../runtime/timers.js';
 import { InformerFactory, type InformerFactoryOptions } from './informer.js';
 import { KubeClusterStore } from './kube-cluster-store.js';
 import { ResourceResolver } from './resources.js';
-import { createKubeTransport, type ClientNodeTransportOptions, type KubeTransport } from './transport.js';
+import { createKubeTransport, type KubeTransportOptions, type KubeTransport } from './transport.js';
 
 /** Everything that talks to one API server: the transport, its informers, and the ClusterStore over them. */
 export interface KubeCluster {
@@ -14,7 +14,7 @@ export interface KubeCluster {
   store: KubeClusterStore;
 }
 
-export interface KubeClusterOptions extends ClientNodeTransportOptions {
+export interface KubeClusterOptions extends KubeTransportOptions {
   metrics: Metrics;
   logger: Logger;
   clock?: Clock;

@@ -157,7 +157,7 @@ export interface WatchedKubeConfigOptions {
 /**
  * A kubeconfig read from a file (the HyperShift guest kubeconfig Secret mount) and re-read when its content
  * changes. `current()` always returns the last valid one; an unreadable or invalid update is logged and
- * ignored. Pass `() => watched.current()` to `ClientNodeTransport` so new requests use new credentials.
+ * ignored. Pass `() => watched.current()` to `NodeHttpTransport` so new requests use new credentials.
  */
 export class WatchedKubeConfig {
   private config: KubeConfig | undefined;
