@@ -11,6 +11,7 @@ import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync,
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { spawnSync } from 'node:child_process';
 import { parse as parseYaml } from 'yaml';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -69,10 +70,39 @@ const nodeHttpWithoutUndici = {
   },
 };
 
+// @kubernetes/client-node imports undici (`fetch`, `Agent`, `ProxyAgent`) at the top of config.js, watch.js and
+// its fetch library, so loading KubeConfig evaluated all of undici: a second HTTP stack beside node:https, which
+// the operator's transport uses (apps/operator/src/kube/transport.ts) and client-node's undici paths are never
+// taken. Those imports resolve to a module that require()s undici inside each function and constructor, the
+// first time one is called: esbuild's CommonJS wrapper of undici then stays unevaluated. A name client-node
+// imports that is not listed fails the build ("No matching export").
+const lazyUndiciExports = { functions: ['fetch'], classes: ['Agent', 'ProxyAgent'] };
+const lazyUndici = {
+  name: 'lazy-undici',
+  setup(b) {
+    b.onResolve({ filter: /^undici$/ }, (args) =>
+      args.kind === 'import-statement' && args.namespace !== 'ko-lazy-undici'
+        ? { path: 'undici', namespace: 'ko-lazy-undici', pluginData: { resolveDir: args.resolveDir } }
+        : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'ko-lazy-undici' }, (args) => ({
+      contents: [
+        `let undici;
+const load = () => (undici ??= require('undici'));`,
+        ...lazyUndiciExports.functions.map((f) => `export function ${f}(...a) { return load().${f}(...a); }`),
+        ...lazyUndiciExports.classes.map((c) => `export const ${c} = function ${c}(...a) { return new (load().${c})(...a); };`),
+      ].join('\n'),
+      // undici as client-node would find it.
+      resolveDir: args.pluginData.resolveDir,
+      loader: 'js',
+    }));
+  },
+};
+
 rmSync(out, { recursive: true, force: true });
 mkdirSync(out, { recursive: true });
 await build({
-  plugins: [nodeHttpWithoutUndici],
+  plugins: [nodeHttpWithoutUndici, lazyUndici],
   absWorkingDir: root,
   entryPoints: entries.map((e) => ({ in: e.in, out: e.out })),
   outdir: out,
@@ -133,6 +163,22 @@ for (const name of outputs) {
   if (/export default require_\w+\(\);/.test(text)) {
     fail(`${file} is a CommonJS module behind an import(), exporting only default: bundle the package's ESM build`);
   }
+}
+// Proof of lazyUndici: loading each entry (`--help` loads the run path too) leaves undici unevaluated. undici
+// registers its global dispatcher under this symbol as it loads; a hook reads it as the process exits.
+const undiciProbe =
+  "process.on('exit', () => process.stderr.write('ko-undici-loaded=' + (globalThis[Symbol.for('undici.globalDispatcher.2')] !== undefined) + '\\n'))";
+for (const e of entries) {
+  const file = join(out, `${e.out}.js`);
+  const r = spawnSync(process.execPath, ['--import', `data:text/javascript,${encodeURIComponent(undiciProbe)}`, file, '--help'], {
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  const verdict = /ko-undici-loaded=(true|false)/.exec(r.stderr ?? '')?.[1];
+  if (verdict !== 'false')
+    fail(
+      `${file} --help ${verdict === 'true' ? 'evaluated undici (see lazyUndici)' : `did not run to its end (${r.error?.message ?? `exit ${r.status}`}): ${r.stderr}`}`,
+    );
 }
 if (withCrds) {
   // generated/crds names files by CRD (`nodepools.karpenter.sh.yaml`); the provider reads them under the
