@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
-import type { AddressInfo, Socket } from 'node:net';
+import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { ApiException, KubeConfig } from '@kubernetes/client-node';
 import { RecordingMetrics } from '@karpenter-operator/core/testing';
@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { isConnectionFailure } from './errors.js';
 import { useTokenFileAuth } from './kube-config.js';
 import {
   createKubeTransport,
@@ -374,6 +375,24 @@ describe('NodeHttpTransport (real HTTPS)', () => {
     expect(err).toBeInstanceOf(Error);
     expect(cut.events.map(([type]) => type)).toEqual(['ADDED']);
     expect(cut.dones).toHaveLength(1);
+  });
+
+  it('a server that accepts the TCP connection but never completes TLS fails requests and watches with CONNECT_TIMEOUT', async () => {
+    const silent = createNetServer((s) => s.on('error', () => {}));
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    const { port } = silent.address() as AddressInfo;
+    try {
+      const k = kubeconfigFor({ token: 'x' });
+      k.clusters = [{ ...k.clusters[0]!, server: `https://127.0.0.1:${port}` }];
+      const t = new NodeHttpTransport(k, { connectTimeoutMs: 200 });
+      const err = await t.request({ verb: 'get', kind: 'Node', method: 'GET', path: '/api/v1/nodes/x' }).catch((e: unknown) => e);
+      expect(err).toMatchObject({ code: 'CONNECT_TIMEOUT', message: 'GET /api/v1/nodes/x: no connection within 200 ms' });
+      expect(isConnectionFailure(err)).toBe(true);
+      const w = watchToEnd(t);
+      expect(await w.done).toMatchObject({ code: 'CONNECT_TIMEOUT' });
+    } finally {
+      silent.close();
+    }
   });
 
   it('a watch to an unreachable server ends with the connection error in onDone', async () => {

@@ -1,6 +1,8 @@
 import { Agent as HttpAgent, request as httpRequest, STATUS_CODES, type ClientRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest, type RequestOptions } from 'node:https';
+import type { Socket } from 'node:net';
 import { StringDecoder } from 'node:string_decoder';
+import { TLSSocket } from 'node:tls';
 import { ApiException, type KubeConfig } from '@kubernetes/client-node';
 import type { Metrics } from '@karpenter-operator/core';
 import { RuntimeMetrics } from '../runtime/metric-names.js';
@@ -68,6 +70,11 @@ export interface KubeTransportOptions {
   /** Per-request timeout, from sending to the last byte of the response (not for watches). Default 30 s. */
   requestTimeoutMs?: number;
   /**
+   * Limit on opening a connection (TCP and TLS), for requests and watches: past it the request fails with
+   * code `CONNECT_TIMEOUT`, which `isConnectionFailure` counts as the server being unreachable. Default 10 s.
+   */
+  connectTimeoutMs?: number;
+  /**
    * Client-side inactivity limit of a watch stream (until its response starts, then between two chunks). It
    * is longer than the API server's bookmark interval (~1 min), so quiet watches are not cut; the informer
    * runs its own staleness watchdog as well. Default 10 minutes.
@@ -91,6 +98,23 @@ export interface KubeTransportOptions {
 export class RequestTimeoutError extends Error {
   override readonly name = 'TimeoutError';
   readonly code = 'ETIMEDOUT';
+}
+
+/** No connection (TCP and TLS) within `connectTimeoutMs`: the server is unreachable, for `isConnectionFailure`. */
+export class ConnectTimeoutError extends Error {
+  override readonly name = 'ConnectTimeoutError';
+  readonly code = 'CONNECT_TIMEOUT';
+}
+
+/** Fails `client` with a `ConnectTimeoutError` when the new connection it is given is not open within `ms`. */
+function limitConnect(client: ClientRequest, ms: number, what: string): void {
+  client.once('socket', (socket: Socket) => {
+    if (!socket.connecting) return; // a kept-alive connection
+    const timer = setTimeout(() => client.destroy(new ConnectTimeoutError(`${what}: no connection within ${ms} ms`)), ms);
+    const clear = () => clearTimeout(timer);
+    socket.once(socket instanceof TLSSocket ? 'secureConnect' : 'connect', clear);
+    socket.once('close', clear);
+  });
 }
 
 /** `abort()` of a watch handle: what `onDone` receives when the watch was still open. */
@@ -134,6 +158,7 @@ interface Prepared {
 export class NodeHttpTransport implements KubeTransport {
   private readonly config: () => KubeConfig;
   private readonly requestTimeoutMs: number;
+  private readonly connectTimeoutMs: number;
   private readonly watchInactivityTimeoutMs: number;
   private readonly userAgent: string | undefined;
   private readonly onUnauthorized: (() => boolean) | undefined;
@@ -142,6 +167,7 @@ export class NodeHttpTransport implements KubeTransport {
   constructor(config: KubeConfig | (() => KubeConfig), options: KubeTransportOptions = {}) {
     this.config = typeof config === 'function' ? config : () => config;
     this.requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
+    this.connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
     this.watchInactivityTimeoutMs = options.watchInactivityTimeoutMs ?? 10 * 60_000;
     this.userAgent = options.userAgent;
     this.onUnauthorized = options.onUnauthorized;
@@ -193,6 +219,7 @@ export class NodeHttpTransport implements KubeTransport {
     };
     armTimer();
     client = send(url, options);
+    limitConnect(client, this.connectTimeoutMs, `watch ${req.path}`);
     client.on('error', finish);
     client.on('response', (res) => {
       if (res.statusCode !== 200) {
@@ -266,6 +293,7 @@ export class NodeHttpTransport implements KubeTransport {
     const { status, headers, text } = await new Promise<{ status: number; headers: IncomingMessage['headers']; text: string }>(
       (resolve, reject) => {
         const client = send(url, options);
+        limitConnect(client, this.connectTimeoutMs, `${req.method} ${req.path}`);
         const timer = setTimeout(
           () =>
             client.destroy(new RequestTimeoutError(`${req.method} ${req.path}: no complete response within ${this.requestTimeoutMs} ms`)),
