@@ -1,4 +1,4 @@
-import { PatchStrategy } from '@kubernetes/client-node';
+import { PatchStrategy } from './client-node.js';
 import {
   ConflictError,
   describeRef,

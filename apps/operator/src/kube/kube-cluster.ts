@@ -1,4 +1,4 @@
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from './client-node.js';
 import type { Clock, Logger, Metrics } from '@karpenter-operator/core';
 import type { Timers } from '../runtime/timers.js';
 import { InformerFactory, type InformerFactoryOptions } from './informer.js';

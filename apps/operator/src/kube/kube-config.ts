@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { readFile as fsReadFile } from 'node:fs/promises';
 import { delimiter, dirname } from 'node:path';
-import { KubeConfig, type User } from '@kubernetes/client-node';
+import { KubeConfig, type User } from './client-node.js';
 import { describeError, silentLogger, type Logger } from '@karpenter-operator/core';
 import { systemTimers, type TimerHandle, type Timers } from '../runtime/timers.js';
 

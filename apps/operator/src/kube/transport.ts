@@ -3,7 +3,7 @@ import { request as httpsRequest, type RequestOptions } from 'node:https';
 import type { Socket } from 'node:net';
 import { StringDecoder } from 'node:string_decoder';
 import { TLSSocket } from 'node:tls';
-import { ApiException, type KubeConfig } from '@kubernetes/client-node';
+import { ApiException, type KubeConfig } from './client-node.js';
 import type { Metrics } from '@karpenter-operator/core';
 import { RuntimeMetrics } from '../runtime/metric-names.js';
 
