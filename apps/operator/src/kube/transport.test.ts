@@ -253,6 +253,28 @@ describe('NodeHttpTransport (real HTTPS)', () => {
     expect(connections - before).toBe(1);
   });
 
+  it('a read on a kept-alive connection the server drops is sent once more on a new one; a write is not', async () => {
+    const used = new WeakSet<object>();
+    let dropReused = true;
+    handler = (req, res) => {
+      if (dropReused && used.has(req.socket)) return req.socket.destroy(); // closed as the request arrived
+      used.add(req.socket);
+      json(res, 200, { ok: true });
+    };
+    const t = new NodeHttpTransport(kubeconfigFor({ token: 'reuse' }));
+    const get = { verb: 'get', kind: 'Node', method: 'GET', path: '/api/v1/nodes/x' } as const;
+    await t.request(get);
+    seen.length = 0;
+    expect(await t.request(get)).toEqual({ ok: true });
+    expect(seen).toHaveLength(2); // the dropped one, then the one sent again
+    const put = { verb: 'update', kind: 'Node', method: 'PUT', path: '/api/v1/nodes/x', body: {} } as const;
+    seen.length = 0;
+    const err = await t.request(put).catch((e: unknown) => e);
+    expect((err as { code?: string }).code).toBe('ECONNRESET');
+    expect(seen).toHaveLength(1);
+    dropReused = false;
+  });
+
   it('refuses a server whose certificate is not signed by the kubeconfig CA, with the TLS error', async () => {
     const other = await createCertificateAuthority('another CA', 1);
     const t = new NodeHttpTransport(kubeconfigFor({ token: 'x' }, other.certPem));
