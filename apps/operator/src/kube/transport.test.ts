@@ -337,6 +337,23 @@ describe('NodeHttpTransport (real HTTPS)', () => {
     expect(w.events).toEqual(events.map((e) => [e.type, e.object]));
   });
 
+  it('an onEvent that throws ends the watch with its error, once, and nothing after it is delivered', async () => {
+    handler = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(['ADDED', 'MODIFIED', 'DELETED'].map((type) => JSON.stringify({ type, object: {} })).join('\n') + '\n');
+    };
+    const seenTypes: string[] = [];
+    const w = watchToEnd(new NodeHttpTransport(kc), {
+      onEvent: (type) => {
+        seenTypes.push(type);
+        if (type === 'MODIFIED') throw new Error('handler failed');
+      },
+    });
+    expect(((await w.done) as Error).message).toBe('handler failed');
+    expect(seenTypes).toEqual(['ADDED', 'MODIFIED']);
+    expect(w.dones).toHaveLength(1);
+  });
+
   it('a watch with nothing received for watchInactivityTimeoutMs ends with a TimeoutError, once', async () => {
     const open: ServerResponse[] = [];
     handler = (_req, res) => {

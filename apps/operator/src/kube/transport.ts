@@ -238,7 +238,12 @@ export class NodeHttpTransport implements KubeTransport {
         } catch {
           return; // not an event (as client-node's Watch does: skipped)
         }
-        if (typeof event?.type === 'string') req.onEvent(event.type, event.object);
+        if (typeof event?.type !== 'string') return;
+        try {
+          req.onEvent(event.type, event.object);
+        } catch (e) {
+          finish(e); // a handler's failure ends this watch (the caller restarts it), never the process
+        }
       });
       res.on('data', (chunk: Buffer) => {
         armTimer();
