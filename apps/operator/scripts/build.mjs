@@ -76,7 +76,7 @@ const nodeHttpWithoutUndici = {
 // taken. Those imports resolve to a module that require()s undici inside each function and constructor, the
 // first time one is called. undici itself is built apart, into OUTDIR/node_modules/undici (found by that
 // require from main.js and chunks/ alike), so its ~1 MB of source is not part of a chunk V8 keeps in memory
-// (main.js --help: RSS 113.5 MiB with undici in a chunk, unevaluated, 108.6 MiB without). A name client-node
+// (main.js --help: RSS 113.5 MiB with undici in a chunk, unevaluated, 112.0 MiB without). A name client-node
 // imports that is not listed fails the build ("No matching export").
 const lazyUndiciExports = { functions: ['fetch'], classes: ['Agent', 'ProxyAgent'] };
 const lazyUndici = {
@@ -211,10 +211,12 @@ for (const e of entries) {
       `${file} --help ${verdict === 'true' ? 'evaluated undici (see lazyUndici)' : `did not run to its end (${r.error?.message ?? `exit ${r.status}`}): ${r.stderr}`}`,
     );
 }
-// ...and that undici, when client-node calls it, is found from the entries where the bundle's require() looks.
+// ...and that undici, when client-node calls it, is found from the entries where the bundle's require() looks, and
+// sets the symbol the probe reads.
 {
-  const probe = `const u = require('node:module').createRequire(${JSON.stringify(join(out, 'chunks', 'x.js'))})('undici'); if (typeof u.Agent !== 'function') process.exit(3);`;
+  const probe = `const u = require('node:module').createRequire(${JSON.stringify(join(out, 'chunks', 'x.js'))})('undici'); if (typeof u.Agent !== 'function') process.exit(3); if (globalThis[Symbol.for('undici.globalDispatcher.2')] === undefined) process.exit(4);`;
   const r = spawnSync(process.execPath, ['-e', probe], { encoding: 'utf8', timeout: 60_000 });
+  if (r.status === 4) fail(`undici no longer sets Symbol.for('undici.globalDispatcher.2') as it loads: update undiciProbe`);
   if (r.status !== 0) fail(`${join(out, 'node_modules/undici')} does not load from the bundle: ${r.stderr || `exit ${r.status}`}`);
 }
 if (withCrds) {
