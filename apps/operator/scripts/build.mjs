@@ -11,6 +11,7 @@ import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync,
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { spawnSync } from 'node:child_process';
 import { parse as parseYaml } from 'yaml';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -69,10 +70,57 @@ const nodeHttpWithoutUndici = {
   },
 };
 
+// @kubernetes/client-node imports undici (`fetch`, `Agent`, `ProxyAgent`) at the top of config.js, watch.js and
+// its fetch library, so loading KubeConfig evaluated all of undici: a second HTTP stack beside node:https, which
+// the operator's transport uses (apps/operator/src/kube/transport.ts); client-node's undici paths are never
+// taken. Those imports resolve to a module that require()s undici inside each function and constructor, the
+// first time one is called. undici itself is built apart, into OUTDIR/node_modules/undici (found by that
+// require from main.js and chunks/ alike), so its ~1 MB of source is not part of a chunk V8 keeps in memory
+// (main.js --help: RSS 113.5 MiB with undici in a chunk, unevaluated, 112.0 MiB without). A name client-node
+// imports that is not listed fails the build ("No matching export").
+const lazyUndiciExports = { functions: ['fetch'], classes: ['Agent', 'ProxyAgent'] };
+const lazyUndici = {
+  name: 'lazy-undici',
+  setup(b) {
+    b.onResolve({ filter: /^undici$/ }, (args) => {
+      if (args.namespace === 'ko-lazy-undici') return { path: 'undici', external: true };
+      return args.kind === 'import-statement' ? { path: 'undici', namespace: 'ko-lazy-undici' } : undefined;
+    });
+    b.onLoad({ filter: /.*/, namespace: 'ko-lazy-undici' }, () => ({
+      contents: [
+        "let undici;\nconst load = () => (undici ??= require('undici'));",
+        ...lazyUndiciExports.functions.map((f) => `export function ${f}(...a) { return load().${f}(...a); }`),
+        ...lazyUndiciExports.classes.map((c) => `export const ${c} = function ${c}(...a) { return new (load().${c})(...a); };`),
+      ].join('\n'),
+      loader: 'js',
+    }));
+  },
+};
+
+// client-node's config.js (KubeConfig) takes two names from its generated client's index, gen/index.js, for
+// makeApiClient: `createConfiguration` and `ServerConfiguration`. That index re-exports every generated model,
+// and the models' static initialisers keep all of them in the bundle, run at load (444 KiB of the shared
+// chunk). Resolved to a module that takes the two from the files defining them, KubeConfig is unchanged.
+const clientNodeGenIndex = {
+  name: 'client-node-gen-index',
+  setup(b) {
+    b.onResolve({ filter: /^\.\/gen\/index\.js$/ }, (args) =>
+      /[\\/]@kubernetes[\\/]client-node[\\/]dist[\\/]config\.js$/.test(args.importer)
+        ? { path: 'gen-index', namespace: 'ko-client-node-gen', pluginData: { resolveDir: args.resolveDir } }
+        : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'ko-client-node-gen' }, (args) => ({
+      contents: "export { createConfiguration } from './gen/configuration.js';\nexport { ServerConfiguration } from './gen/servers.js';",
+      resolveDir: args.pluginData.resolveDir,
+      loader: 'js',
+    }));
+  },
+};
+
 rmSync(out, { recursive: true, force: true });
 mkdirSync(out, { recursive: true });
 await build({
-  plugins: [nodeHttpWithoutUndici],
+  plugins: [nodeHttpWithoutUndici, lazyUndici, clientNodeGenIndex],
   absWorkingDir: root,
   entryPoints: entries.map((e) => ({ in: e.in, out: e.out })),
   outdir: out,
@@ -106,6 +154,19 @@ await build({
   banner: { js: "import { createRequire as __ko_cr } from 'node:module'; const require = __ko_cr(import.meta.url);" },
 });
 writeFileSync(join(out, 'package.json'), JSON.stringify({ type: 'module' }) + '\n');
+// undici as client-node would find it, as one CommonJS file (see lazyUndici).
+await build({
+  absWorkingDir: root,
+  entryPoints: [createRequire(join(root, 'node_modules/@kubernetes/client-node/package.json')).resolve('undici')],
+  outfile: join(out, 'node_modules/undici/index.js'),
+  bundle: true,
+  platform: 'node',
+  format: 'cjs',
+  target: 'node24',
+  minifyWhitespace: true,
+  legalComments: 'linked',
+  logLevel: 'warning',
+});
 // A bundle V8 can hold as a one-byte string: every character Latin-1 (see minifyWhitespace above).
 const chunkDir = join(out, 'chunks');
 const outputs = [
@@ -133,6 +194,30 @@ for (const name of outputs) {
   if (/export default require_\w+\(\);/.test(text)) {
     fail(`${file} is a CommonJS module behind an import(), exporting only default: bundle the package's ESM build`);
   }
+}
+// Proof of lazyUndici: loading each entry (`--help` loads the run path too) leaves undici unevaluated. undici
+// registers its global dispatcher under this symbol as it loads; a hook reads it as the process exits.
+const undiciProbe =
+  "process.on('exit', () => process.stderr.write('ko-undici-loaded=' + (globalThis[Symbol.for('undici.globalDispatcher.2')] !== undefined) + '\\n'))";
+for (const e of entries) {
+  const file = join(out, `${e.out}.js`);
+  const r = spawnSync(process.execPath, ['--import', `data:text/javascript,${encodeURIComponent(undiciProbe)}`, file, '--help'], {
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  const verdict = /ko-undici-loaded=(true|false)/.exec(r.stderr ?? '')?.[1];
+  if (verdict !== 'false')
+    fail(
+      `${file} --help ${verdict === 'true' ? 'evaluated undici (see lazyUndici)' : `did not run to its end (${r.error?.message ?? `exit ${r.status}`}): ${r.stderr}`}`,
+    );
+}
+// ...and that undici, when client-node calls it, is found from the entries where the bundle's require() looks, and
+// sets the symbol the probe reads.
+{
+  const probe = `const u = require('node:module').createRequire(${JSON.stringify(join(out, 'chunks', 'x.js'))})('undici'); if (typeof u.Agent !== 'function') process.exit(3); if (globalThis[Symbol.for('undici.globalDispatcher.2')] === undefined) process.exit(4);`;
+  const r = spawnSync(process.execPath, ['-e', probe], { encoding: 'utf8', timeout: 60_000 });
+  if (r.status === 4) fail(`undici no longer sets Symbol.for('undici.globalDispatcher.2') as it loads: update undiciProbe`);
+  if (r.status !== 0) fail(`${join(out, 'node_modules/undici')} does not load from the bundle: ${r.stderr || `exit ${r.status}`}`);
 }
 if (withCrds) {
   // generated/crds names files by CRD (`nodepools.karpenter.sh.yaml`); the provider reads them under the

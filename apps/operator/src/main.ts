@@ -9,7 +9,7 @@ import { ExitCodes, runMain } from './runtime/manager.js';
 import { providerFor } from './providers.js';
 // Static, unlike the offline commands' modules: the image warms Node's compile cache by running `--help`
 // (images/operator.Containerfile), and the cache holds only the modules a run loads, so everything the
-// operator itself loads has to load for `--help` too (client-node, undici, prom-client: 2.3 MB of chunks).
+// operator itself loads has to load for `--help` too (client-node, prom-client: the chunks).
 import { runOperator } from './cli/run.js';
 
 const here = dirname(fileURLToPath(import.meta.url));

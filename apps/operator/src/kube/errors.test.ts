@@ -102,7 +102,7 @@ describe('isConnectionFailure', () => {
     { name: 'refused', e: fetchFailed('ECONNREFUSED'), want: true },
     { name: 'no route', e: fetchFailed('EHOSTUNREACH'), want: true },
     { name: 'no such host', e: fetchFailed('ENOTFOUND'), want: true },
-    { name: 'connect timeout', e: fetchFailed('UND_ERR_CONNECT_TIMEOUT'), want: true },
+    { name: 'connect timeout', e: Object.assign(new Error('no connection within 10000 ms'), { code: 'CONNECT_TIMEOUT' }), want: true },
     { name: 'reset mid-request (the server was there)', e: fetchFailed('ECONNRESET'), want: false },
     { name: 'TLS failure', e: fetchFailed('UNABLE_TO_VERIFY_LEAF_SIGNATURE'), want: false },
     { name: '503', e: Object.assign(new Error('HTTP 503'), { code: 503 }), want: false },

@@ -1,6 +1,6 @@
 import { ConflictError, CoreError, ForbiddenError, NotFoundError, RejectedError, TransientError } from '@karpenter-operator/core';
 
-/** Network error codes (Node and undici) that mean "try again later". */
+/** Network error codes (Node's and the transport's) that mean "try again later". */
 const transientCodes = new Set([
   'ECONNREFUSED',
   'ECONNRESET',
@@ -10,15 +10,11 @@ const transientCodes = new Set([
   'ENETUNREACH',
   'EAI_AGAIN',
   'ENOTFOUND',
-  'UND_ERR_CONNECT_TIMEOUT',
-  'UND_ERR_HEADERS_TIMEOUT',
-  'UND_ERR_BODY_TIMEOUT',
-  'UND_ERR_SOCKET',
-  'UND_ERR_CLOSED',
+  'CONNECT_TIMEOUT',
 ]);
 
 /** Codes that mean the server could not be reached at all (as opposed to slow, overloaded or misconfigured). */
-const connectionCodes = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT']);
+const connectionCodes = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'CONNECT_TIMEOUT']);
 
 /**
  * True when `e` says the API server could not be connected to: refused, no route, no such host, connect

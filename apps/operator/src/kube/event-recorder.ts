@@ -11,7 +11,7 @@ import {
   type Metrics,
   type ObjectRef,
 } from '@karpenter-operator/core';
-import { PatchStrategy } from '@kubernetes/client-node';
+import { PatchStrategy } from './client-node.js';
 import { RuntimeMetrics } from '../runtime/metric-names.js';
 import { systemTimers, type TimerHandle, type Timers } from '../runtime/timers.js';
 import { microTime } from './leader-election.js';

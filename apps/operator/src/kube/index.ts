@@ -1,6 +1,14 @@
-export { ClientNodeTransport, createKubeTransport, isWriteFencedError, withRequestMetrics, WriteFencedError } from './transport.js';
+export {
+  createKubeTransport,
+  LineSplitter,
+  NodeHttpTransport,
+  RequestTimeoutError,
+  isWriteFencedError,
+  withRequestMetrics,
+  WriteFencedError,
+} from './transport.js';
 export type {
-  ClientNodeTransportOptions,
+  KubeTransportOptions,
   KubeRequest,
   KubeTransport,
   KubeWatchRequest,

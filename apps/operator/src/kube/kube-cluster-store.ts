@@ -1,4 +1,4 @@
-import { PatchStrategy } from '@kubernetes/client-node';
+import { PatchStrategy } from './client-node.js';
 import {
   ConflictError,
   describeRef,
@@ -316,7 +316,7 @@ export class KubeClusterStore implements ClusterStore {
       },
     };
     // The same request as client-node's CertificatesV1Api.replaceCertificateSigningRequestApproval, sent as
-    // plain JSON (see ClientNodeTransport). The resourceVersion from the live read makes a concurrent
+    // plain JSON (see NodeHttpTransport). The resourceVersion from the live read makes a concurrent
     // change a 409 (ConflictError: retried with fresh state).
     const result = await this.send<KubeObject>(action, {
       verb: 'update',

@@ -1,10 +1,10 @@
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from './client-node.js';
 import type { Clock, Logger, Metrics } from '@karpenter-operator/core';
 import type { Timers } from '../runtime/timers.js';
 import { InformerFactory, type InformerFactoryOptions } from './informer.js';
 import { KubeClusterStore } from './kube-cluster-store.js';
 import { ResourceResolver } from './resources.js';
-import { createKubeTransport, type ClientNodeTransportOptions, type KubeTransport } from './transport.js';
+import { createKubeTransport, type KubeTransportOptions, type KubeTransport } from './transport.js';
 
 /** Everything that talks to one API server: the transport, its informers, and the ClusterStore over them. */
 export interface KubeCluster {
@@ -14,7 +14,7 @@ export interface KubeCluster {
   store: KubeClusterStore;
 }
 
-export interface KubeClusterOptions extends ClientNodeTransportOptions {
+export interface KubeClusterOptions extends KubeTransportOptions {
   metrics: Metrics;
   logger: Logger;
   clock?: Clock;

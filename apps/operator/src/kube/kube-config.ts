@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { readFile as fsReadFile } from 'node:fs/promises';
 import { delimiter, dirname } from 'node:path';
-import { KubeConfig, type User } from '@kubernetes/client-node';
+import { KubeConfig, type User } from './client-node.js';
 import { describeError, silentLogger, type Logger } from '@karpenter-operator/core';
 import { systemTimers, type TimerHandle, type Timers } from '../runtime/timers.js';
 
@@ -157,7 +157,7 @@ export interface WatchedKubeConfigOptions {
 /**
  * A kubeconfig read from a file (the HyperShift guest kubeconfig Secret mount) and re-read when its content
  * changes. `current()` always returns the last valid one; an unreadable or invalid update is logged and
- * ignored. Pass `() => watched.current()` to `ClientNodeTransport` so new requests use new credentials.
+ * ignored. Pass `() => watched.current()` to `NodeHttpTransport` so new requests use new credentials.
  */
 export class WatchedKubeConfig {
   private config: KubeConfig | undefined;

@@ -1,54 +1,114 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createServer, type Server } from 'node:https';
+import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 import { ApiException, KubeConfig } from '@kubernetes/client-node';
 import { RecordingMetrics } from '@karpenter-operator/core/testing';
+import { createCertificateAuthority, type CertificateAuthority } from '@karpenter-operator/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { isConnectionFailure } from './errors.js';
 import { useTokenFileAuth } from './kube-config.js';
-import { ClientNodeTransport, createKubeTransport, isWriteFencedError, type KubeRequest } from './transport.js';
+import {
+  createKubeTransport,
+  isWriteFencedError,
+  LineSplitter,
+  NodeHttpTransport,
+  type KubeRequest,
+  type KubeWatchRequest,
+} from './transport.js';
 
 interface Seen {
   method: string;
   url: string;
   headers: IncomingMessage['headers'];
   body: string;
+  /** CN of the client certificate the connection presented. */
+  clientCn: string | undefined;
 }
 
-/** A tiny HTTP server standing in for the API server: real sockets, real client-node request path. */
+/** A tiny HTTPS server standing in for the API server: real TLS with a CA of its own, real sockets. */
 let server: Server;
+let ca: CertificateAuthority;
 let kc: KubeConfig;
 const seen: Seen[] = [];
+const sockets = new Set<Socket>();
+let connections = 0;
 let handler: (req: IncomingMessage, res: ServerResponse, body: string) => void = () => {};
+const b64 = (s: string) => Buffer.from(s).toString('base64');
 
-beforeAll(async () => {
-  server = createServer((req, res) => {
-    let body = '';
-    req.on('data', (c) => (body += c));
-    req.on('end', () => {
-      seen.push({ method: req.method!, url: req.url!, headers: req.headers, body });
-      handler(req, res, body);
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+/** A kubeconfig for the test server: its CA, a client certificate of the same CA, and `user`. */
+function kubeconfigFor(user: Record<string, unknown>, caPem = ca.certPem): KubeConfig {
   const { port } = server.address() as AddressInfo;
-  kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: 'c', server: `http://127.0.0.1:${port}`, skipTLSVerify: true }],
-    users: [{ name: 'u', token: 'secret-token' }],
+  const k = new KubeConfig();
+  k.loadFromOptions({
+    clusters: [{ name: 'c', server: `https://127.0.0.1:${port}`, caData: b64(caPem) }],
+    users: [{ name: 'u', ...user }],
     contexts: [{ name: 'c', cluster: 'c', user: 'u' }],
     currentContext: 'c',
   });
+  return k;
+}
+
+beforeAll(async () => {
+  ca = await createCertificateAuthority('transport test CA', 1);
+  const leaf = await ca.issue({ commonName: '127.0.0.1', ipAddresses: ['127.0.0.1'], usage: 'server', validDays: 1 });
+  const client = await ca.issue({ commonName: 'operator', usage: 'client', validDays: 1 });
+  server = createServer(
+    { key: leaf.privateKeyPem, cert: leaf.certPem, ca: ca.certPem, requestCert: true, rejectUnauthorized: false },
+    (req, res) => {
+      let body = '';
+      req.on('data', (c) => (body += c));
+      req.on('end', () => {
+        const cert = (req.socket as TLSSocket).getPeerCertificate();
+        seen.push({ method: req.method!, url: req.url!, headers: req.headers, body, clientCn: cert?.subject?.CN as string | undefined });
+        handler(req, res, body);
+      });
+    },
+  );
+  server.on('secureConnection', (s: Socket) => {
+    connections++;
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  kc = kubeconfigFor({ token: 'secret-token', certData: b64(client.certPem), keyData: b64(client.privateKeyPem) });
 });
-afterAll(() => new Promise<void>((r) => server.close(() => r())));
+afterAll(async () => {
+  for (const s of sockets) s.destroy();
+  await new Promise<void>((r) => server.close(() => r()));
+});
 
 const json = (res: ServerResponse, code: number, body: unknown) => {
   res.writeHead(code, { 'content-type': 'application/json' });
   res.end(JSON.stringify(body));
 };
 
-describe('ClientNodeTransport (real HTTP)', () => {
+/** Runs one watch to its end: the events seen and what `onDone` received (and how often). */
+function watchToEnd(t: NodeHttpTransport, extra: Partial<KubeWatchRequest> = {}) {
+  const events: [string, unknown][] = [];
+  const dones: unknown[] = [];
+  const done = new Promise<unknown>((resolve) => {
+    void t
+      .watch({
+        kind: 'Node',
+        path: '/api/v1/nodes',
+        query: {},
+        onEvent: (type, obj) => events.push([type, obj]),
+        onDone: (e) => {
+          dones.push(e);
+          resolve(e);
+        },
+        ...extra,
+      })
+      .catch(resolve);
+  });
+  return { events, dones, done };
+}
+
+describe('NodeHttpTransport (real HTTPS)', () => {
   it('sends JSON with the content type, query and bearer token, and returns the parsed body', async () => {
     handler = (_req, res, body) => json(res, 200, { ...JSON.parse(body), metadata: { name: 'x', resourceVersion: '7' } });
     seen.length = 0;
@@ -69,6 +129,13 @@ describe('ClientNodeTransport (real HTTP)', () => {
       method: 'PATCH',
       url: '/apis/apps/v1/namespaces/ns/deployments/x?fieldManager=karpenter-operator&force=true',
       headers: { 'content-type': 'application/apply-patch+yaml', authorization: 'Bearer secret-token' },
+      clientCn: 'operator',
+    });
+    expect(JSON.parse(seen[0]!.body)).toEqual({
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'x' },
+      spec: { replicas: 2 },
     });
     expect(metrics.counters.get('karpenter_operator_api_requests_total{kind=Deployment,verb=apply}')).toBe(1);
   });
@@ -95,7 +162,7 @@ describe('ClientNodeTransport (real HTTP)', () => {
     };
     seen.length = 0;
     const events: string[] = [];
-    const t = new ClientNodeTransport(kc);
+    const t = new NodeHttpTransport(kc);
     const done = new Promise<unknown>((resolve) => {
       void t
         .watch({
@@ -114,11 +181,12 @@ describe('ClientNodeTransport (real HTTP)', () => {
 
   it('reports a refused watch as an error with the status code', async () => {
     handler = (_req, res) => json(res, 403, { kind: 'Status', message: 'forbidden', code: 403 });
-    const t = new ClientNodeTransport(kc);
+    const t = new NodeHttpTransport(kc);
     const err = await new Promise<unknown>((resolve) => {
       t.watch({ kind: 'Node', path: '/api/v1/nodes', query: {}, onEvent: () => {}, onDone: resolve }).catch(resolve);
     });
     expect((err as { statusCode?: number }).statusCode).toBe(403);
+    expect((err as { body?: { message?: string } }).body?.message).toBe('forbidden');
   });
 
   it('names itself with the User-Agent it is given, on requests and on watches', async () => {
@@ -140,11 +208,11 @@ describe('ClientNodeTransport (real HTTP)', () => {
       ['POST', userAgent, 'Bearer secret-token'],
       ['GET', userAgent, 'Bearer secret-token'],
     ]);
-    // Without one, the fetch library's own (so the option is what sets it).
+    // Without one, none (so the option is what sets it).
     seen.length = 0;
     handler = (_req, res) => json(res, 200, {});
-    await new ClientNodeTransport(kc).request({ verb: 'get', kind: 'Node', method: 'GET', path: '/api/v1/nodes/x' });
-    expect(seen[0]!.headers['user-agent']).not.toMatch(/karpenter-operator/);
+    await new NodeHttpTransport(kc).request({ verb: 'get', kind: 'Node', method: 'GET', path: '/api/v1/nodes/x' });
+    expect(seen[0]!.headers['user-agent']).toBeUndefined();
   });
 
   it('a fence refuses writes before they are sent (WriteFencedError), never reads; the metrics wrapper forwards it', async () => {
@@ -177,20 +245,213 @@ describe('ClientNodeTransport (real HTTP)', () => {
     expect(metrics.counters.get('karpenter_operator_api_request_errors_total{code=0,kind=Deployment,verb=apply}')).toBe(1);
   });
 
+  it('keeps the connection alive: sequential requests share one TLS connection', async () => {
+    handler = (_req, res) => json(res, 200, {});
+    const t = new NodeHttpTransport(kubeconfigFor({ token: 'keep-alive' }));
+    const before = connections;
+    for (let i = 0; i < 3; i++) await t.request({ verb: 'get', kind: 'Node', method: 'GET', path: '/api/v1/nodes/x' });
+    expect(connections - before).toBe(1);
+  });
+
+  it('a read on a kept-alive connection the server drops is sent once more on a new one; a write is not', async () => {
+    const used = new WeakSet<object>();
+    let dropReused = true;
+    handler = (req, res) => {
+      if (dropReused && used.has(req.socket)) return req.socket.destroy(); // closed as the request arrived
+      used.add(req.socket);
+      json(res, 200, { ok: true });
+    };
+    const t = new NodeHttpTransport(kubeconfigFor({ token: 'reuse' }));
+    const get = { verb: 'get', kind: 'Node', method: 'GET', path: '/api/v1/nodes/x' } as const;
+    await t.request(get);
+    seen.length = 0;
+    expect(await t.request(get)).toEqual({ ok: true });
+    expect(seen).toHaveLength(2); // the dropped one, then the one sent again
+    const put = { verb: 'update', kind: 'Node', method: 'PUT', path: '/api/v1/nodes/x', body: {} } as const;
+    seen.length = 0;
+    const err = await t.request(put).catch((e: unknown) => e);
+    expect((err as { code?: string }).code).toBe('ECONNRESET');
+    expect(seen).toHaveLength(1);
+    dropReused = false;
+  });
+
+  it('refuses a server whose certificate is not signed by the kubeconfig CA, with the TLS error', async () => {
+    const other = await createCertificateAuthority('another CA', 1);
+    const t = new NodeHttpTransport(kubeconfigFor({ token: 'x' }, other.certPem));
+    seen.length = 0;
+    const err = await t.request({ verb: 'get', kind: 'Node', method: 'GET', path: '/api/v1/nodes/x' }).catch((e: unknown) => e);
+    expect((err as { code?: string }).code).toMatch(/CERT|SIGNATURE|ISSUER/);
+    expect(seen).toHaveLength(0);
+  });
+
+  it('gives up on a request without a complete response within requestTimeoutMs (TimeoutError)', async () => {
+    const pending: ServerResponse[] = [];
+    handler = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write('{"partial":'); // and nothing more
+      pending.push(res);
+    };
+    const t = new NodeHttpTransport(kc, { requestTimeoutMs: 200 });
+    const err = await t.request({ verb: 'get', kind: 'Node', method: 'GET', path: '/api/v1/nodes/slow' }).catch((e: unknown) => e);
+    for (const r of pending) r.destroy();
+    expect((err as Error).name).toBe('TimeoutError');
+    expect((err as Error).message).toBe('GET /api/v1/nodes/slow: no complete response within 200 ms');
+  });
+
+  it('a non-JSON error body is kept as text', async () => {
+    handler = (_req, res) => {
+      res.writeHead(503, { 'content-type': 'text/plain' });
+      res.end('upstream connect error');
+    };
+    const err = await new NodeHttpTransport(kc)
+      .request({ verb: 'get', kind: 'Node', method: 'GET', path: '/api/v1/nodes/x' })
+      .catch((e: unknown) => e);
+    expect((err as ApiException<unknown>).code).toBe(503);
+    expect((err as ApiException<unknown>).body).toBe('upstream connect error');
+  });
+
+  it('decodes watch events split anywhere across chunks, multi-byte characters included, and passes ERROR events', async () => {
+    const events = [
+      { type: 'ADDED', object: { metadata: { name: 'caf\u00e9-\u2603', resourceVersion: '2' } } },
+      { type: 'MODIFIED', object: { metadata: { name: 'b', resourceVersion: '3' }, data: 'x'.repeat(70_000) } },
+      { type: 'ERROR', object: { kind: 'Status', code: 410, message: 'too old resource version: 1 (3)' } },
+    ];
+    const bytes = Buffer.from(events.map((e) => JSON.stringify(e)).join('\n') + '\n');
+    // Cut inside the first event's multi-byte characters, inside JSON, right at a newline, and into one-byte pieces.
+    const snowman = bytes.indexOf(Buffer.from('\u2603'));
+    const cuts = [5, snowman + 1, snowman + 2, bytes.indexOf(0x0a) + 1, bytes.indexOf(0x0a) + 3, bytes.length - 40];
+    handler = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      let at = 0;
+      const next = (i: number) => {
+        const end = i < cuts.length ? cuts[i]! : bytes.length;
+        res.write(bytes.subarray(at, end));
+        at = end;
+        if (end < bytes.length) setTimeout(() => next(i + 1), 5);
+        else res.end();
+      };
+      next(0);
+    };
+    const w = watchToEnd(new NodeHttpTransport(kc));
+    expect(await w.done).toBeNull();
+    expect(w.events).toEqual(events.map((e) => [e.type, e.object]));
+  });
+
+  it('an onEvent that throws ends the watch with its error, once, and nothing after it is delivered', async () => {
+    handler = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(['ADDED', 'MODIFIED', 'DELETED'].map((type) => JSON.stringify({ type, object: {} })).join('\n') + '\n');
+    };
+    const seenTypes: string[] = [];
+    const w = watchToEnd(new NodeHttpTransport(kc), {
+      onEvent: (type) => {
+        seenTypes.push(type);
+        if (type === 'MODIFIED') throw new Error('handler failed');
+      },
+    });
+    expect(((await w.done) as Error).message).toBe('handler failed');
+    expect(seenTypes).toEqual(['ADDED', 'MODIFIED']);
+    expect(w.dones).toHaveLength(1);
+  });
+
+  it('a watch with nothing received for watchInactivityTimeoutMs ends with a TimeoutError, once', async () => {
+    const open: ServerResponse[] = [];
+    handler = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write(JSON.stringify({ type: 'BOOKMARK', object: { metadata: { resourceVersion: '9' } } }) + '\n');
+      open.push(res);
+    };
+    const w = watchToEnd(new NodeHttpTransport(kc, { watchInactivityTimeoutMs: 300 }));
+    const err = await w.done;
+    expect((err as Error).name).toBe('TimeoutError');
+    expect(w.events.map(([type]) => type)).toEqual(['BOOKMARK']);
+    // The connection was closed on our side: the server sees its response closed.
+    await expect.poll(() => open.every((r) => r.destroyed || r.writableEnded || r.socket === null), { timeout: 10_000 }).toBe(true);
+    expect(w.dones).toHaveLength(1);
+  });
+
+  it('abort() closes the stream and calls onDone once (AbortError); a server that cuts the stream is an error', async () => {
+    const open: ServerResponse[] = [];
+    handler = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write(JSON.stringify({ type: 'ADDED', object: { metadata: { name: 'a' } } }) + '\n');
+      open.push(res);
+    };
+    const t = new NodeHttpTransport(kc);
+    let handleResolved: (h: { abort(): void }) => void = () => {};
+    const gotHandle = new Promise<{ abort(): void }>((r) => (handleResolved = r));
+    const events: string[] = [];
+    const dones: unknown[] = [];
+    const finished = new Promise<void>((resolve) => {
+      void t
+        .watch({
+          kind: 'Node',
+          path: '/api/v1/nodes',
+          query: {},
+          onEvent: (type) => events.push(type),
+          onDone: (e) => {
+            dones.push(e);
+            resolve();
+          },
+        })
+        .then(handleResolved);
+    });
+    const handle = await gotHandle;
+    await expect.poll(() => events, { timeout: 10_000 }).toEqual(['ADDED']);
+    handle.abort();
+    handle.abort();
+    await finished;
+    expect(dones).toHaveLength(1);
+    expect((dones[0] as Error).name).toBe('AbortError');
+    await expect.poll(() => open[0]!.destroyed || open[0]!.socket === null, { timeout: 10_000 }).toBe(true);
+
+    // The server side goes away mid-stream (its process dies): an error, not a clean end.
+    open.length = 0;
+    const cut = watchToEnd(t);
+    await expect.poll(() => open.length, { timeout: 10_000 }).toBe(1);
+    open[0]!.socket!.destroy();
+    const err = await cut.done;
+    expect(err).toBeInstanceOf(Error);
+    expect(cut.events.map(([type]) => type)).toEqual(['ADDED']);
+    expect(cut.dones).toHaveLength(1);
+  });
+
+  it('a server that accepts the TCP connection but never completes TLS fails requests and watches with CONNECT_TIMEOUT', async () => {
+    const silent = createNetServer((s) => s.on('error', () => {}));
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    const { port } = silent.address() as AddressInfo;
+    try {
+      const k = kubeconfigFor({ token: 'x' });
+      k.clusters = [{ ...k.clusters[0]!, server: `https://127.0.0.1:${port}` }];
+      const t = new NodeHttpTransport(k, { connectTimeoutMs: 200 });
+      const err = await t.request({ verb: 'get', kind: 'Node', method: 'GET', path: '/api/v1/nodes/x' }).catch((e: unknown) => e);
+      expect(err).toMatchObject({ code: 'CONNECT_TIMEOUT', message: 'GET /api/v1/nodes/x: no connection within 200 ms' });
+      expect(isConnectionFailure(err)).toBe(true);
+      const w = watchToEnd(t);
+      expect(await w.done).toMatchObject({ code: 'CONNECT_TIMEOUT' });
+    } finally {
+      silent.close();
+    }
+  });
+
+  it('a watch to an unreachable server ends with the connection error in onDone', async () => {
+    const probe = createServer();
+    await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
+    const { port } = probe.address() as AddressInfo;
+    await new Promise<void>((r) => probe.close(() => r()));
+    const k = kubeconfigFor({ token: 'x' });
+    k.clusters = [{ ...k.clusters[0]!, server: `https://127.0.0.1:${port}` }];
+    const w = watchToEnd(new NodeHttpTransport(k));
+    expect((await w.done) as { code?: string }).toMatchObject({ code: 'ECONNREFUSED' });
+  });
+
   describe('a ServiceAccount token rotated under it (401)', () => {
     const dir = mkdtempSync(join(tmpdir(), 'transport-token-'));
     afterAll(() => rmSync(dir, { recursive: true, force: true }));
     const tokenPath = join(dir, 'token');
     /** In-cluster shape: the token comes from a file (client-node's `tokenFile` auth provider), put under `TokenFileAuth`. */
     const inCluster = () => {
-      const { port } = server.address() as AddressInfo;
-      const k = new KubeConfig();
-      k.loadFromOptions({
-        clusters: [{ name: 'c', server: `http://127.0.0.1:${port}`, skipTLSVerify: true }],
-        users: [{ name: 'sa', authProvider: { name: 'tokenFile', config: { tokenFile: tokenPath } } }],
-        contexts: [{ name: 'c', cluster: 'c', user: 'sa' }],
-        currentContext: 'c',
-      });
+      const k = kubeconfigFor({ authProvider: { name: 'tokenFile', config: { tokenFile: tokenPath } } });
       const auth = useTokenFileAuth(k)!;
       return { k, auth };
     };
@@ -206,7 +467,7 @@ describe('ClientNodeTransport (real HTTP)', () => {
       accepted = 'token-1';
       handler = onlyAccepted;
       const { k, auth } = inCluster();
-      const t = new ClientNodeTransport(k, { onUnauthorized: () => auth.refresh() });
+      const t = new NodeHttpTransport(k, { onUnauthorized: () => auth.refresh() });
       seen.length = 0;
       await t.request(get);
       // The kubelet rotates the token; the old one is refused from now on.
@@ -221,7 +482,7 @@ describe('ClientNodeTransport (real HTTP)', () => {
       accepted = 'something-else';
       handler = onlyAccepted;
       const { k, auth } = inCluster();
-      const t = new ClientNodeTransport(k, { onUnauthorized: () => auth.refresh() });
+      const t = new NodeHttpTransport(k, { onUnauthorized: () => auth.refresh() });
       seen.length = 0;
       const err = await t.request(get).catch((e: unknown) => e);
       expect((err as ApiException<unknown>).code).toBe(401);
@@ -233,7 +494,7 @@ describe('ClientNodeTransport (real HTTP)', () => {
       accepted = 'token-1';
       handler = onlyAccepted;
       const { k, auth } = inCluster();
-      const t = new ClientNodeTransport(k, { onUnauthorized: () => auth.refresh() });
+      const t = new NodeHttpTransport(k, { onUnauthorized: () => auth.refresh() });
       await t.request(get);
       writeFileSync(tokenPath, 'token-2');
       accepted = 'token-2';
@@ -249,5 +510,18 @@ describe('ClientNodeTransport (real HTTP)', () => {
       expect(((await watchOnce()) as { statusCode?: number }).statusCode).toBe(401);
       expect(await watchOnce()).toBeNull();
     });
+  });
+});
+
+describe('LineSplitter', () => {
+  it('yields complete lines only, joins lines across chunks and flushes the last one at the end', () => {
+    const lines: string[] = [];
+    const split = new LineSplitter((l) => lines.push(l));
+    split.push(Buffer.from('{"a":1}\n{"b"'));
+    expect(lines).toEqual(['{"a":1}']);
+    split.push(Buffer.from(':2}\n\n{"c":3}'));
+    expect(lines).toEqual(['{"a":1}', '{"b":2}']);
+    split.end();
+    expect(lines).toEqual(['{"a":1}', '{"b":2}', '{"c":3}']);
   });
 });

@@ -1,11 +1,9 @@
-import {
-  ApiException,
-  HttpMethod,
-  IsomorphicFetchHttpLibrary,
-  RequestContext,
-  Watch as ClientWatch,
-  type KubeConfig,
-} from '@kubernetes/client-node';
+import { Agent as HttpAgent, request as httpRequest, STATUS_CODES, type ClientRequest, type IncomingMessage } from 'node:http';
+import { request as httpsRequest, type RequestOptions } from 'node:https';
+import type { Socket } from 'node:net';
+import { StringDecoder } from 'node:string_decoder';
+import { TLSSocket } from 'node:tls';
+import { ApiException, type KubeConfig } from './client-node.js';
 import type { Metrics } from '@karpenter-operator/core';
 import { RuntimeMetrics } from '../runtime/metric-names.js';
 
@@ -54,7 +52,7 @@ export function isWriteFencedError(e: unknown): e is WriteFencedError {
 
 /**
  * The HTTP seam of the Kubernetes adapters: plain JSON in and out, errors as client-node `ApiException`
- * (`.code`, raw `.body`). Stubbed in unit tests; `ClientNodeTransport` is the real one.
+ * (`.code`, parsed `.body`). Stubbed in unit tests; `NodeHttpTransport` is the real one.
  */
 export interface KubeTransport {
   request<T = unknown>(req: KubeRequest): Promise<T>;
@@ -68,20 +66,24 @@ export interface KubeTransport {
   fence?(gate: WriteGate): void;
 }
 
-export interface ClientNodeTransportOptions {
-  /** Per-request timeout (not for watches). Default 30 s. */
+export interface KubeTransportOptions {
+  /** Per-request timeout, from sending to the last byte of the response (not for watches). Default 30 s. */
   requestTimeoutMs?: number;
   /**
-   * Client-side inactivity limit of a watch stream. client-node's own default (30 s) is shorter than the
-   * API server's bookmark interval (~1 min), so quiet watches would be cut every 30 s; the informer runs
-   * its own staleness watchdog instead. Default 10 minutes.
+   * Limit on opening a connection (TCP and TLS), for requests and watches: past it the request fails with
+   * code `CONNECT_TIMEOUT`, which `isConnectionFailure` counts as the server being unreachable. Default 10 s.
+   */
+  connectTimeoutMs?: number;
+  /**
+   * Client-side inactivity limit of a watch stream (until its response starts, then between two chunks). It
+   * is longer than the API server's bookmark interval (~1 min), so quiet watches are not cut; the informer
+   * runs its own staleness watchdog as well. Default 10 minutes.
    */
   watchInactivityTimeoutMs?: number;
   /**
    * `User-Agent` of every request and watch. The operator sends `karpenter-operator/<release version>
    * (<pod name>)`, client-go's `<binary>/<version> (...)` with the replica in place of os/arch: replicas
-   * share a ServiceAccount, so this is what tells them apart in the API server's audit log. Default: the
-   * fetch library's own.
+   * share a ServiceAccount, so this is what tells them apart in the API server's audit log. Default: none.
    */
   userAgent?: string;
   /**
@@ -92,38 +94,80 @@ export interface ClientNodeTransportOptions {
   onUnauthorized?: () => boolean;
 }
 
-/**
- * The kubeconfig as client-node's `Watch` sees it, with `User-Agent` added to the headers it builds: `Watch`
- * takes its headers from `applySecurityAuthentication` and offers no other way to set one.
- */
-function withUserAgent(kc: KubeConfig, userAgent: string): KubeConfig {
-  const view = Object.create(kc) as KubeConfig;
-  view.applySecurityAuthentication = async (ctx: RequestContext) => {
-    await kc.applySecurityAuthentication(ctx);
-    ctx.setHeaderParam('User-Agent', userAgent);
-  };
-  return view;
+/** No response (or, for a watch, no data) within the time allowed; `toCoreError` maps it to a transient error. */
+export class RequestTimeoutError extends Error {
+  override readonly name = 'TimeoutError';
+  readonly code = 'ETIMEDOUT';
+}
+
+/** No connection (TCP and TLS) within `connectTimeoutMs`: the server is unreachable, for `isConnectionFailure`. */
+export class ConnectTimeoutError extends Error {
+  override readonly name = 'ConnectTimeoutError';
+  readonly code = 'CONNECT_TIMEOUT';
+}
+
+/** Fails `client` with a `ConnectTimeoutError` when the new connection it is given is not open within `ms`. */
+function limitConnect(client: ClientRequest, ms: number, what: string): void {
+  client.once('socket', (socket: Socket) => {
+    if (!socket.connecting) return; // a kept-alive connection
+    const timer = setTimeout(() => client.destroy(new ConnectTimeoutError(`${what}: no connection within ${ms} ms`)), ms);
+    const clear = () => clearTimeout(timer);
+    socket.once(socket instanceof TLSSocket ? 'secureConnect' : 'connect', clear);
+    socket.once('close', clear);
+  });
+}
+
+/** `abort()` of a watch handle: what `onDone` receives when the watch was still open. */
+function watchAborted(): Error {
+  return Object.assign(new Error('the watch was aborted'), { name: 'AbortError' });
 }
 
 /**
- * Requests through client-node's own HTTP stack (its `RequestContext`, `KubeConfig` authentication and TLS
- * dispatcher, and its fetch library) with plain JSON bodies. `KubernetesObjectApi` would send the same
+ * An API server's answer other than 2xx to a watch, shaped like client-node's `Watch` error: `statusCode`,
+ * and the parsed `Status` in `body` (so `serverMessage` reads it).
+ */
+function watchRefused(status: number, statusMessage: string | undefined, body: unknown): Error {
+  const text = statusMessage || STATUS_CODES[status] || 'Internal Server Error';
+  return Object.assign(new Error(text), { statusCode: status, body });
+}
+
+function parseBody(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text; // not JSON: the raw text
+  }
+}
+
+interface Prepared {
+  url: URL;
+  options: RequestOptions;
+}
+
+/**
+ * Requests and watches on `node:https` (`node:http` for an `http:` server), with TLS, credentials and
+ * the agent from client-node's `KubeConfig.applyToHTTPSOptions`: the CA, client certificate and key,
+ * `insecure-skip-tls-verify`, bearer tokens (also from token files and exec plugins), basic auth, and an
+ * agent per cluster and user, through the cluster's `proxy-url` when it has one. The same `node:https` the
+ * AWS SDK uses: one HTTP stack in the process (client-node's own requests and `Watch` go through undici,
+ * which the operator never loads). Bodies are plain JSON: `KubernetesObjectApi` would send the same
  * requests, but its typed (de)serialisation turns timestamps into `Date`s and drops fields its generated
  * models do not know, which breaks comparing desired state with the raw objects the watches deliver.
  * Wrap it with `withRequestMetrics` (or build it with `createKubeTransport`).
  */
-export class ClientNodeTransport implements KubeTransport {
-  private readonly http = new IsomorphicFetchHttpLibrary();
+export class NodeHttpTransport implements KubeTransport {
   private readonly config: () => KubeConfig;
   private readonly requestTimeoutMs: number;
+  private readonly connectTimeoutMs: number;
   private readonly watchInactivityTimeoutMs: number;
   private readonly userAgent: string | undefined;
   private readonly onUnauthorized: (() => boolean) | undefined;
   private gate: WriteGate | undefined;
 
-  constructor(config: KubeConfig | (() => KubeConfig), options: ClientNodeTransportOptions = {}) {
+  constructor(config: KubeConfig | (() => KubeConfig), options: KubeTransportOptions = {}) {
     this.config = typeof config === 'function' ? config : () => config;
     this.requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
+    this.connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
     this.watchInactivityTimeoutMs = options.watchInactivityTimeoutMs ?? 10 * 60_000;
     this.userAgent = options.userAgent;
     this.onUnauthorized = options.onUnauthorized;
@@ -135,62 +179,212 @@ export class ClientNodeTransport implements KubeTransport {
 
   async request<T = unknown>(req: KubeRequest): Promise<T> {
     try {
-      return await this.send<T>(req);
+      return await this.sendOnce<T>(req);
     } catch (e) {
       // A rotated token: the request was refused before it did anything, so sending it again is safe.
-      if ((e as { code?: unknown }).code === 401 && this.onUnauthorized?.()) return this.send<T>(req);
+      if ((e as { code?: unknown }).code === 401 && this.onUnauthorized?.()) return this.sendOnce<T>(req);
+      throw e;
+    }
+  }
+
+  private async sendOnce<T>(req: KubeRequest): Promise<T> {
+    try {
+      return await this.send<T>(req);
+    } catch (e) {
+      // A kept-alive connection the server closed while it sat idle: a read is safe to send again at once.
+      if (req.method === 'GET' && (e as { reusedSocket?: unknown }).reusedSocket === true) return this.send<T>(req);
       throw e;
     }
   }
 
   async watch(req: KubeWatchRequest): Promise<WatchHandle> {
-    const kc = this.config();
-    const w = new ClientWatch(this.userAgent ? withUserAgent(kc, this.userAgent) : kc);
-    // See `watchInactivityTimeoutMs`: a private field of client-node's Watch, set if it exists.
-    const internals = w as unknown as { requestTimeoutMs?: number };
-    if (typeof internals.requestTimeoutMs === 'number') internals.requestTimeoutMs = this.watchInactivityTimeoutMs;
-    const controller = await w.watch(
-      req.path,
-      req.query,
-      (type, obj) => req.onEvent(type, obj),
-      (err) => {
-        if ((err as { statusCode?: unknown } | null)?.statusCode === 401) this.onUnauthorized?.();
-        req.onDone(err ?? null);
-      },
-    );
-    return { abort: () => controller.abort() };
+    const { url, options } = await this.prepare('GET', req.path, { watch: 'true', ...req.query }, undefined);
+    let finished = false;
+    let timer: NodeJS.Timeout | undefined;
+    let client: ClientRequest | undefined = undefined;
+    const finish = (error: unknown) => {
+      if (finished) return;
+      finished = true;
+      clearTimeout(timer);
+      client?.destroy();
+      req.onDone(error);
+    };
+    const armTimer = () => {
+      clearTimeout(timer);
+      timer = setTimeout(
+        () => finish(new RequestTimeoutError(`watch ${req.path}: nothing received for ${this.watchInactivityTimeoutMs} ms`)),
+        this.watchInactivityTimeoutMs,
+      );
+      timer.unref();
+    };
+    armTimer();
+    client = send(url, options);
+    limitConnect(client, this.connectTimeoutMs, `watch ${req.path}`);
+    client.on('error', finish);
+    client.on('response', (res) => {
+      if (res.statusCode !== 200) {
+        void readAll(res).then((text) => {
+          if (res.statusCode === 401) this.onUnauthorized?.();
+          finish(watchRefused(res.statusCode ?? 0, res.statusMessage, parseBody(text)));
+        }, finish);
+        return;
+      }
+      armTimer();
+      const lines = new LineSplitter((line) => {
+        if (finished) return;
+        let event: { type?: unknown; object?: unknown };
+        try {
+          event = JSON.parse(line) as typeof event;
+        } catch {
+          return; // not an event (as client-node's Watch does: skipped)
+        }
+        if (typeof event?.type !== 'string') return;
+        try {
+          req.onEvent(event.type, event.object);
+        } catch (e) {
+          finish(e); // a handler's failure ends this watch (the caller restarts it), never the process
+        }
+      });
+      res.on('data', (chunk: Buffer) => {
+        armTimer();
+        lines.push(chunk);
+      });
+      res.on('end', () => {
+        lines.end();
+        finish(null);
+      });
+      res.on('error', finish);
+      res.on('close', () => finish(res.complete ? null : new Error(`watch ${req.path}: the connection closed mid-stream`)));
+    });
+    client.end();
+    return { abort: () => finish(watchAborted()) };
   }
 
-  private async send<T>(req: KubeRequest): Promise<T> {
+  /** URL and options of one request: the kubeconfig's TLS, credentials and agent, then our headers. */
+  private async prepare(
+    method: KubeRequest['method'],
+    path: string,
+    query: QueryParams | undefined,
+    contentType: string | undefined,
+  ): Promise<Prepared> {
     const kc = this.config();
     const cluster = kc.getCurrentCluster();
     if (!cluster) throw new Error('the kubeconfig has no current cluster');
-    const url = new URL(cluster.server.replace(/\/+$/, '') + req.path);
-    for (const [k, v] of Object.entries(req.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
-    const ctx = new RequestContext(url.toString(), HttpMethod[req.method]);
-    ctx.setHeaderParam('Accept', 'application/json');
-    if (req.body !== undefined) {
-      ctx.setHeaderParam('Content-Type', req.contentType ?? 'application/json');
-      ctx.setBody(JSON.stringify(req.body));
-    }
-    await kc.applySecurityAuthentication(ctx);
-    if (this.userAgent) ctx.setHeaderParam('User-Agent', this.userAgent);
-    ctx.setSignal(AbortSignal.timeout(this.requestTimeoutMs));
-    // Checked after the last await, as the request is handed to fetch: no time passes in between.
+    const url = new URL(cluster.server.replace(/\/+$/, '') + path);
+    for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
+    const tls: RequestOptions & { headers: Record<string, string> } = { headers: {} };
+    await kc.applyToHTTPSOptions(tls);
+    const headers: Record<string, string> = { ...(tls.headers as Record<string, string>), Accept: 'application/json' };
+    if (contentType) headers['Content-Type'] = contentType;
+    if (this.userAgent) headers['User-Agent'] = this.userAgent;
+    // Only what the request needs: the agent carries the TLS options (they override a request's own).
+    const options: RequestOptions = { method, headers, agent: keepAlive(tls.agent) };
+    if (tls.auth) options.auth = tls.auth;
+    return { url, options };
+  }
+
+  private async send<T>(req: KubeRequest): Promise<T> {
+    const body = req.body === undefined ? undefined : Buffer.from(JSON.stringify(req.body));
+    const { url, options } = await this.prepare(
+      req.method,
+      req.path,
+      req.query,
+      body ? (req.contentType ?? 'application/json') : undefined,
+    );
+    if (body) (options.headers as Record<string, string>)['Content-Length'] = String(body.length);
+    // Checked after the last await, as the request is handed to node:http: no time passes in between.
     const refused = req.method === 'GET' ? undefined : this.gate?.(req);
     if (refused !== undefined) throw new WriteFencedError(`not sent: ${req.method} ${req.path}: ${refused}`);
-    const resp = await this.http.send(ctx).toPromise();
-    const text = await resp.body.text();
-    if (resp.httpStatusCode < 200 || resp.httpStatusCode > 299) {
-      let body: unknown = text;
-      try {
-        body = JSON.parse(text);
-      } catch {
-        // not JSON: keep the raw text
-      }
-      throw new ApiException(resp.httpStatusCode, `HTTP ${resp.httpStatusCode}`, body, resp.headers);
-    }
+    const { status, headers, text } = await new Promise<{ status: number; headers: IncomingMessage['headers']; text: string }>(
+      (resolve, reject) => {
+        const client = send(url, options);
+        limitConnect(client, this.connectTimeoutMs, `${req.method} ${req.path}`);
+        const timer = setTimeout(
+          () =>
+            client.destroy(new RequestTimeoutError(`${req.method} ${req.path}: no complete response within ${this.requestTimeoutMs} ms`)),
+          this.requestTimeoutMs,
+        );
+        const fail = (e: unknown) => {
+          clearTimeout(timer);
+          if (client.reusedSocket && e && typeof e === 'object') Object.assign(e, { reusedSocket: true });
+          reject(e instanceof Error ? e : new Error(String(e)));
+        };
+        client.on('error', fail);
+        client.on('response', (res) => {
+          readAll(res).then((t) => {
+            clearTimeout(timer);
+            resolve({ status: res.statusCode ?? 0, headers: res.headers, text: t });
+          }, fail);
+        });
+        client.end(body);
+      },
+    );
+    if (status < 200 || status > 299) throw new ApiException(status, `HTTP ${status}`, parseBody(text), flatHeaders(headers));
     return (text ? JSON.parse(text) : undefined) as T;
+  }
+}
+
+function send(url: URL, options: RequestOptions): ClientRequest {
+  return url.protocol === 'https:' ? httpsRequest(url, options) : httpRequest(url, options);
+}
+
+/**
+ * The kubeconfig's agent (cached by client-node per cluster and user) with keep-alive on: Node agents close a
+ * connection after each request by default, a new TLS handshake per request. Proxy agents are `http.Agent`s too.
+ */
+function keepAlive(agent: RequestOptions['agent']): RequestOptions['agent'] {
+  // `keepAlive` is read per request (ClientRequest, the agent's 'free' handler), not only by the constructor.
+  const a = agent as (HttpAgent & { keepAlive?: boolean }) | undefined;
+  if (a instanceof HttpAgent && !a.keepAlive) a.keepAlive = true;
+  return agent;
+}
+
+/** Response headers as `ApiException` holds them: one string each. */
+function flatHeaders(headers: IncomingMessage['headers']): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(headers)) if (v !== undefined) out[k] = Array.isArray(v) ? v.join(', ') : v;
+  return out;
+}
+
+/** The whole body as UTF-8 text. */
+function readAll(res: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    res.on('data', (c: Buffer) => chunks.push(c));
+    res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    res.on('error', reject);
+    res.on('close', () => {
+      if (!res.complete) reject(new Error('the connection closed before the response was complete'));
+    });
+  });
+}
+
+/**
+ * Splits a byte stream into lines (newline-delimited JSON): a line may arrive across chunks, and a multi-byte
+ * character across two chunks. Empty lines are skipped.
+ */
+export class LineSplitter {
+  private readonly decoder = new StringDecoder('utf8');
+  private partial = '';
+
+  constructor(private readonly onLine: (line: string) => void) {}
+
+  push(chunk: Buffer): void {
+    const text = this.partial + this.decoder.write(chunk);
+    let start = 0;
+    for (let nl = text.indexOf('\n'); nl >= 0; nl = text.indexOf('\n', start)) {
+      const line = text.slice(start, nl).trim();
+      start = nl + 1;
+      if (line) this.onLine(line);
+    }
+    this.partial = text.slice(start);
+  }
+
+  /** The last line, when the stream did not end with a newline. */
+  end(): void {
+    const line = (this.partial + this.decoder.end()).trim();
+    this.partial = '';
+    if (line) this.onLine(line);
   }
 }
 
@@ -230,7 +424,7 @@ export function withRequestMetrics(inner: KubeTransport, metrics: Metrics): Kube
 /** The real transport for a kubeconfig, with request metrics. */
 export function createKubeTransport(
   config: KubeConfig | (() => KubeConfig),
-  options: ClientNodeTransportOptions & { metrics: Metrics },
+  options: KubeTransportOptions & { metrics: Metrics },
 ): KubeTransport {
-  return withRequestMetrics(new ClientNodeTransport(config, options), options.metrics);
+  return withRequestMetrics(new NodeHttpTransport(config, options), options.metrics);
 }
