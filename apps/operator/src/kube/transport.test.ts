@@ -441,8 +441,87 @@ describe('NodeHttpTransport (real HTTPS)', () => {
     await new Promise<void>((r) => probe.close(() => r()));
     const k = kubeconfigFor({ token: 'x' });
     k.clusters = [{ ...k.clusters[0]!, server: `https://127.0.0.1:${port}` }];
-    const w = watchToEnd(new NodeHttpTransport(k));
-    expect((await w.done) as { code?: string }).toMatchObject({ code: 'ECONNREFUSED' });
+    const order: string[] = [];
+    await new NodeHttpTransport(k)
+      .watch({
+        kind: 'Node',
+        path: '/api/v1/nodes',
+        query: {},
+        onEvent: () => {},
+        onDone: (e) => order.push(`onDone ${(e as { code?: string }).code}`),
+      })
+      .then(() => order.push('resolved'));
+    // Resolved only after it failed: a caller takes a resolved watch for a server that answered.
+    expect(order).toEqual(['onDone ECONNREFUSED', 'resolved']);
+  });
+
+  it('a watch resolves once the server has answered 200, before any event', async () => {
+    let release!: () => void;
+    const answered = new Promise<void>((r) => (release = r));
+    const responses: ServerResponse[] = [];
+    handler = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.flushHeaders();
+      responses.push(res);
+      release();
+    };
+    let serverAnswered = false;
+    void answered.then(() => (serverAnswered = true));
+    const h = await new NodeHttpTransport(kc).watch({
+      kind: 'Node',
+      path: '/api/v1/nodes',
+      query: {},
+      onEvent: () => {},
+      onDone: () => {},
+    });
+    expect(serverAnswered).toBe(true);
+    h.abort();
+    for (const r of responses) r.destroy();
+  });
+
+  it('a client certificate rotated on disk is presented on the next new connection', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'transport-rotate-'));
+    try {
+      const certFile = join(dir, 'tls.crt');
+      const keyFile = join(dir, 'tls.key');
+      const first = await ca.issue({ commonName: 'operator-a', usage: 'client', validDays: 1 });
+      const second = await ca.issue({ commonName: 'operator-b', usage: 'client', validDays: 1 });
+      writeFileSync(certFile, first.certPem);
+      writeFileSync(keyFile, first.privateKeyPem);
+      handler = (_req, res) => json(res, 200, {});
+      const t = new NodeHttpTransport(kubeconfigFor({ certFile, keyFile }));
+      const get = { verb: 'get', kind: 'Node', method: 'GET', path: '/api/v1/nodes/rotate' } as const;
+      seen.length = 0;
+      await t.request(get);
+      writeFileSync(certFile, second.certPem);
+      writeFileSync(keyFile, second.privateKeyPem);
+      await t.request(get);
+      expect(seen.map((x) => x.clientCn)).toEqual(['operator-a', 'operator-b']);
+      await t.request(get); // and the new agent is kept
+      expect(seen.map((x) => x.clientCn)).toEqual(['operator-a', 'operator-b', 'operator-b']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a read that times out on a kept-alive connection is not sent again', async () => {
+    const pending: ServerResponse[] = [];
+    let slow = false;
+    handler = (_req, res) => {
+      if (!slow) return json(res, 200, {});
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write('{"partial":');
+      pending.push(res);
+    };
+    const t = new NodeHttpTransport(kubeconfigFor({ token: 'timeout-once' }), { requestTimeoutMs: 200 });
+    const get = { verb: 'get', kind: 'Node', method: 'GET', path: '/api/v1/nodes/slow-again' } as const;
+    await t.request(get); // opens the connection the next request reuses
+    slow = true;
+    seen.length = 0;
+    const err = await t.request(get).catch((e: unknown) => e);
+    for (const r of pending) r.destroy();
+    expect((err as Error).name).toBe('TimeoutError');
+    expect(seen).toHaveLength(1);
   });
 
   describe('a ServiceAccount token rotated under it (401)', () => {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { Agent as HttpAgent, request as httpRequest, STATUS_CODES, type ClientRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest, type RequestOptions } from 'node:https';
 import type { Socket } from 'node:net';
@@ -163,6 +164,8 @@ export class NodeHttpTransport implements KubeTransport {
   private readonly userAgent: string | undefined;
   private readonly onUnauthorized: (() => boolean) | undefined;
   private gate: WriteGate | undefined;
+  /** The digest of the TLS material each agent was made with (see `prepare`). */
+  private readonly agentMaterial = new WeakMap<object, string>();
 
   constructor(config: KubeConfig | (() => KubeConfig), options: KubeTransportOptions = {}) {
     this.config = typeof config === 'function' ? config : () => config;
@@ -197,17 +200,25 @@ export class NodeHttpTransport implements KubeTransport {
     }
   }
 
+  /**
+   * Resolves once the API server has answered 200 (the stream is open), or after `onDone` when it could not be
+   * opened: a caller may take a resolved watch as proof that the server is reachable (the informers do).
+   */
   async watch(req: KubeWatchRequest): Promise<WatchHandle> {
     const { url, options } = await this.prepare('GET', req.path, { watch: 'true', ...req.query }, undefined);
     let finished = false;
     let timer: NodeJS.Timeout | undefined;
     let client: ClientRequest | undefined = undefined;
+    const handle: WatchHandle = { abort: () => finish(watchAborted()) };
+    let opened!: (h: WatchHandle) => void;
+    const result = new Promise<WatchHandle>((resolve) => (opened = resolve));
     const finish = (error: unknown) => {
       if (finished) return;
       finished = true;
       clearTimeout(timer);
       client?.destroy();
       req.onDone(error);
+      opened(handle);
     };
     const armTimer = () => {
       clearTimeout(timer);
@@ -230,6 +241,7 @@ export class NodeHttpTransport implements KubeTransport {
         return;
       }
       armTimer();
+      opened(handle);
       const lines = new LineSplitter((line) => {
         if (finished) return;
         let event: { type?: unknown; object?: unknown };
@@ -257,7 +269,7 @@ export class NodeHttpTransport implements KubeTransport {
       res.on('close', () => finish(res.complete ? null : new Error(`watch ${req.path}: the connection closed mid-stream`)));
     });
     client.end();
-    return { abort: () => finish(watchAborted()) };
+    return result;
   }
 
   /** URL and options of one request: the kubeconfig's TLS, credentials and agent, then our headers. */
@@ -272,8 +284,21 @@ export class NodeHttpTransport implements KubeTransport {
     if (!cluster) throw new Error('the kubeconfig has no current cluster');
     const url = new URL(cluster.server.replace(/\/+$/, '') + path);
     for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
-    const tls: RequestOptions & { headers: Record<string, string> } = { headers: {} };
-    await kc.applyToHTTPSOptions(tls);
+    let tls = await httpsOptionsOf(kc);
+    // client-node caches one agent per cluster and user, made with the TLS material of its first request, while
+    // the material is read again on every request (files, exec plugins): a rotated client certificate or CA
+    // would never reach a new connection. When the material changed, the cached agent is dropped for one made
+    // with it (connections open on the old one carry on until they close).
+    const agent = tls.agent;
+    if (typeof agent === 'object') {
+      const material = tlsMaterialDigest(tls);
+      const known = this.agentMaterial.get(agent);
+      if (known === undefined) this.agentMaterial.set(agent, material);
+      else if (known !== material && dropCachedAgent(kc, cluster)) {
+        tls = await httpsOptionsOf(kc);
+        if (typeof tls.agent === 'object') this.agentMaterial.set(tls.agent, tlsMaterialDigest(tls));
+      }
+    }
     const headers: Record<string, string> = { ...(tls.headers as Record<string, string>), Accept: 'application/json' };
     if (contentType) headers['Content-Type'] = contentType;
     if (this.userAgent) headers['User-Agent'] = this.userAgent;
@@ -304,13 +329,18 @@ export class NodeHttpTransport implements KubeTransport {
             client.destroy(new RequestTimeoutError(`${req.method} ${req.path}: no complete response within ${this.requestTimeoutMs} ms`)),
           this.requestTimeoutMs,
         );
+        let answered = false;
         const fail = (e: unknown) => {
           clearTimeout(timer);
-          if (client.reusedSocket && e && typeof e === 'object') Object.assign(e, { reusedSocket: true });
+          // Only a kept-alive connection that the server had closed while it sat idle: nothing answered, and
+          // not our own timeout (sending a timed-out read again would double its wait and the server's load).
+          if (client.reusedSocket && !answered && !(e instanceof RequestTimeoutError) && e && typeof e === 'object')
+            Object.assign(e, { reusedSocket: true });
           reject(e instanceof Error ? e : new Error(String(e)));
         };
         client.on('error', fail);
         client.on('response', (res) => {
+          answered = true;
           readAll(res).then((t) => {
             clearTimeout(timer);
             resolve({ status: res.statusCode ?? 0, headers: res.headers, text: t });
@@ -322,6 +352,38 @@ export class NodeHttpTransport implements KubeTransport {
     if (status < 200 || status > 299) throw new ApiException(status, `HTTP ${status}`, parseBody(text), flatHeaders(headers));
     return (text ? JSON.parse(text) : undefined) as T;
   }
+}
+
+type HttpsOptions = RequestOptions & { headers: Record<string, string> };
+
+async function httpsOptionsOf(kc: KubeConfig): Promise<HttpsOptions> {
+  const tls: HttpsOptions = { headers: {} };
+  await kc.applyToHTTPSOptions(tls);
+  return tls;
+}
+
+/** A digest of what an agent's connections authenticate with: CA, client certificate and key, server name. */
+function tlsMaterialDigest(tls: HttpsOptions): string {
+  const h = createHash('sha256');
+  for (const v of [tls.ca, tls.cert, tls.key, tls.pfx, tls.passphrase, tls.servername, tls.rejectUnauthorized]) {
+    for (const part of Array.isArray(v) ? v : [v]) {
+      if (Buffer.isBuffer(part) || typeof part === 'string') h.update(part);
+      else if (part !== undefined) h.update(JSON.stringify(part) ?? '');
+      h.update('\0');
+    }
+    h.update('\u0001');
+  }
+  return h.digest('base64');
+}
+
+/**
+ * Forgets the agent client-node cached for the cluster and current user, so the next `applyToHTTPSOptions`
+ * makes a new one; false when this client-node keeps its cache elsewhere (the old agent then stays).
+ */
+function dropCachedAgent(kc: KubeConfig, cluster: NonNullable<ReturnType<KubeConfig['getCurrentCluster']>>): boolean {
+  const internals = kc as unknown as { agentCache?: unknown; getAgentCacheKey?: unknown };
+  if (!(internals.agentCache instanceof Map) || typeof internals.getAgentCacheKey !== 'function') return false;
+  return internals.agentCache.delete((internals.getAgentCacheKey as (c: typeof cluster) => string).call(kc, cluster));
 }
 
 function send(url: URL, options: RequestOptions): ClientRequest {
