@@ -78,10 +78,16 @@ await runBench('drift', { timeoutMs: Number(args['timeout-s']) * 1000 }, async (
     const before = await kubeRequest<KubeObj>(kc, 'GET', PATH);
     if (before.status !== 200) throw new Error(`reading Deployment ${OPERATOR_NS}/${DEPLOYMENT}: HTTP ${before.status}`);
     const uid = before.body!.metadata?.uid;
+    // Replicas: the drifted count must be seen first, so a late event of the previous repair cannot count.
+    let drifted = false;
     const repaired =
       args.mode === 'delete'
         ? (type: string, d: KubeObj) => type === 'ADDED' && d.metadata?.uid !== uid
-        : (type: string, d: KubeObj) => type === 'MODIFIED' && replicasOf(d) === rendered;
+        : (type: string, d: KubeObj) => {
+            if (type !== 'MODIFIED') return false;
+            if (replicasOf(d) === (rendered ?? 1) + 4) drifted = true;
+            return drifted && replicasOf(d) === rendered;
+          };
     const done = new Promise<number | undefined>((resolve) => {
       const timer = setTimeout(() => resolve(undefined), PER_REPAIR_TIMEOUT_MS);
       waiter = { repaired, resolve: (at) => (clearTimeout(timer), resolve(at)) };
