@@ -197,8 +197,8 @@ for (const name of outputs) {
 }
 // Proof of lazyUndici: loading each entry (`--help` loads the run path too) leaves undici unevaluated. undici
 // registers its global dispatcher under this symbol as it loads; a hook reads it as the process exits.
-const undiciProbe =
-  "process.on('exit', () => process.stderr.write('ko-undici-loaded=' + (globalThis[Symbol.for('undici.globalDispatcher.2')] !== undefined) + '\\n'))";
+const undiciLoadedSymbol = "Symbol.for('undici.globalDispatcher.2')";
+const undiciProbe = `process.on('exit', () => process.stderr.write('ko-undici-loaded=' + (globalThis[${undiciLoadedSymbol}] !== undefined) + '\\n'))`;
 for (const e of entries) {
   const file = join(out, `${e.out}.js`);
   const r = spawnSync(process.execPath, ['--import', `data:text/javascript,${encodeURIComponent(undiciProbe)}`, file, '--help'], {
@@ -214,9 +214,9 @@ for (const e of entries) {
 // ...and that undici, when client-node calls it, is found from the entries where the bundle's require() looks, and
 // sets the symbol the probe reads.
 {
-  const probe = `const u = require('node:module').createRequire(${JSON.stringify(join(out, 'chunks', 'x.js'))})('undici'); if (typeof u.Agent !== 'function') process.exit(3); if (globalThis[Symbol.for('undici.globalDispatcher.2')] === undefined) process.exit(4);`;
+  const probe = `const u = require('node:module').createRequire(${JSON.stringify(join(out, 'chunks', 'x.js'))})('undici'); if (typeof u.Agent !== 'function') process.exit(3); if (globalThis[${undiciLoadedSymbol}] === undefined) process.exit(4);`;
   const r = spawnSync(process.execPath, ['-e', probe], { encoding: 'utf8', timeout: 60_000 });
-  if (r.status === 4) fail(`undici no longer sets Symbol.for('undici.globalDispatcher.2') as it loads: update undiciProbe`);
+  if (r.status === 4) fail(`undici no longer sets ${undiciLoadedSymbol} as it loads: update undiciLoadedSymbol`);
   if (r.status !== 0) fail(`${join(out, 'node_modules/undici')} does not load from the bundle: ${r.stderr || `exit ${r.status}`}`);
 }
 if (withCrds) {

@@ -197,10 +197,6 @@ export interface OperatorOptions {
   nodeEnv?: Record<string, string>;
 }
 
-/**
- * The Node flags the image's launcher (`images/karpenter-operator`) passes, read from that script so the
- * benchmarks run the operator as the image does.
- */
 /** `K=V K2=V2` as an environment (`undefined` for none). */
 export function nodeEnvFrom(spec: string | undefined): Record<string, string> | undefined {
   const words = spec?.split(/\s+/).filter(Boolean) ?? [];
@@ -214,6 +210,10 @@ export function nodeEnvFrom(spec: string | undefined): Record<string, string> | 
   );
 }
 
+/**
+ * The Node flags the image's launcher (`images/karpenter-operator`) passes, read from that script so the
+ * benchmarks run the operator as the image does.
+ */
 export function imageNodeFlags(root: string): string[] {
   const script = readFileSync(join(root, 'images/karpenter-operator'), 'utf8');
   const m = /^NODE_FLAGS="([^"]*)"/m.exec(script);

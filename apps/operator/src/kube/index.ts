@@ -1,12 +1,4 @@
-export {
-  createKubeTransport,
-  LineSplitter,
-  NodeHttpTransport,
-  RequestTimeoutError,
-  isWriteFencedError,
-  withRequestMetrics,
-  WriteFencedError,
-} from './transport.js';
+export { createKubeTransport, NodeHttpTransport, isWriteFencedError, withRequestMetrics, WriteFencedError } from './transport.js';
 export type {
   KubeTransportOptions,
   KubeRequest,
