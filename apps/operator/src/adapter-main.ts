@@ -53,12 +53,13 @@ async function main(argv: string[]): Promise<number> {
     metrics,
     logger,
     clock,
+    onActivity: metrics.loopActivity,
     ...(own.refreshCredentials ? { onUnauthorized: own.refreshCredentials } : {}),
   });
   // The guest kubeconfig is a mounted Secret that HyperShift rotates: re-read it, never restart for it.
   const guestKubeconfig = new WatchedKubeConfig(guestPath, { logger });
   await guestKubeconfig.start();
-  const guest = createKubeCluster(() => guestKubeconfig.current(), { metrics, logger, clock });
+  const guest = createKubeCluster(() => guestKubeconfig.current(), { metrics, logger, clock, onActivity: metrics.loopActivity });
   const probeGuest = guestProbe({
     request: () => guest.transport.request({ verb: 'get', kind: 'Version', method: 'GET', path: '/version' }),
     isConnectionFailure,

@@ -143,6 +143,7 @@ async function guestCluster(
       logger: deps.logger,
       clock: systemClock,
       userAgent: replicaUserAgent(config),
+      onActivity: deps.metrics.loopActivity,
     }),
     kubeconfig,
   };
@@ -165,6 +166,7 @@ export async function runOperator(config: OperatorConfig, env: Record<string, st
     logger,
     clock,
     userAgent: replicaUserAgent(config),
+    onActivity: metrics.loopActivity,
     ...(onUnauthorized ? { onUnauthorized } : {}),
   });
   const identity = leaderIdentity(config.podName);

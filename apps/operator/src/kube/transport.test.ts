@@ -179,6 +179,26 @@ describe('NodeHttpTransport (real HTTPS)', () => {
     expect(seen[0]!.url).toBe('/api/v1/nodes?watch=true&resourceVersion=1&allowWatchBookmarks=true');
   });
 
+  it('calls onActivity as each watch chunk arrives, before its events, and as each response ends', async () => {
+    const log: string[] = [];
+    const t = new NodeHttpTransport(kc, { onActivity: () => log.push('activity') });
+    handler = (_req, res) => json(res, 200, { metadata: { name: 'x' } });
+    await t.request({ verb: 'get', kind: 'Node', method: 'GET', path: '/api/v1/nodes/x' });
+    expect(log).toEqual(['activity']);
+    log.length = 0;
+    handler = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write(JSON.stringify({ type: 'ADDED', object: { metadata: { name: 'a', resourceVersion: '2' } } }) + '\n');
+      setTimeout(() => {
+        res.write(JSON.stringify({ type: 'MODIFIED', object: { metadata: { name: 'a', resourceVersion: '3' } } }) + '\n');
+        res.end();
+      }, 30);
+    };
+    const w = watchToEnd(t, { onEvent: (type) => log.push(type) });
+    expect(await w.done).toBeNull();
+    expect(log).toEqual(['activity', 'ADDED', 'activity', 'MODIFIED']);
+  });
+
   it('reports a refused watch as an error with the status code', async () => {
     handler = (_req, res) => json(res, 403, { kind: 'Status', message: 'forbidden', code: 403 });
     const t = new NodeHttpTransport(kc);

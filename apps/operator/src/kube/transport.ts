@@ -93,6 +93,11 @@ export interface KubeTransportOptions {
    * request is sent once more with them. A watch refused with 401 refreshes them for its next attempt.
    */
   onUnauthorized?: () => boolean;
+  /**
+   * Called as work arrives, before it is handled: each chunk of a watch stream and the end of each response.
+   * The operator's event-loop lag monitor reads the loop iteration it is called in (`EventLoopLag.wake`).
+   */
+  onActivity?: () => void;
 }
 
 /** No response (or, for a watch, no data) within the time allowed; `toCoreError` maps it to a transient error. */
@@ -163,6 +168,7 @@ export class NodeHttpTransport implements KubeTransport {
   private readonly watchInactivityTimeoutMs: number;
   private readonly userAgent: string | undefined;
   private readonly onUnauthorized: (() => boolean) | undefined;
+  private readonly onActivity: () => void;
   private gate: WriteGate | undefined;
   /** The digest of the TLS material each agent was made with (see `prepare`). */
   private readonly agentMaterial = new WeakMap<object, string>();
@@ -174,6 +180,7 @@ export class NodeHttpTransport implements KubeTransport {
     this.watchInactivityTimeoutMs = options.watchInactivityTimeoutMs ?? 10 * 60_000;
     this.userAgent = options.userAgent;
     this.onUnauthorized = options.onUnauthorized;
+    this.onActivity = options.onActivity ?? (() => {});
   }
 
   fence(gate: WriteGate): void {
@@ -258,6 +265,7 @@ export class NodeHttpTransport implements KubeTransport {
         }
       });
       res.on('data', (chunk: Buffer) => {
+        this.onActivity();
         armTimer();
         lines.push(chunk);
       });
@@ -341,6 +349,7 @@ export class NodeHttpTransport implements KubeTransport {
         client.on('error', fail);
         client.on('response', (res) => {
           answered = true;
+          res.once('end', this.onActivity); // the body is parsed in this iteration
           readAll(res).then((t) => {
             clearTimeout(timer);
             resolve({ status: res.statusCode ?? 0, headers: res.headers, text: t });

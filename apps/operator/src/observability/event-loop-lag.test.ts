@@ -101,6 +101,35 @@ describe('EventLoopLag before the fine monitor has ticked', () => {
     expect(lag.readAndReset().max).toBeGreaterThanOrEqual(0.06);
   });
 
+  it('with the fine monitor off, each woken loop iteration reads its own stall, not the sum of the window', async () => {
+    lag = new EventLoopLag({ sampleMs: 60_000, busyMs: 1_000 });
+    expect(await offByHand(lag)).toBe(true);
+    lag.readAndReset();
+    for (let i = 0; i < 3; i++) {
+      await sleep(5);
+      lag.wake(); // as a watch chunk arriving would
+      stall(50);
+    }
+    await sleep(5); // the last iteration's check
+    const max = lag.readAndReset().max;
+    expect(lag.fineMonitorOn).toBe(false);
+    expect(max).toBeGreaterThanOrEqual(0.05);
+    // The three stalls together are 150 ms (what the window's bound read before `wake`).
+    expect(max).toBeLessThan(0.1);
+  });
+
+  it('a woken iteration counts the part of its stall before the wake', async () => {
+    lag = new EventLoopLag({ sampleMs: 60_000, busyMs: 1_000 });
+    expect(await offByHand(lag)).toBe(true);
+    lag.readAndReset();
+    await sleep(5);
+    stall(40);
+    lag.wake();
+    stall(40);
+    await sleep(5);
+    expect(lag.readAndReset().max).toBeGreaterThanOrEqual(0.08);
+  });
+
   it('raises only the maximum with the bound, not what the fine monitor measured', async () => {
     lag = new EventLoopLag({ sampleMs: 60_000, quietWindows: 1, busyMs: 5 });
     expect(await offByHand(lag)).toBe(true);

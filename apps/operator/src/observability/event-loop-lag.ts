@@ -44,6 +44,10 @@ export interface EventLoopLagOptions {
  * the monitor has recorded a tick the window counts as uncovered, and a short extra sample (a few ticks
  * after the enable or reset) closes that window early, so that a busy loop's bound covers tens of
  * milliseconds rather than a whole sampling window.
+ *
+ * A window's active time may be many short tasks. `wake`, called where work arrives (the Kubernetes transport's
+ * watch chunks and responses), splits it: with the fine monitor off, the loop iteration that receives work is
+ * read on its own, so the first burst after a quiet spell reads its longest iteration, not the window's sum.
  */
 export class EventLoopLag {
   private readonly fine: ReturnType<typeof monitorEventLoopDelay>;
@@ -52,6 +56,10 @@ export class EventLoopLag {
   private readonly timer: NodeJS.Timeout;
   private readonly coverMs: number;
   private coverTimer: NodeJS.Timeout | undefined;
+  /** A `wake` check is scheduled for the end of this loop iteration. */
+  private checkDue = false;
+  /** Active time (ms) accounted since the last sample: what decides whether the window was busy. */
+  private windowActiveMs = 0;
   private fineOn = false;
   /** The fine monitor is on but has not recorded a tick since it was enabled or reset. */
   private uncovered = false;
@@ -81,7 +89,9 @@ export class EventLoopLag {
 
   /** Accounts the window since the last sample; called by the timer and before every reading. */
   sample(): void {
-    const active = this.account();
+    this.account();
+    const active = this.windowActiveMs;
+    this.windowActiveMs = 0;
     if (active >= this.busyMs) {
       this.quiet = 0;
       this.setFine(true);
@@ -90,14 +100,31 @@ export class EventLoopLag {
     }
   }
 
-  /** Reads the active time of the window since the last sample into the bound when the window was uncovered. */
-  private account(): number {
+  /**
+   * Work is arriving (a watch chunk, a response): with the fine monitor off, the loop iteration this is called
+   * in is read on its own, in that iteration's check phase (`setImmediate`). Its active time since the last
+   * reading bounds every stall in it, and no timer could have run before the iteration ended either, so a
+   * burst of work after a quiet spell reads the length of its longest iteration rather than the sum of a
+   * whole sampling window. Nothing wakes an idle process for it: a flag check when the fine monitor is on or
+   * a check is already due, one `setImmediate` otherwise.
+   */
+  wake(): void {
+    if (this.fineOn || this.checkDue) return;
+    this.checkDue = true;
+    setImmediate(() => {
+      this.checkDue = false;
+      this.account();
+    });
+  }
+
+  /** Reads the active time since the last reading into the bound when that stretch was uncovered. */
+  private account(): void {
     const now = performance.eventLoopUtilization();
     const active = performance.eventLoopUtilization(now, this.last).active;
     this.last = now;
+    this.windowActiveMs += active;
     if (!this.fineOn || this.uncovered) this.boundMs = Math.max(this.boundMs, active);
     if (this.fineOn && this.fine.count > 0) this.uncovered = false;
-    return active;
   }
 
   /** Marks the fine monitor uncovered and closes that window a few ticks later. */

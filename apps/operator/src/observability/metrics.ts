@@ -29,6 +29,9 @@ export class PromMetrics implements Metrics {
   readonly registry = new Registry();
   readonly undefinedNames = new Set<string>();
   private readonly metrics = new Map<string, { metric: Metric; labelNames: string[] }>();
+  private lag: EventLoopLag | undefined;
+  /** Work is arriving: the transport's `onActivity` (see `EventLoopLag.wake`). */
+  readonly loopActivity = (): void => this.lag?.wake();
 
   constructor(definitions: readonly MetricDefinition[] = [], options: { defaultMetrics?: boolean } = {}) {
     if (options.defaultMetrics ?? true) this.registerDefaultMetrics();
@@ -89,7 +92,7 @@ export class PromMetrics implements Metrics {
       gc,
     ])
       collect(this.registry, {});
-    const lag = new EventLoopLag();
+    const lag = (this.lag = new EventLoopLag());
     const registers = [this.registry];
     // Measured on a scrape, reported on the next (as prom-client does): the wait of one setImmediate.
     const now = new Gauge({
