@@ -473,11 +473,12 @@ export class Informer implements SharedInformer {
         if (httpStatusOf(e) === 410) throw new GoneError(serverMessage(e));
         throw e;
       }
-      items.push(...(page.items ?? []));
+      // Normalised page by page: the raw page can go, and 5,000 objects are not copied in one go at the end.
+      for (const i of page.items ?? []) items.push(this.normalize(i));
       cont = page.metadata?.continue || undefined;
       rv = page.metadata?.resourceVersion ?? '';
     } while (cont);
-    await this.replace(items.map((i) => this.normalize(i)));
+    await this.replace(items);
     this.resourceVersion = rv;
     this.setSynced();
   }
