@@ -16,6 +16,7 @@ import {
   isWriteFencedError,
   LineSplitter,
   NodeHttpTransport,
+  ParseTurns,
   type KubeRequest,
   type KubeWatchRequest,
 } from './transport.js';
@@ -609,6 +610,28 @@ describe('NodeHttpTransport (real HTTPS)', () => {
       expect(((await watchOnce()) as { statusCode?: number }).statusCode).toBe(401);
       expect(await watchOnce()).toBeNull();
     });
+  });
+});
+
+describe('ParseTurns', () => {
+  /** The order in which `takes` are granted, against a `setImmediate` (the end of this loop turn) queued first. */
+  async function grantOrder(turns: ParseTurns, sizes: number[]): Promise<string[]> {
+    const order: string[] = [];
+    const turnEnd = new Promise<void>((r) => setImmediate(() => (order.push('turn end'), r())));
+    await Promise.all([turnEnd, ...sizes.map((n, i) => turns.take(n).then(() => order.push(`body ${i}`)))]);
+    return order;
+  }
+
+  it('grants small bodies in the same turn', async () => {
+    expect(await grantOrder(new ParseTurns(100), [10, 20, 30])).toEqual(['body 0', 'body 1', 'body 2', 'turn end']);
+  });
+
+  it('grants a body that does not fit beside the others in a later turn', async () => {
+    expect(await grantOrder(new ParseTurns(100), [80, 80, 10])).toEqual(['body 0', 'body 2', 'turn end', 'body 1']);
+  });
+
+  it('grants a body larger than a turn at once when the turn is unused, alone', async () => {
+    expect(await grantOrder(new ParseTurns(100), [500, 500])).toEqual(['body 0', 'turn end', 'body 1']);
   });
 });
 

@@ -359,7 +359,9 @@ export class NodeHttpTransport implements KubeTransport {
       },
     );
     if (status < 200 || status > 299) throw new ApiException(status, `HTTP ${status}`, parseBody(text), flatHeaders(headers));
-    return (text ? JSON.parse(text) : undefined) as T;
+    if (!text) return undefined as T;
+    await parseTurns.take(text.length);
+    return JSON.parse(text) as T;
   }
 }
 
@@ -416,6 +418,37 @@ function flatHeaders(headers: IncomingMessage['headers']): Record<string, string
   for (const [k, v] of Object.entries(headers)) if (v !== undefined) out[k] = Array.isArray(v) ? v.join(', ') : v;
   return out;
 }
+
+/**
+ * Large response bodies are parsed one loop turn at a time. Informers list in pages of 500 objects, and on a
+ * fresh start at scale the pages of several kinds complete together: parsed as they complete, they all ran in
+ * one poll phase, an event-loop stall of their sum (the Lease renewal and every timer waiting behind it).
+ * A turn takes up to `TURN_BYTES` of bodies (any number of small ones, or one large one); a body that does
+ * not fit waits for a later turn (a timer, so the loop's timers run in between). Shared by the process's
+ * transports: it is the one event loop that stalls.
+ */
+export class ParseTurns {
+  private used = 0;
+  private resetDue = false;
+
+  constructor(private readonly turnBytes: number) {}
+
+  async take(bytes: number): Promise<void> {
+    while (this.used > 0 && this.used + bytes > this.turnBytes) await new Promise((r) => setTimeout(r, 0));
+    this.used += bytes;
+    if (this.resetDue) return;
+    this.resetDue = true;
+    // The check phase ends this turn's poll-phase work: a body taken after it belongs to the next turn.
+    setImmediate(() => {
+      this.used = 0;
+      this.resetDue = false;
+    });
+  }
+}
+
+/** ~1 MiB of JSON: a few milliseconds of parsing on a loaded core. */
+const TURN_BYTES = 1 << 20;
+const parseTurns = new ParseTurns(TURN_BYTES);
 
 /** The whole body as UTF-8 text. */
 function readAll(res: IncomingMessage): Promise<string> {
