@@ -11,6 +11,24 @@ covers each one through the API).
    (`GroupSet`) that CreateLaunchTemplate never fills, so every instance lands in the VPC's default group.
    EC2 takes them from `SecurityGroupIds` or from the primary network interface's `Groups`, where
    Karpenter puts them; otherwise Karpenter sees SecurityGroupDrift and replaces the node forever.
+
+Speed fixes: they change how fast moto answers, never what it answers (the same XML for the same state;
+moto-gaps.int.test.ts compares the bodies against a moto launched without them, and check_speed_fixes.py
+does the same in one process). They keep the emulator from being the bottleneck of a burst of
+DescribeInstances calls (the csr-burst benchmark), which real EC2 answers in well under a second.
+
+2. Tags of one resource. moto 5.2.5 reads an EC2 resource's tags (once per instance, ENI, volume... in
+   every response that lists them, and in every `tag:` filter) through `describe_tags`, which matches a
+   regular expression against the resource id of every tag in the backend: O(resources x all tags) per
+   DescribeInstances. The tag store is already a dict keyed by resource id, so a lookup of one literal id
+   reads that entry and returns the same list in the same order; other filters take moto's own path.
+
+3. Serializer key lookups. moto 5.2.5's response serializer asks, for every member of every structure it
+   writes (~150 per instance), six alias providers which attribute names to try, then tests the member's
+   key path against every response transformer (`endswith`): the same answers for every instance of a
+   response. The picker of one response remembers them per (object class, shape, parent shape, key) and
+   per key path. Objects whose aliases could differ from their class's (an instance-level `Meta`, or a
+   class with `__getattr__`) are asked every time.
 """
 
 import os
@@ -60,6 +78,80 @@ def fix_fleet_security_groups() -> None:
     Fleet.create_spot_requests = with_template_groups(Fleet.create_spot_requests)
 
 
+def fix_tags_of_one_resource() -> None:
+    from moto.ec2.models.tags import TagBackend
+    from moto.ec2.utils import EC2_PREFIX_TO_RESOURCE, get_prefix
+
+    scan = TagBackend.describe_tags
+
+    def describe_tags(self: TagBackend, filters: dict[str, list[str]] | None = None) -> list[dict[str, str]]:
+        ids = filters.get("resource-id") if filters is not None and len(filters) == 1 else None
+        # Only a literal id: a pattern (*, ?, [...], or an escape) keeps moto's regular-expression scan.
+        if not ids or len(ids) != 1 or not isinstance(ids[0], str) or any(c in ids[0] for c in "*?[\\"):
+            return scan(self, filters)
+        resource_id = ids[0]
+        # .get, not [], so that the lookup does not add an empty entry to the defaultdict.
+        tags = self.tags.get(resource_id) or {}
+        resource_type = EC2_PREFIX_TO_RESOURCE.get(get_prefix(resource_id), "")
+        return [
+            {"resource_id": resource_id, "key": key, "value": value, "resource_type": resource_type}
+            for key, value in tags.items()
+        ]
+
+    TagBackend.describe_tags = describe_tags  # type: ignore[method-assign]
+
+
+def fix_serializer_key_lookups() -> None:
+    from moto.core.serialize import AttributePicker, AttributePickerContext
+    from moto.core.utils import MISSING, get_value
+
+    missing = object()  # "not cached yet" (a cached transform may be None)
+
+    def possible_keys(self: AttributePicker, context: AttributePickerContext) -> list[str] | tuple[str, ...]:
+        obj, shape = context.obj, context.shape
+        cls = type(obj)
+        if hasattr(cls, "__getattr__") or "Meta" in (getattr(obj, "__dict__", None) or ()):
+            return tuple(self.get_possible_keys(context))
+        cache = self.__dict__.setdefault("_launch_moto_keys", {})
+        # The picker lives for one response, so the ids of its (live) shapes stand for the shapes.
+        key = (cls, obj.__class__, id(shape), id(getattr(shape, "parent", None)), context.key)
+        keys = cache.get(key)
+        if keys is None:
+            keys = cache[key] = tuple(self.get_possible_keys(context))
+        return keys
+
+    def transform_for(self: AttributePicker, key_path: str) -> Any:
+        cache = self.__dict__.setdefault("_launch_moto_transforms", {})
+        found = cache.get(key_path, missing)
+        if found is missing:
+            found = next((path for path in self.response_transformers if key_path.endswith(path)), None)
+            cache[key_path] = found
+        return found
+
+    def pick(self: AttributePicker, context: AttributePickerContext) -> Any:
+        obj = context.obj
+        for possible_key in possible_keys(self, context):
+            value = get_value(obj, possible_key, MISSING)
+            if value is not MISSING:
+                break
+        else:
+            value = None
+        path = transform_for(self, f"{context.key_path}.{context.key}")
+        if path is not None:
+            value = self.response_transformers[path](value)
+        return value
+
+    AttributePicker.__call__ = pick  # type: ignore[method-assign]
+
+
+def apply_fixes(speed: bool = True) -> None:
+    """Every gap fix; and the speed fixes unless `speed` is False (to compare answers without them)."""
+    fix_fleet_security_groups()
+    if speed:
+        fix_tags_of_one_resource()
+        fix_serializer_key_lookups()
+
+
 def main() -> None:
     import moto
     from moto.server import main as moto_server
@@ -70,7 +162,7 @@ def main() -> None:
             f"launch_moto: moto {moto.__version__} is installed but its fixes are pinned to {pinned} "
             "(tools/cluster/versions.env): run `npm run setup`, or re-check each fix against the new version"
         )
-    fix_fleet_security_groups()
+    apply_fixes(speed=os.environ.get("LAUNCH_MOTO_SPEED_FIXES", "1") != "0")
     moto_server(sys.argv[1:])
 
 

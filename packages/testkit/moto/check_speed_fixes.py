@@ -1,0 +1,159 @@
+"""Checks, in one process, that launch_moto.py's speed fixes leave moto's answers byte-for-byte the same.
+
+Usage: <moto venv>/bin/python check_speed_fixes.py   (exit status 0 and "speed fixes: N bodies identical")
+
+It builds a varied EC2 world (instances with several tags, several network interfaces and private IPs,
+tags added, overwritten and removed after creation, terminated instances) and, at every step, renders
+the same calls twice over the same state: once with moto's own code, once with the speed fixes in place,
+and compares the raw response bodies (only the random <requestId> is masked). Each step changes the
+world between the comparisons, so the fixed paths read moto's tag store after every kind of mutation.
+packages/testkit/test/integration/moto-gaps.int.test.ts runs it.
+"""
+
+import os
+import re
+import runpy
+import sys
+from typing import Any
+
+os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
+os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REQUEST_ID = re.compile(rb"<requestId>[^<]*</requestId>|<RequestID>[^<]*</RequestID>")
+PATCHED = [("moto.ec2.models.tags", "TagBackend", "describe_tags"), ("moto.core.serialize", "AttributePicker", "__call__")]
+
+
+def targets() -> list[tuple[Any, str]]:
+    import importlib
+
+    return [(getattr(importlib.import_module(mod), cls), attr) for mod, cls, attr in PATCHED]
+
+
+def main() -> None:
+    import boto3
+    from moto import mock_aws
+
+    launcher = runpy.run_path(os.path.join(HERE, "launch_moto.py"), run_name="launch_moto")
+    originals = [getattr(cls, attr) for cls, attr in targets()]
+    launcher["apply_fixes"](speed=True)
+    fixed = [getattr(cls, attr) for cls, attr in targets()]
+    unchanged = [attr for (cls, attr), o, f in zip(targets(), originals, fixed) if o is f]
+    if unchanged:
+        raise SystemExit(f"check_speed_fixes: the speed fixes did not replace {unchanged}")
+
+    def use(impls: list[Any]) -> None:
+        for (cls, attr), impl in zip(targets(), impls):
+            setattr(cls, attr, impl)
+
+    with mock_aws():
+        ec2 = boto3.client("ec2", region_name="us-east-1")
+        bodies: list[bytes] = []
+        ec2.meta.events.register("before-parse.ec2.*", lambda response_dict, **_: bodies.append(response_dict["body"]))
+        compared = 0
+
+        def same(step: str, calls: list[tuple[str, dict[str, Any]]]) -> None:
+            nonlocal compared
+            rendered = []
+            for impls in (originals, fixed):
+                use(impls)
+                bodies.clear()
+                for op, kwargs in calls:
+                    getattr(ec2, op)(**kwargs)
+                rendered.append([REQUEST_ID.sub(b"", b) for b in bodies])
+            use(fixed)
+            plain, fast = rendered
+            if len(plain) != len(calls) or len(fast) != len(calls):
+                raise SystemExit(f"check_speed_fixes: {step}: captured {len(plain)}/{len(fast)} bodies for {len(calls)} calls")
+            for (op, kwargs), a, b in zip(calls, plain, fast):
+                if a != b:
+                    raise SystemExit(
+                        f"check_speed_fixes: {step}: {op}({kwargs}) differs with the speed fixes:\n"
+                        f"--- moto:\n{a.decode()[:3000]}\n--- fixed:\n{b.decode()[:3000]}"
+                    )
+            compared += len(calls)
+
+        vpc = ec2.create_vpc(CidrBlock="10.7.0.0/16")["Vpc"]["VpcId"]
+        subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.7.1.0/24", AvailabilityZone="us-east-1a")["Subnet"]["SubnetId"]
+        sg = ec2.create_security_group(GroupName="nodes", Description="nodes", VpcId=vpc)["GroupId"]
+        ids: list[str] = []
+        for r in range(3):
+            out = ec2.run_instances(
+                ImageId="ami-12c6146b",
+                MinCount=8,
+                MaxCount=8,
+                InstanceType="m5.large",
+                TagSpecifications=[
+                    {
+                        "ResourceType": "instance",
+                        "Tags": [
+                            {"Key": "kubernetes.io/cluster/demo", "Value": "owned"},
+                            {"Key": "karpenter.sh/nodepool", "Value": f"pool-{r}"},
+                            {"Key": "Name", "Value": ""},
+                        ],
+                    },
+                    {"ResourceType": "volume", "Tags": [{"Key": "karpenter.sh/nodepool", "Value": f"pool-{r}"}]},
+                ],
+            )
+            ids += [i["InstanceId"] for i in out["Instances"]]
+        # Several interfaces and private IPs: a primary with secondary IPs, and a second interface.
+        multi = ec2.run_instances(
+            ImageId="ami-12c6146b",
+            MinCount=2,
+            MaxCount=2,
+            InstanceType="m5.xlarge",
+            NetworkInterfaces=[
+                {"DeviceIndex": 0, "SubnetId": subnet, "Groups": [sg], "SecondaryPrivateIpAddressCount": 2},
+            ],
+            TagSpecifications=[{"ResourceType": "network-interface", "Tags": [{"Key": "role", "Value": "primary"}]}],
+        )["Instances"]
+        ids += [i["InstanceId"] for i in multi]
+        eni = ec2.create_network_interface(SubnetId=subnet, Groups=[sg], SecondaryPrivateIpAddressCount=1)
+        eni_id = eni["NetworkInterface"]["NetworkInterfaceId"]
+        ec2.create_tags(Resources=[eni_id], Tags=[{"Key": "role", "Value": "secondary"}])
+        ec2.attach_network_interface(NetworkInterfaceId=eni_id, InstanceId=multi[0]["InstanceId"], DeviceIndex=1)
+        untagged = ec2.run_instances(ImageId="ami-12c6146b", MinCount=1, MaxCount=1)["Instances"][0]["InstanceId"]
+        ids.append(untagged)
+
+        live = ["pending", "running"]
+        queries = [
+            ("describe_instances", {}),
+            ("describe_instances", {"InstanceIds": ids[:5] + [untagged]}),
+            ("describe_instances", {"Filters": [{"Name": "instance-id", "Values": ids[3:20]}, {"Name": "instance-state-name", "Values": live}]}),
+            ("describe_instances", {"Filters": [{"Name": "tag:karpenter.sh/nodepool", "Values": ["pool-1", "pool-2"]}]}),
+            ("describe_instances", {"Filters": [{"Name": "tag-key", "Values": ["Name"]}]}),
+            ("describe_instances", {"Filters": [{"Name": "instance-id", "Values": [multi[0]["InstanceId"], multi[1]["InstanceId"]]}]}),
+            ("describe_instances", {"MaxResults": 5}),
+            ("describe_tags", {}),
+            ("describe_tags", {"Filters": [{"Name": "resource-id", "Values": [ids[0]]}]}),
+            ("describe_tags", {"Filters": [{"Name": "resource-id", "Values": [ids[0][:6] + "*"]}]}),
+            ("describe_tags", {"Filters": [{"Name": "resource-id", "Values": [untagged]}]}),
+            ("describe_tags", {"Filters": [{"Name": "resource-id", "Values": ["i-0000000000000000f"]}]}),
+            ("describe_tags", {"Filters": [{"Name": "resource-type", "Values": ["network-interface"]}]}),
+            ("describe_tags", {"Filters": [{"Name": "key", "Values": ["karpenter.sh/*"]}, {"Name": "resource-id", "Values": [ids[9]]}]}),
+            ("describe_network_interfaces", {}),
+            ("describe_volumes", {}),
+        ]
+        same("after creation", queries)
+
+        ec2.create_tags(Resources=ids[:6], Tags=[{"Key": "karpenter.sh/nodeclaim", "Value": "claim-a"}, {"Key": "Name", "Value": "renamed"}])
+        ec2.create_tags(Resources=[untagged], Tags=[{"Key": "late", "Value": "1"}])
+        ec2.delete_tags(Resources=ids[2:4], Tags=[{"Key": "karpenter.sh/nodepool"}])
+        ec2.delete_tags(Resources=ids[4:8], Tags=[{"Key": "Name", "Value": "renamed"}])  # only where the value matches
+        ec2.delete_tags(Resources=[ids[8]], Tags=[{"Key": "kubernetes.io/cluster/demo", "Value": "shared"}])  # no match: kept
+        same("after CreateTags and DeleteTags", queries)
+
+        ec2.terminate_instances(InstanceIds=ids[10:14] + [multi[1]["InstanceId"]])
+        ec2.create_tags(Resources=[ids[10]], Tags=[{"Key": "after", "Value": "termination"}])
+        same("after TerminateInstances", queries)
+
+        ec2.delete_tags(Resources=[untagged], Tags=[{"Key": "late"}])
+        ec2.delete_tags(Resources=[eni_id], Tags=[{"Key": "role"}])
+        same("after removing every tag of a resource", queries)
+
+    print(f"speed fixes: {compared} bodies identical over 4 states", flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
