@@ -22,13 +22,17 @@ os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REQUEST_ID = re.compile(rb"<requestId>[^<]*</requestId>|<RequestID>[^<]*</RequestID>")
-PATCHED = [("moto.ec2.models.tags", "TagBackend", "describe_tags"), ("moto.core.serialize", "AttributePicker", "__call__")]
+PATCHED = [
+    ("moto.ec2.models.tags", "TagBackend", "describe_tags"),
+    ("moto.core.serialize", "AttributePicker", "__call__"),
+    ("xmltodict", None, "_validate_name"),
+]
 
 
 def targets() -> list[tuple[Any, str]]:
     import importlib
 
-    return [(getattr(importlib.import_module(mod), cls), attr) for mod, cls, attr in PATCHED]
+    return [(getattr(importlib.import_module(mod), cls) if cls else importlib.import_module(mod), attr) for mod, cls, attr in PATCHED]
 
 
 def main() -> None:

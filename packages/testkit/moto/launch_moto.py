@@ -29,6 +29,11 @@ DescribeInstances calls (the csr-burst benchmark), which real EC2 answers in wel
    response. The picker of one response remembers them per (object class, shape, parent shape, key) and
    per key path. Objects whose aliases could differ from their class's (an instance-level `Meta`, or a
    class with `__getattr__`) are asked every time.
+
+4. XML element names. moto 5.2.5 writes its XML with xmltodict (1.0.4 when checked), which validates
+   every element name of every response character by character (~100 per instance). The check depends
+   on the name alone, so a name found valid once is not checked again; invalid names still raise each
+   time. Applied only to the xmltodict version it was checked against (a note on stderr otherwise).
 """
 
 import os
@@ -144,12 +149,38 @@ def fix_serializer_key_lookups() -> None:
     AttributePicker.__call__ = pick  # type: ignore[method-assign]
 
 
+XMLTODICT_CHECKED = "1.0.4"
+
+
+def fix_xml_name_checks() -> None:
+    import importlib.metadata
+
+    import xmltodict
+
+    installed = importlib.metadata.version("xmltodict")
+    if installed != XMLTODICT_CHECKED:
+        print(f"launch_moto: fix 4 skipped: xmltodict {installed} is not {XMLTODICT_CHECKED}", file=sys.stderr)
+        return
+    validate = xmltodict._validate_name
+    valid: set[tuple[str, str]] = set()
+
+    def validate_name(value: Any, kind: str) -> None:
+        if type(value) is str and (value, kind) in valid:
+            return
+        validate(value, kind)  # raises on an invalid name, every time
+        if type(value) is str and len(valid) < 10_000:  # bounded: names come from the API models
+            valid.add((value, kind))
+
+    xmltodict._validate_name = validate_name
+
+
 def apply_fixes(speed: bool = True) -> None:
     """Every gap fix; and the speed fixes unless `speed` is False (to compare answers without them)."""
     fix_fleet_security_groups()
     if speed:
         fix_tags_of_one_resource()
         fix_serializer_key_lookups()
+        fix_xml_name_checks()
 
 
 def main() -> None:

@@ -21,6 +21,11 @@ export interface Ec2EmulatorOptions {
   baseDir: string;
   /** AMIs the emulator serves in every region (its default AMI catalogue is replaced). */
   amis: MotoAmi[];
+  /**
+   * false: launch without the launcher's speed fixes (same answers, slower), only to compare answers
+   * against them (moto-gaps.int.test.ts). Default true.
+   */
+  speedFixes?: boolean;
 }
 
 /** One entry of moto's `MOTO_AMIS_PATH` catalogue. */
@@ -65,7 +70,12 @@ export async function startEc2Emulator(sup: ProcessSupervisor, opts: Ec2Emulator
   const launcher = motoLauncherPath();
   if (!existsSync(launcher)) throw new LocalClusterError(`the moto launcher ${launcher} is missing`);
   const proc = sup.spawn('moto', python, [launcher, '-H', LOOPBACK, '-p', String(opts.port)], {
-    env: { MOTO_AMIS_PATH: amisPath, AWS_EC2_METADATA_DISABLED: 'true', PYTHONUNBUFFERED: '1' },
+    env: {
+      MOTO_AMIS_PATH: amisPath,
+      AWS_EC2_METADATA_DISABLED: 'true',
+      PYTHONUNBUFFERED: '1',
+      LAUNCH_MOTO_SPEED_FIXES: opts.speedFixes === false ? '0' : '1',
+    },
   });
   const endpoint = `http://${LOOPBACK}:${opts.port}`;
   await waitFor(`the EC2 emulator on ${endpoint}`, async () => (await fetch(`${endpoint}/moto-api/`)).status < 500, {
