@@ -118,8 +118,8 @@ def fix_serializer_key_lookups() -> None:
         if hasattr(cls, "__getattr__") or "Meta" in (getattr(obj, "__dict__", None) or ()):
             return tuple(self.get_possible_keys(context))
         cache = self.__dict__.setdefault("_launch_moto_keys", {})
-        # The picker lives for one response, so the ids of its (live) shapes stand for the shapes.
-        key = (cls, obj.__class__, id(shape), id(getattr(shape, "parent", None)), context.key)
+        # botocore shapes hash by identity; the key holds them, so no other shape can take their place.
+        key = (cls, obj.__class__, shape, getattr(shape, "parent", None), context.key)
         keys = cache.get(key)
         if keys is None:
             keys = cache[key] = tuple(self.get_possible_keys(context))
