@@ -630,6 +630,27 @@ describe('ParseTurns', () => {
     expect(await grantOrder(new ParseTurns(100), [80, 80, 10])).toEqual(['body 0', 'body 2', 'turn end', 'body 1']);
   });
 
+  it("holds a response's parse until its turn", async () => {
+    const asked: number[] = [];
+    let grant!: () => void;
+    const turns = new ParseTurns(100);
+    turns.take = (bytes: number) => {
+      asked.push(bytes);
+      return new Promise<void>((r) => (grant = r));
+    };
+    handler = (_req, res) => json(res, 200, { metadata: { name: 'held' } });
+    const t = new NodeHttpTransport(kc, { parseTurns: turns });
+    let answer: unknown;
+    const sent = t.request({ verb: 'get', kind: 'Node', method: 'GET', path: '/api/v1/nodes/held' }).then((r) => (answer = r));
+    while (!asked.length) await new Promise((r) => setTimeout(r, 5));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(answer).toBeUndefined();
+    expect(asked).toEqual([JSON.stringify({ metadata: { name: 'held' } }).length]);
+    grant();
+    await sent;
+    expect(answer).toEqual({ metadata: { name: 'held' } });
+  });
+
   it('grants a body larger than a turn at once when the turn is unused, alone', async () => {
     expect(await grantOrder(new ParseTurns(100), [500, 500])).toEqual(['body 0', 'turn end', 'body 1']);
   });

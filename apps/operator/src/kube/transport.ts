@@ -3,6 +3,7 @@ import { Agent as HttpAgent, request as httpRequest, STATUS_CODES, type ClientRe
 import { request as httpsRequest, type RequestOptions } from 'node:https';
 import type { Socket } from 'node:net';
 import { StringDecoder } from 'node:string_decoder';
+import { setImmediate as realSetImmediate, setTimeout as realSetTimeout } from 'node:timers';
 import { TLSSocket } from 'node:tls';
 import { ApiException, type KubeConfig } from './client-node.js';
 import type { Metrics } from '@karpenter-operator/core';
@@ -98,6 +99,8 @@ export interface KubeTransportOptions {
    * The operator's event-loop lag monitor reads the loop iteration it is called in (`EventLoopLag.wake`).
    */
   onActivity?: () => void;
+  /** Paces the parsing of response bodies (see `ParseTurns`). Default: the one shared by the process. */
+  parseTurns?: ParseTurns;
 }
 
 /** No response (or, for a watch, no data) within the time allowed; `toCoreError` maps it to a transient error. */
@@ -169,6 +172,7 @@ export class NodeHttpTransport implements KubeTransport {
   private readonly userAgent: string | undefined;
   private readonly onUnauthorized: (() => boolean) | undefined;
   private readonly onActivity: () => void;
+  private readonly parseTurns: ParseTurns;
   private gate: WriteGate | undefined;
   /** The digest of the TLS material each agent was made with (see `prepare`). */
   private readonly agentMaterial = new WeakMap<object, string>();
@@ -181,6 +185,7 @@ export class NodeHttpTransport implements KubeTransport {
     this.userAgent = options.userAgent;
     this.onUnauthorized = options.onUnauthorized;
     this.onActivity = options.onActivity ?? (() => {});
+    this.parseTurns = options.parseTurns ?? sharedParseTurns;
   }
 
   fence(gate: WriteGate): void {
@@ -349,7 +354,7 @@ export class NodeHttpTransport implements KubeTransport {
         client.on('error', fail);
         client.on('response', (res) => {
           answered = true;
-          res.once('end', this.onActivity); // the body is parsed in this iteration
+          res.once('end', this.onActivity); // the body is parsed in this iteration (or waits for its parse turn)
           readAll(res).then((t) => {
             clearTimeout(timer);
             resolve({ status: res.statusCode ?? 0, headers: res.headers, text: t });
@@ -360,7 +365,7 @@ export class NodeHttpTransport implements KubeTransport {
     );
     if (status < 200 || status > 299) throw new ApiException(status, `HTTP ${status}`, parseBody(text), flatHeaders(headers));
     if (!text) return undefined as T;
-    await parseTurns.take(text.length);
+    await this.parseTurns.take(text.length);
     return JSON.parse(text) as T;
   }
 }
@@ -434,12 +439,13 @@ export class ParseTurns {
   constructor(private readonly turnBytes: number) {}
 
   async take(bytes: number): Promise<void> {
-    while (this.used > 0 && this.used + bytes > this.turnBytes) await new Promise((r) => setTimeout(r, 0));
+    // node:timers', not the globals: a test's fake timers must not strand the shared turn half-used.
+    while (this.used > 0 && this.used + bytes > this.turnBytes) await new Promise((r) => realSetTimeout(r, 0));
     this.used += bytes;
     if (this.resetDue) return;
     this.resetDue = true;
     // The check phase ends this turn's poll-phase work: a body taken after it belongs to the next turn.
-    setImmediate(() => {
+    realSetImmediate(() => {
       this.used = 0;
       this.resetDue = false;
     });
@@ -448,7 +454,7 @@ export class ParseTurns {
 
 /** ~1 MiB of JSON: a few milliseconds of parsing on a loaded core. */
 const TURN_BYTES = 1 << 20;
-const parseTurns = new ParseTurns(TURN_BYTES);
+const sharedParseTurns = new ParseTurns(TURN_BYTES);
 
 /** The whole body as UTF-8 text. */
 function readAll(res: IncomingMessage): Promise<string> {

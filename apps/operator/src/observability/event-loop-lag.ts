@@ -1,4 +1,6 @@
 import { monitorEventLoopDelay, performance, type EventLoopUtilization } from 'node:perf_hooks';
+// The module's timers, not the globals: fake timers in a test must not strand a pending check.
+import { clearImmediate, clearInterval, clearTimeout, setImmediate, setInterval, setTimeout } from 'node:timers';
 
 export interface LagReading {
   /** Seconds. */
@@ -56,8 +58,10 @@ export class EventLoopLag {
   private readonly timer: NodeJS.Timeout;
   private readonly coverMs: number;
   private coverTimer: NodeJS.Timeout | undefined;
-  /** A `wake` check is scheduled for the end of this loop iteration. */
-  private checkDue = false;
+  /** A `wake` check is scheduled: its immediate, then its timer (see `wake`). */
+  private checkImmediate: NodeJS.Immediate | undefined;
+  private checkTimer: NodeJS.Timeout | undefined;
+  private stopped = false;
   /** Active time (ms) accounted since the last sample: what decides whether the window was busy. */
   private windowActiveMs = 0;
   private fineOn = false;
@@ -102,18 +106,22 @@ export class EventLoopLag {
 
   /**
    * Work is arriving (a watch chunk, a response): with the fine monitor off, the loop iteration this is called
-   * in is read on its own, in that iteration's check phase (`setImmediate`). Its active time since the last
-   * reading bounds every stall in it, and no timer could have run before the iteration ended either, so a
-   * burst of work after a quiet spell reads the length of its longest iteration rather than the sum of a
-   * whole sampling window. Nothing wakes an idle process for it: a flag check when the fine monitor is on or
-   * a check is already due, one `setImmediate` otherwise.
+   * in is read on its own. A timer that came due during that iteration's work fires only in the next timers
+   * phase, after the iteration's other immediates and after every timer due before it: the reading is taken by
+   * a 0 ms timer set at the end of the iteration (its check phase), which runs after all of those, so the
+   * active time since the last reading bounds the delay of any timer in that stretch. A burst of work after a
+   * quiet spell then reads the length of its longest such stretch rather than the sum of a whole sampling
+   * window. Nothing wakes an idle process for it: a flag check when the fine monitor is on or a check is
+   * already due, one immediate and one timer otherwise.
    */
   wake(): void {
-    if (this.fineOn || this.checkDue) return;
-    this.checkDue = true;
-    setImmediate(() => {
-      this.checkDue = false;
-      this.account();
+    if (this.fineOn || this.checkImmediate || this.checkTimer || this.stopped) return;
+    this.checkImmediate = setImmediate(() => {
+      this.checkImmediate = undefined;
+      this.checkTimer = setTimeout(() => {
+        this.checkTimer = undefined;
+        this.account();
+      }, 0);
     });
   }
 
@@ -197,6 +205,10 @@ export class EventLoopLag {
   }
 
   stop(): void {
+    this.stopped = true;
+    clearImmediate(this.checkImmediate);
+    clearTimeout(this.checkTimer);
+    this.checkImmediate = this.checkTimer = undefined;
     clearInterval(this.timer);
     this.setFine(false);
     clearTimeout(this.coverTimer);
