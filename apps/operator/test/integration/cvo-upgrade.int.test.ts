@@ -30,7 +30,7 @@ let op: OperatorProcess | undefined;
 
 type Deployment = KubeObj & {
   spec: { replicas: number; template: { spec: { containers: Array<{ image: string }> } } };
-  status?: { observedGeneration?: number; updatedReplicas?: number; availableReplicas?: number };
+  status?: { observedGeneration?: number; replicas?: number; updatedReplicas?: number; availableReplicas?: number };
 };
 const operand = async () => (await getObject(kc(), 'apps/v1', 'Deployment', 'karpenter', OPERATOR_NS)) as Deployment | undefined;
 const imageOf = (d: Deployment | undefined) => d?.spec.template.spec.containers[0]?.image;
@@ -41,7 +41,8 @@ const rolledOutAt = (d: Deployment | undefined, image: string) => {
     imageOf(d) === image &&
     (st.observedGeneration ?? 0) >= Number(d.metadata.generation ?? 1) &&
     st.updatedReplicas === d.spec.replicas &&
-    st.availableReplicas === d.spec.replicas
+    st.replicas === d.spec.replicas && // no pod of the old template left
+    (st.availableReplicas ?? 0) >= (d.spec.replicas ?? 1)
   );
 };
 const versionOf = (co: KubeObj | undefined) =>
@@ -88,7 +89,7 @@ function sampler(target: string) {
         image: imageOf(d),
         rolledOut: rolledOutAt(d, target),
         operand: d
-          ? `generation ${d.metadata.generation} observed ${d.status?.observedGeneration} replicas ${d.spec.replicas} updated ${d.status?.updatedReplicas} available ${d.status?.availableReplicas}`
+          ? `generation ${d.metadata.generation} observed ${d.status?.observedGeneration} replicas ${d.spec.replicas} current ${d.status?.replicas} updated ${d.status?.updatedReplicas} available ${d.status?.availableReplicas}`
           : 'absent',
       });
       await new Promise((r) => setTimeout(r, 100));

@@ -10,7 +10,15 @@ const base: StatusInputs = {
   releaseVersion: '4.22.0',
   generation: 2,
 };
-const rolled = { generation: 3, observedGeneration: 3, replicas: 2, updatedReplicas: 2, availableReplicas: 2, atRelease: true };
+const rolled = {
+  generation: 3,
+  observedGeneration: 3,
+  replicas: 2,
+  currentReplicas: 2,
+  updatedReplicas: 2,
+  availableReplicas: 2,
+  atRelease: true,
+};
 
 const get = (s: ReturnType<typeof foldStatus>, type: string) => s.conditions.find((c) => c.type === type)!;
 
@@ -67,6 +75,15 @@ describe('foldStatus', () => {
     {
       name: 'rolling out is not degraded',
       in: { operand: { ...rolled, updatedReplicas: 1 } },
+      available: ['True', 'AsExpected'],
+      progressing: ['True', 'OperandRollingOut'],
+      degraded: 'False',
+      version: undefined,
+    },
+    {
+      // A surge rollout: both new pods exist, one not ready yet, and the old pod is still available (2 in all).
+      name: 'all updated but an old pod still counted available is still rolling out',
+      in: { operand: { ...rolled, currentReplicas: 3, availableReplicas: 2 } },
       available: ['True', 'AsExpected'],
       progressing: ['True', 'OperandRollingOut'],
       degraded: 'False',

@@ -22,6 +22,11 @@ export interface OperandState {
   generation: number;
   observedGeneration: number;
   replicas: number;
+  /**
+   * Pods of every template the Deployment has (`status.replicas`): above `replicas` while old pods are still
+   * there, whose availability `availableReplicas` counts too.
+   */
+  currentReplicas: number;
   updatedReplicas: number;
   availableReplicas: number;
   /**
@@ -74,15 +79,19 @@ export interface FoldedStatus {
 
 /**
  * True when every replica runs this release's template and is available: the Deployment carries the
- * template, the Deployment controller observed it, and all replicas are updated and available.
+ * template, the Deployment controller observed it, all replicas are updated, no pod of an older template is
+ * left, and as many are available (`kubectl rollout status`'s test). Without the old-pod check, a surge
+ * rollout read complete too early: 2 updated, one of them not ready yet, and an old pod still available
+ * made `availableReplicas` 2.
  */
 export function rolledOut(op: OperandState): boolean {
   return (
     op.atRelease &&
     op.observedGeneration >= op.generation &&
+    op.replicas > 0 &&
     op.updatedReplicas === op.replicas &&
-    op.availableReplicas === op.replicas &&
-    op.replicas > 0
+    op.currentReplicas === op.replicas &&
+    op.availableReplicas >= op.replicas
   );
 }
 

@@ -33,12 +33,13 @@ export interface StatusDeps {
 export function operandState(d: KubeObject | undefined, desired: KubeObject | undefined): OperandState | undefined {
   if (!d) return undefined;
   const spec = (d.spec ?? {}) as { replicas?: number; template?: unknown };
-  const st = (d.status ?? {}) as { observedGeneration?: number; updatedReplicas?: number; availableReplicas?: number };
+  const st = (d.status ?? {}) as { observedGeneration?: number; replicas?: number; updatedReplicas?: number; availableReplicas?: number };
   const template = (desired?.spec as { template?: unknown } | undefined)?.template;
   return {
     generation: d.metadata.generation ?? 1,
     observedGeneration: st.observedGeneration ?? 0,
     replicas: spec.replicas ?? 1,
+    currentReplicas: st.replicas ?? 0,
     updatedReplicas: st.updatedReplicas ?? 0,
     availableReplicas: st.availableReplicas ?? 0,
     atRelease: template !== undefined && isSubset(template, spec.template),
