@@ -2,15 +2,10 @@
 // between them, each with its start (seconds after the profile started), length and the functions with the
 // most self time in it. What an event-loop lag monitor sees as a stall is at most such a stretch.
 //   node tools/bench/src/cpu-profile-stalls.mjs <file> [stretches=8] [functions=8]
-import { readFileSync } from 'node:fs';
+import { readCpuProfile } from './cpu-profile.mjs';
 
 const [file, n = '8', fnCount = '8'] = process.argv.slice(2);
-const p = JSON.parse(readFileSync(file, 'utf8'));
-const byId = new Map(p.nodes.map((x) => [x.id, x]));
-const label = (id) => {
-  const cf = byId.get(id).callFrame;
-  return `${cf.functionName || '(anonymous)'} ${cf.url.split('/').slice(-2).join('/')}${cf.url ? `:${cf.lineNumber + 1}` : ''}`;
-};
+const { profile: p, byId, label } = readCpuProfile(file);
 const stretches = [];
 let t = 0;
 let cur;

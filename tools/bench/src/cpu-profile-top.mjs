@@ -1,18 +1,13 @@
 // Top functions by self time of a V8 .cpuprofile (node --cpu-prof): node tools/bench/src/cpu-profile-top.mjs <file> [n]
-import { readFileSync } from 'node:fs';
+import { readCpuProfile } from './cpu-profile.mjs';
 
 const [file, n = '25'] = process.argv.slice(2);
-const p = JSON.parse(readFileSync(file, 'utf8'));
-const byId = new Map(p.nodes.map((x) => [x.id, x]));
+const { profile: p, label } = readCpuProfile(file);
 const self = new Map();
 const dt = p.timeDeltas;
 for (let i = 0; i < p.samples.length; i++) self.set(p.samples[i], (self.get(p.samples[i]) ?? 0) + (dt[i] ?? 0));
 const agg = new Map();
-for (const [id, us] of self) {
-  const cf = byId.get(id).callFrame;
-  const key = `${cf.functionName || '(anonymous)'} ${cf.url.split('/').slice(-2).join('/')}:${cf.lineNumber + 1}`;
-  agg.set(key, (agg.get(key) ?? 0) + us);
-}
+for (const [id, us] of self) agg.set(label(id), (agg.get(label(id)) ?? 0) + us);
 const total = [...agg.values()].reduce((a, b) => a + b, 0);
 console.log(`total sampled ${(total / 1e6).toFixed(2)} s`);
 for (const [k, us] of [...agg].sort((a, b) => b[1] - a[1]).slice(0, Number(n)))

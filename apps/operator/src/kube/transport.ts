@@ -439,7 +439,7 @@ export class ParseTurns {
   constructor(private readonly turnBytes: number) {}
 
   async take(bytes: number): Promise<void> {
-    // node:timers', not the globals: a test's fake timers must not strand the shared turn half-used.
+    // Timers from node:timers, not the globals: a test's fake timers must not strand the shared turn half-used.
     while (this.used > 0 && this.used + bytes > this.turnBytes) await new Promise((r) => realSetTimeout(r, 0));
     this.used += bytes;
     if (this.resetDue) return;

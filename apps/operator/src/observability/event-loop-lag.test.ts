@@ -76,6 +76,17 @@ const offByHand = (lag: EventLoopLag) =>
     return !lag.fineMonitorOn;
   }, 10_000);
 
+/**
+ * A monitor whose fine monitor is off and stays off (no sampler within the test, busy from 1 s a window), just
+ * read: what a quiet process looks like when work arrives.
+ */
+async function quietMonitor(): Promise<EventLoopLag> {
+  const lag = new EventLoopLag({ sampleMs: 60_000, busyMs: 1_000 });
+  expect(await offByHand(lag)).toBe(true);
+  lag.readAndReset();
+  return lag;
+}
+
 describe('EventLoopLag before the fine monitor has ticked', () => {
   let lag: EventLoopLag | undefined;
   afterEach(() => lag?.stop());
@@ -102,9 +113,7 @@ describe('EventLoopLag before the fine monitor has ticked', () => {
   });
 
   it('with the fine monitor off, each woken loop iteration reads its own stall, not the sum of the window', async () => {
-    lag = new EventLoopLag({ sampleMs: 60_000, busyMs: 1_000 });
-    expect(await offByHand(lag)).toBe(true);
-    lag.readAndReset();
+    lag = await quietMonitor();
     for (let i = 0; i < 4; i++) {
       await sleep(5);
       lag.wake(); // as a watch chunk arriving would
@@ -119,9 +128,7 @@ describe('EventLoopLag before the fine monitor has ticked', () => {
   });
 
   it('a woken iteration is read after the timers that came due during it, and the work they do', async () => {
-    lag = new EventLoopLag({ sampleMs: 60_000, busyMs: 1_000 });
-    expect(await offByHand(lag)).toBe(true);
-    lag.readAndReset();
+    lag = await quietMonitor();
     await sleep(5);
     setTimeout(() => stall(40), 1); // due during the stall below, runs after the iteration
     setImmediate(() => stall(20)); // queued after the wake, runs at the end of the iteration
@@ -133,9 +140,7 @@ describe('EventLoopLag before the fine monitor has ticked', () => {
   });
 
   it('a woken iteration counts the part of its stall before the wake', async () => {
-    lag = new EventLoopLag({ sampleMs: 60_000, busyMs: 1_000 });
-    expect(await offByHand(lag)).toBe(true);
-    lag.readAndReset();
+    lag = await quietMonitor();
     await sleep(5);
     stall(40);
     lag.wake();
