@@ -200,6 +200,9 @@ describe('security: secrets and RBAC, as the operator ServiceAccount', () => {
     'ClusterRole/karpenter-operator:config.openshift.io/clusteroperators:create':
       'fallback when the CVO has not created ClusterOperator karpenter yet',
   };
+  // Justified rules another file exercises on this same cluster: they show in this run's audit when that file
+  // ran first (vitest orders files by their cached durations, so a fresh clone and a warm checkout differ).
+  const EXERCISED_BY_OTHER_FILES = new Set(['Role/openshift-karpenter/karpenter-operator:policy/poddisruptionbudgets:delete']);
 
   /**
    * Whole classes of rules no request exercised in the run, each with its reason. `get` next to
@@ -302,7 +305,9 @@ describe('security: secrets and RBAC, as the operator ServiceAccount', () => {
     const unjustified = unexercised.filter((g) => !justified(g));
     expect(unjustified.map(key)).toEqual([]);
     // Every justification is still needed: a rule that is now exercised leaves the allow-list.
-    const stale = Object.keys(JUSTIFIED).filter((k) => !k.endsWith(':*') && !unexercised.some((g) => key(g) === k));
+    const stale = Object.keys(JUSTIFIED).filter(
+      (k) => !k.endsWith(':*') && !EXERCISED_BY_OTHER_FILES.has(k) && !unexercised.some((g) => key(g) === k),
+    );
     expect(stale).toEqual([]);
     console.log(
       `rbac-audit: ${events.length} operator requests, 0 denied; ${grants.length} granted (rule, resource, verb) triples, ` +
