@@ -48,22 +48,24 @@ async function anApprovedCsr(name: string, node: string, o: { uid?: string; rv?:
 const listed = (object: KubeObject): ListedCsr => ({ object, createdMs: Date.parse(object.metadata.creationTimestamp!) });
 
 describe('CsrRequests', () => {
-  it('parses a CSR once per uid and resourceVersion: the same object is not parsed again, an update is', async () => {
+  it('parses a CSR once per request: a status update is not parsed again, another request is', async () => {
     const memo = new CsrRequests();
     const v1 = await anApprovedCsr('csr-a', 'node-a');
     expect((await memo.parse(v1)).nodeName).toBe('node-a');
     expect(memo.nodeNameOf(v1)).toBe('node-a');
     await memo.parse(structuredClone(v1));
+    // Approved (a new resourceVersion, the same spec): the API server keeps a CSR's spec, so is the memo.
+    const approved = { ...structuredClone(v1), metadata: { ...v1.metadata, resourceVersion: '7' } };
+    expect(memo.nodeNameOf(approved)).toBe('node-a');
+    await memo.parse(approved);
     expect(parses()).toBe(1);
 
-    // An update (new resourceVersion) is parsed again, and until then its node name is not known.
-    const v2 = await anApprovedCsr('csr-a', 'node-b', { rv: '2' });
+    // Another request under the name (deleted and re-created) is parsed again, and until then its node
+    // name is not known.
+    const v2 = await anApprovedCsr('csr-a', 'node-b', { uid: 'other', rv: '2' });
     expect(memo.nodeNameOf(v2)).toBeUndefined();
     expect((await memo.parse(v2)).nodeName).toBe('node-b');
-    // So is a CSR deleted and re-created under the same name (new uid).
-    const recreated = await anApprovedCsr('csr-a', 'node-a', { uid: 'other', rv: '2' });
-    expect((await memo.parse(recreated)).nodeName).toBe('node-a');
-    expect(parses()).toBe(3);
+    expect(parses()).toBe(2);
     expect(memo.size).toBe(1);
   });
 
@@ -132,5 +134,26 @@ describe('CsrRequests', () => {
     } finally {
       vi.mocked(parseCertificateRequestPem).mockImplementation(real.parseCertificateRequestPem);
     }
+  });
+
+  it('parses a listing in concurrent slices, one loop turn each, and waits for parses already running', async () => {
+    let yields = 0;
+    const memo = new CsrRequests({
+      batchSliceSize: 4,
+      yieldToEventLoop: async () => {
+        yields++;
+        await new Promise((r) => setTimeout(r, 0));
+      },
+    });
+    const csrs = await Promise.all(Array.from({ length: 10 }, (_, i) => anApprovedCsr(`csr-${i}`, `node-${i % 5}`)));
+    void memo.parse(csrs[0]!); // already being parsed when the listing comes
+    await memo.parseAll(csrs);
+    expect(parses()).toBe(10);
+    expect(yields).toBe(3); // 9 left to parse: slices of 4, 4 and 1
+    for (const [i, c] of csrs.entries()) expect(memo.nodeNameOf(c)).toBe(`node-${i % 5}`);
+    // All memoised: nothing parsed, no turn taken.
+    await memo.parseAll(csrs);
+    expect(parses()).toBe(10);
+    expect(yields).toBe(3);
   });
 });
