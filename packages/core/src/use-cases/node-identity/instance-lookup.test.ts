@@ -209,3 +209,65 @@ describe('InstanceLookup answers read after a given moment (readAfterMs)', () =>
     expect(cloud.callsOf('describeInstances').map((c) => c.args[0])).toEqual([['i-1', 'i-2'], ['i-1'], ['i-2']]);
   });
 });
+
+describe('InstanceLookup shared answers', () => {
+  it('hands every caller of the same IDs one answer while nothing changes, and a new one after', async () => {
+    const { lookup, clock, cloud } = setup();
+    const candidates = ['i-1', 'i-2', 'i-9'];
+    await lookup.lookup(candidates); // a call
+    // Served from the cache: the same map, not a copy per caller.
+    const first = await lookup.lookup(candidates);
+    expect(await lookup.lookup(candidates)).toBe(first);
+    expect(lookup.peek(candidates)).toBe(first);
+    // Another array with the same IDs is another question: answered alike, not shared.
+    expect([...(await lookup.lookup([...candidates])).keys()]).toEqual(['i-1', 'i-2']);
+
+    // A call answers (the cache changes): the next answer is built anew and shows it.
+    cloud.removeInstance('i-2');
+    clock.advance(10);
+    await lookup.lookup(['i-2'], { readAfterMs: clock.now() });
+    const after = await lookup.lookup(candidates);
+    expect(after).not.toBe(first);
+    expect([...after.keys()]).toEqual(['i-1']);
+
+    // An entry expires ('i-9' not found: 3 s): the shared answer is not served past it.
+    clock.advance(2_990);
+    expect(lookup.peek(candidates)).toBeUndefined();
+    const renewed = await lookup.lookup(candidates);
+    expect(renewed).not.toBe(after);
+  });
+
+  it('never replaces a cached answer with one read earlier that came back later', async () => {
+    const clock = new FakeClock();
+    const cloud = new FakeCloudProvider({ instances: [inst('i-1')] });
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const slow = Object.assign(Object.create(cloud) as FakeCloudProvider, {
+      // The first call is read now but answers last.
+      describeInstances: async (ids: string[], f: ClusterFacts) => {
+        const answer = await cloud.describeInstances(ids, f);
+        if (cloud.callsOf('describeInstances').length === 1) await held;
+        return answer;
+      },
+    });
+    const lookup = new InstanceLookup({
+      cloud: slow,
+      facts: async () => facts,
+      clock,
+      ttlMs: 15_000,
+      negativeTtlMs: 3_000,
+      batchWindowMs: 1,
+      maxBatchSize: 10,
+    });
+    const early = lookup.lookup(['i-1']);
+    await new Promise((r) => setTimeout(r, 5));
+    clock.advance(100);
+    cloud.removeInstance('i-1');
+    const late = await lookup.lookup(['i-1'], { readAfterMs: clock.now() });
+    expect(late.has('i-1')).toBe(false);
+    release();
+    expect((await early).has('i-1')).toBe(true); // its caller gets the answer it asked for
+    // The cache keeps the later read: the instance is gone.
+    expect(lookup.peek(['i-1'])?.has('i-1')).toBe(false);
+  });
+});

@@ -65,6 +65,14 @@ export interface LookupOptions {
  */
 export class InstanceLookup {
   private readonly cache = new Map<string, { info: ObservedInstance | undefined; expiresAt: number; readAtMs: number }>();
+  /** Bumped on every change of `cache`: a memoised answer of an earlier epoch is not reused. */
+  private epoch = 0;
+  /**
+   * The last answer served wholly from the cache, for the same `ids` object (a listing's array of
+   * candidates, shared by the reconciles of a burst): reused while the cache is unchanged and until the
+   * first of its entries expires or is due for a refresh, so that a thousand decisions read one map.
+   */
+  private memo: { ids: Iterable<string>; epoch: number; validUntil: number; found: ReadonlyMap<string, ObservedInstance> } | undefined;
   private readonly inFlight = new Map<string, Batch>();
   private next: Batch | undefined;
   private nextFresh: Batch | undefined;
@@ -77,19 +85,27 @@ export class InstanceLookup {
     this.schedule = options.schedule ?? ((fn, ms) => void setTimeout(fn, ms));
   }
 
-  /** The instances among `ids` that exist (IDs not found are absent). Throws what the cloud throws. */
-  async lookup(ids: Iterable<string>, opts: LookupOptions = {}): Promise<Map<string, ObservedInstance>> {
+  /**
+   * The instances among `ids` that exist (IDs not found are absent). Throws what the cloud throws. The map
+   * may be shared with other callers: read it, do not change it.
+   */
+  async lookup(ids: Iterable<string>, opts: LookupOptions = {}): Promise<ReadonlyMap<string, ObservedInstance>> {
     const now = this.options.clock.now();
     const after = opts.readAfterMs;
+    const memo = this.memo;
+    if (after === undefined && memo && memo.ids === ids && memo.epoch === this.epoch && now < memo.validUntil) return memo.found;
     const found = new Map<string, ObservedInstance>();
     const pending = new Map<Batch, string[]>();
     const ahead = this.options.refreshAheadMs ?? 0;
     /** Found and fresh, not in a call: refreshed together once any of them is near expiry. */
     const refreshable: string[] = [];
     let refreshDue = false;
+    /** Until when every answer used stays usable and none is due for a refresh. */
+    let validUntil = Infinity;
     for (const id of new Set(ids)) {
       const cached = this.cache.get(id);
       if (cached && cached.expiresAt > now && (after === undefined || cached.readAtMs >= after)) {
+        validUntil = Math.min(validUntil, this.usableUntil(cached));
         if (cached.info) {
           found.set(id, cached.info);
           if (ahead > 0 && !this.inFlight.has(id)) {
@@ -108,6 +124,9 @@ export class InstanceLookup {
     // then keep expiring together, and a burst of lookups of the same candidates costs a few calls per TTL
     // instead of a trickle of small ones.
     if (refreshDue) for (const id of refreshable) this.enqueue(id);
+    if (after === undefined && pending.size === 0 && !refreshDue && validUntil > now) {
+      this.memo = { ids, epoch: this.epoch, validUntil, found };
+    }
     const results = await Promise.all([...pending.keys()].map((b) => b.promise));
     [...pending.values()].forEach((batchIds, i) => {
       for (const id of batchIds) {
@@ -118,8 +137,35 @@ export class InstanceLookup {
     return found;
   }
 
+  /**
+   * What `lookup(ids)` would answer now without a call (the same shared map), or undefined when it would
+   * need one: an ID not cached, or expired. Starts no call and no refresh.
+   */
+  peek(ids: Iterable<string>): ReadonlyMap<string, ObservedInstance> | undefined {
+    const now = this.options.clock.now();
+    const memo = this.memo;
+    if (memo && memo.ids === ids && memo.epoch === this.epoch && now < memo.validUntil) return memo.found;
+    const found = new Map<string, ObservedInstance>();
+    let validUntil = Infinity;
+    for (const id of ids) {
+      const cached = this.cache.get(id);
+      if (!cached || cached.expiresAt <= now) return undefined;
+      validUntil = Math.min(validUntil, this.usableUntil(cached));
+      if (cached.info) found.set(id, cached.info);
+    }
+    if (validUntil > now) this.memo = { ids, epoch: this.epoch, validUntil, found };
+    return found;
+  }
+
+  /** Until when a cached answer is served without a refresh (found ones are refreshed ahead of expiry). */
+  private usableUntil(cached: { info: ObservedInstance | undefined; expiresAt: number }): number {
+    const ahead = this.options.refreshAheadMs ?? 0;
+    return cached.info && ahead > 0 ? cached.expiresAt - ahead : cached.expiresAt;
+  }
+
   /** Drops cached entries (e.g. when a NodeClaim's instance is known to have changed). */
   invalidate(ids?: Iterable<string>): void {
+    this.epoch++;
     if (!ids) this.cache.clear();
     else for (const id of ids) this.cache.delete(id);
   }
@@ -128,6 +174,7 @@ export class InstanceLookup {
   prune(): void {
     const now = this.options.clock.now();
     for (const [id, e] of this.cache) if (e.expiresAt <= now) this.cache.delete(id);
+    this.epoch++;
   }
 
   /**
@@ -193,7 +240,11 @@ export class InstanceLookup {
       const infos = await this.options.cloud.describeInstances(ids, facts);
       const now = this.options.clock.now();
       const byId = new Map(infos.map((i) => [i.instanceId, { ...i, readAtMs }]));
+      this.epoch++;
       for (const id of ids) {
+        // Calls overlap: an answer read earlier than the one cached (sent before it, back after it) must
+        // not replace it.
+        if ((this.cache.get(id)?.readAtMs ?? -Infinity) > readAtMs) continue;
         const info = byId.get(id);
         this.cache.set(id, { info, readAtMs, expiresAt: now + (info ? this.options.ttlMs : this.options.negativeTtlMs) });
       }
