@@ -216,6 +216,24 @@ export function instanceNamed(ec2Name: string | undefined, nodeName: string): bo
   return !!ec2Name && normalizeDns(ec2Name) === nodeName;
 }
 
+/** Canonical private DNS names of instance answers, by answer object (an answer is never changed). */
+const privateNames = new WeakMap<object, string>();
+
+/**
+ * True when `instance`'s private DNS name is the canonical node name `nodeName` (`instanceNamed`), its name
+ * normalised once per answer: a decision matches its name against every NodeClaim's instance, and the
+ * decisions of a burst share one set of answers. Pure.
+ */
+function instanceIsNamed(instance: InstanceInfo | undefined, nodeName: string): boolean {
+  if (!instance?.privateDnsName) return false;
+  let name = privateNames.get(instance);
+  if (name === undefined) {
+    name = normalizeDns(instance.privateDnsName);
+    privateNames.set(instance, name);
+  }
+  return name === nodeName;
+}
+
 /** IPv4 as is; IPv6 in its canonical compressed lowercase form, so `::1` equals `0:0:0:0:0:0:0:1`. */
 export function normalizeIp(ip: string): string {
   const s = ip.trim();
@@ -305,7 +323,7 @@ export function decideClientCsr(input: CsrDecisionInput): CsrDecision {
   // 13: tie the name to exactly one NodeClaim through its instance.
   const matches = input.nodeClaims.filter((nc) => {
     const instance = nc.instanceId ? input.instances.get(nc.instanceId) : undefined;
-    return instanceNamed(instance?.privateDnsName, nodeName);
+    return instanceIsNamed(instance, nodeName);
   });
   if (matches.length > 1) {
     return ignore('AmbiguousNodeClaim', `NodeClaims ${matches.map((m) => m.name).join(', ')} all resolve to ${nodeName}`, about);

@@ -420,6 +420,37 @@ describe('certificatesigningrequest.node-identity', () => {
     expect(w.reconciler.condition()).toMatchObject({ status: 'True', reason: 'AsExpected' });
   });
 
+  it('keeps the CSR census built while a decision waits on the cloud, parsing the CSRs that arrive meanwhile', async () => {
+    const w = world({ snapshotTtlMs: 20 });
+    for (const i of [1, 2]) {
+      w.store.seed(aNodeClaim(i));
+      w.cloud.putInstance(anInstance(i));
+    }
+    w.clock.advance(60_000);
+    w.store.seed(await aClientCsr('csr-1', dnsOf(1)));
+    let csrLists = 0;
+    const list = w.store.list.bind(w.store);
+    w.store.list = (async (type, opts) => {
+      if (type.kind === Types.CertificateSigningRequest.kind) csrLists++;
+      return list(type, opts);
+    }) as typeof w.store.list;
+    w.cloud.latencyMs = 400; // the cloud is slow to answer
+    const decided = w.reconciler.reconcile('csr-1');
+    await new Promise((r) => setTimeout(r, 30));
+    // While it waits, another node's CSR arrives; the census's time-to-live passes.
+    w.store.seed(await aClientCsr('csr-2', dnsOf(2)));
+    w.clock.advance(1_000);
+    const listsBefore = csrLists;
+    await new Promise((r) => setTimeout(r, 150));
+    // Rebuilt during the wait (the decision itself reads the census only once the cloud answered), with the
+    // new CSR parsed and indexed: a NodeClaim event now maps to it.
+    expect(w.cloud.callsOf('describeInstances')).toHaveLength(1);
+    expect(csrLists).toBeGreaterThan(listsBefore);
+    expect(w.reconciler.keysFor(aNodeClaim(2))).toContain('csr-2');
+    expect(await decided).toEqual({});
+    expect(w.approvals()).toEqual(['csr-1']);
+  });
+
   it('maps a Node event to the pending serving CSRs of that node, and ignores other signers', async () => {
     const w = world();
     const serving = w.store.seed(await aServingCsr('serving-8', dnsOf(8), [{ type: 'dns', value: dnsOf(8) }]));

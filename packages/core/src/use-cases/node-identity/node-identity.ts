@@ -22,7 +22,7 @@ import {
 } from '../../policy/csr.js';
 import type { CsrParseResult } from '../../policy/csr-parse.js';
 import type { Clock } from '../../ports/clock.js';
-import type { CloudProvider, InstanceInfo } from '../../ports/cloud-provider.js';
+import type { CloudProvider } from '../../ports/cloud-provider.js';
 import type { ClusterStore } from '../../ports/cluster-store.js';
 import type { EventRecorder, EventType } from '../../ports/event-recorder.js';
 import type { Logger } from '../../ports/logger.js';
@@ -125,6 +125,8 @@ interface ClaimSnapshot {
   unregisteredInstanceIds: string[];
   /** `status.nodeName` of every NodeClaim: the Nodes Karpenter registered. */
   registeredNodeNames: Set<string>;
+  /** The NodeClaims of each instance ID. */
+  byInstanceId: Map<string, CsrNodeClaim[]>;
 }
 
 /** What the CSR census reads of a kubelet CSR object. */
@@ -141,9 +143,9 @@ interface CsrSnapshot {
   pending: string[];
   /**
    * Approved (or issued) client CSRs, unparsed. Only those created after a NodeClaim can count against it,
-   * so each decision parses (once per uid and resourceVersion, see `CsrRequests`) just the ones newer than
-   * its NodeClaims: a fresh start among thousands of approved CSRs does not parse them all before the first
-   * pending one is decided.
+   * so each decision parses (once per request, see `CsrRequests`) just the ones newer than its NodeClaims:
+   * a fresh start among thousands of approved CSRs does not parse them all before the first pending one is
+   * decided.
    */
   approvedClient: ListedCsr[];
 }
@@ -188,6 +190,11 @@ export class NodeIdentityReconciler implements Reconciler {
   private readonly claimViews = new WeakMap<KubeObject, CsrNodeClaim>();
   private readonly csrViews = new WeakMap<KubeObject, CsrCensusView | false>();
   private readonly yieldToEventLoop: () => Promise<void>;
+  private readonly schedule: (fn: () => void, ms: number) => void;
+  private readonly snapshotTtlMs: number;
+  /** Decisions waiting on a cloud answer now; while there are any, the CSR census is kept built. */
+  private waitingOnCloud = 0;
+  private warming = false;
   /** Projections made since the last yield to the event loop (see `projected`). */
   private projectedInSlice = 0;
   private currentCondition: ConditionInput = {
@@ -201,9 +208,8 @@ export class NodeIdentityReconciler implements Reconciler {
     const l = deps.limits ?? {};
     this.index = new CsrIndex(deps.clock);
     const schedule = l.schedule;
-    this.yieldToEventLoop = schedule
-      ? () => new Promise<void>((resolve) => schedule(resolve, 0))
-      : () => new Promise<void>((resolve) => setTimeout(resolve, 0));
+    this.schedule = schedule ?? ((fn, ms) => void setTimeout(fn, ms));
+    this.yieldToEventLoop = () => new Promise<void>((resolve) => this.schedule(resolve, 0));
     this.requests = new CsrRequests({
       ...(l.parseSliceSize !== undefined ? { sliceSize: l.parseSliceSize } : {}),
       yieldToEventLoop: this.yieldToEventLoop,
@@ -221,6 +227,7 @@ export class NodeIdentityReconciler implements Reconciler {
       ...(l.schedule ? { schedule: l.schedule } : {}),
     });
     const ttl = l.snapshotTtlMs ?? Defaults.snapshotTtlMs;
+    this.snapshotTtlMs = ttl;
     this.claims = new SharedSnapshot(deps.clock, ttl, () => this.listClaims());
     this.csrs = new SharedSnapshot(deps.clock, ttl, () => this.listCsrs());
     deps.board?.setCondition(this.name, this.currentCondition);
@@ -319,9 +326,8 @@ export class NodeIdentityReconciler implements Reconciler {
     const now = clock.now();
     // A CSR reconciled again reads NodeClaims anew if it was decided from the listing at hand already: it is
     // here because something changed (a NodeClaim or Node event, a requeue), and that listing may predate it.
-    const [{ value: claims, generation: claimsGeneration }, { value: csrs }, nodes] = await Promise.all([
+    const [{ value: claims, generation: claimsGeneration }, nodes] = await Promise.all([
       this.claims.get(this.index.claimsGenerationOf(name)),
-      this.csrs.get(),
       this.nodesNamed(pre.nodeName),
     ]);
     const nodeClaims = claims.views;
@@ -330,8 +336,10 @@ export class NodeIdentityReconciler implements Reconciler {
     const wanted = isClient
       ? claims.unregisteredInstanceIds
       : ownersOf(nodeClaims, nodes[0], pre.nodeName).flatMap((nc) => (nc.instanceId ? [nc.instanceId] : []));
-    const instances = await this.lookupOrThrow(wanted, {}, pre.nodeName, log);
-    if (isClient) this.candidateNames = namesOf(instances);
+    let instances = await this.lookupOrThrow(wanted, {}, pre.nodeName, log);
+    if (isClient) this.candidateNames = derivedOf(instances).names;
+    // Read after the cloud answered (the census is kept built meanwhile, see `warmCensus`).
+    const { value: csrs } = await this.csrs.get();
 
     const seenMs = this.index.seenMs(name) ?? now;
     const decide = async () => {
@@ -345,21 +353,20 @@ export class NodeIdentityReconciler implements Reconciler {
         csrSeenMs: seenMs,
         windowMs: limits.windowMs ?? DefaultApprovalWindowMs,
         launchDeadlineMs: limits.launchDeadlineMs ?? LaunchDeadlineMs,
-        approvedClientCsrs: isClient ? await this.approvedCounts(pre.nodeName, nodeClaims, instances, csrs) : new Map<string, number>(),
+        approvedClientCsrs: isClient ? await this.approvedCounts(pre.nodeName, claims, instances, csrs) : new Map<string, number>(),
       };
       return isClient ? decideClientCsr(input) : decideServingCsr(input);
     };
     let decision = await decide();
     if (decision.reason === 'InstanceAnswerStale' && decision.instanceId) {
       // The answer that approves must have been read after the CSR was seen. One call serves every
-      // pending client CSR seen so far whose instance answer is older than it.
+      // pending client CSR seen so far whose instance answer is older than it. Its answers land in the
+      // lookup's cache (an older answer never replaces a newer one): the candidates as cached now are the
+      // one map every decision after that call shares; when some candidate needs a call again, the answer
+      // at hand is patched instead.
       const ids = new Set([decision.instanceId, ...this.staleForPending(instances)]);
       const fresh = await this.lookupOrThrow(ids, { readAfterMs: seenMs }, pre.nodeName, log);
-      for (const id of ids) {
-        const info = fresh.get(id);
-        if (info) instances.set(id, info);
-        else instances.delete(id);
-      }
+      instances = this.lookup.peek(wanted) ?? withAnswers(instances, ids, fresh);
       decision = await decide();
     }
 
@@ -427,7 +434,9 @@ export class NodeIdentityReconciler implements Reconciler {
     opts: LookupOptions,
     nodeName: string,
     log: Logger,
-  ): Promise<Map<string, ObservedInstance>> {
+  ): Promise<ReadonlyMap<string, ObservedInstance>> {
+    this.waitingOnCloud++;
+    this.warmCensus();
     try {
       return await this.lookup.lookup(ids, opts);
     } catch (e) {
@@ -437,19 +446,43 @@ export class NodeIdentityReconciler implements Reconciler {
       // reconcile whose lookups succeed sets the condition from the census again.
       if (isForbiddenError(e) || isInvalidInputError(e)) this.setCondition(instanceLookupRefusedCondition(describeError(e)));
       throw e;
+    } finally {
+      this.waitingOnCloud--;
     }
+  }
+
+  /**
+   * While decisions wait on the cloud, rebuilds the shared CSR census once per snapshot TTL, parsing the
+   * CSRs that arrived meanwhile. In a burst, the decisions an answer releases then find the census built
+   * instead of all waiting on one parse of every CSR that arrived during the call; the census they read is
+   * no older than it would be otherwise. Runs only from a reconcile (never on a standby), and stops once
+   * no decision waits.
+   */
+  private warmCensus(): void {
+    if (this.warming) return;
+    this.warming = true;
+    const tick = (): void => {
+      if (this.waitingOnCloud === 0) {
+        this.warming = false;
+        return;
+      }
+      void this.csrs
+        .get()
+        .catch(() => undefined)
+        .then(() => this.schedule(tick, this.snapshotTtlMs));
+    };
+    this.schedule(tick, this.snapshotTtlMs);
   }
 
   /** Instances matched by pending client CSRs whose answer at hand was read before that CSR was seen. */
   private staleForPending(instances: ReadonlyMap<string, ObservedInstance>): string[] {
-    const byName = new Map<string, ObservedInstance>();
-    for (const i of instances.values()) if (i.privateDnsName) byName.set(normalizeDns(i.privateDnsName), i);
+    const { byName } = derivedOf(instances);
     const out: string[] = [];
     for (const [csr, e] of this.index.entries()) {
       if (e.signer !== KubeletClientSigner || !e.nodeName) continue;
-      const i = byName.get(e.nodeName);
       const seen = this.index.seenMs(csr);
-      if (i && seen !== undefined && i.readAtMs < seen) out.push(i.instanceId);
+      if (seen === undefined) continue;
+      for (const i of byName.get(e.nodeName) ?? []) if (i.readAtMs < seen) out.push(i.instanceId);
     }
     return out;
   }
@@ -459,16 +492,18 @@ export class NodeIdentityReconciler implements Reconciler {
    * NodeClaim, one Node per name), and those that match no Karpenter instance or Node.
    */
   private census(pendingNames: readonly string[], karpenterNodes: ReadonlySet<string>): { approvable: number; unmatched: number } {
-    const approvable = new Set<string>();
+    // Run by every decision over every pending CSR: two sets of names, no string built per CSR.
+    const clients = new Set<string>();
+    const serving = new Set<string>();
     let unmatched = 0;
     for (const n of pendingNames) {
       const e = this.index.get(n);
       if (!e?.nodeName) continue;
-      const candidate = e.signer === KubeletClientSigner ? this.candidateNames.has(e.nodeName) : karpenterNodes.has(e.nodeName);
-      if (candidate) approvable.add(`${e.signer}/${e.nodeName}`);
+      const isClient = e.signer === KubeletClientSigner;
+      if (isClient ? this.candidateNames.has(e.nodeName) : karpenterNodes.has(e.nodeName)) (isClient ? clients : serving).add(e.nodeName);
       else unmatched++;
     }
-    return { approvable: approvable.size, unmatched };
+    return { approvable: clients.size + serving.size, unmatched };
   }
 
   private async parse(csr: KubeObject): Promise<CsrParseResult> {
@@ -500,14 +535,16 @@ export class NodeIdentityReconciler implements Reconciler {
     const views: CsrNodeClaim[] = [];
     const unregisteredInstanceIds: string[] = [];
     const registeredNodeNames = new Set<string>();
+    const byInstanceId = new Map<string, CsrNodeClaim[]>();
     for (const o of objects) {
       const view = this.claimViews.get(o) ?? (await this.claimView(o));
       views.push(view);
+      if (view.instanceId) byInstanceId.set(view.instanceId, [...(byInstanceId.get(view.instanceId) ?? []), view]);
       // A deleting NodeClaim never gets a client CSR approved (policy), so its instance is not worth a lookup.
       if (view.instanceId && !view.nodeName && !view.deleting) unregisteredInstanceIds.push(view.instanceId);
       if (view.nodeName) registeredNodeNames.add(view.nodeName);
     }
-    return { views, unregisteredInstanceIds, registeredNodeNames };
+    return { views, unregisteredInstanceIds, registeredNodeNames, byInstanceId };
   }
 
   /** The policy's view of a NodeClaim object, projected once per cached object. */
@@ -555,17 +592,19 @@ export class NodeIdentityReconciler implements Reconciler {
   private async listCsrs(): Promise<CsrSnapshot> {
     const objects = await this.deps.store.list(Types.CertificateSigningRequest, { readOnly: true });
     const out: CsrSnapshot = { pending: [], approvedClient: [] };
+    const pending: KubeObject[] = [];
     for (const c of objects) {
       const v = this.csrViews.get(c) ?? (await this.csrCensusView(c));
       if (!v) continue;
       if (v.pending) {
         out.pending.push(v.name);
-        // Parsed once per CSR (cached by uid), so that the census knows every pending CSR's node name.
-        await this.parse(c);
-        this.track(c);
+        pending.push(c);
       }
       if (v.approvedClient) out.approvedClient.push({ object: c, createdMs: v.createdMs });
     }
+    // Parsed once per request, so that the census knows every pending CSR's node name.
+    await this.requests.parseAll(pending);
+    for (const c of pending) this.track(c);
     return out;
   }
 
@@ -575,14 +614,13 @@ export class NodeIdentityReconciler implements Reconciler {
    */
   private async approvedCounts(
     nodeName: string,
-    nodeClaims: CsrNodeClaim[],
-    instances: ReadonlyMap<string, InstanceInfo>,
+    claims: ClaimSnapshot,
+    instances: ReadonlyMap<string, ObservedInstance>,
     csrs: CsrSnapshot,
   ): Promise<Map<string, number>> {
     const counts = new Map<string, number>();
-    for (const nc of nodeClaims) {
-      const dns = nc.instanceId ? instances.get(nc.instanceId)?.privateDnsName : undefined;
-      if (!dns || normalizeDns(dns) !== nodeName) continue;
+    const named = derivedOf(instances).byName.get(nodeName) ?? [];
+    for (const nc of named.flatMap((i) => claims.byInstanceId.get(i.instanceId) ?? [])) {
       const seen = new Set(await this.requests.approvedFor(csrs.approvedClient, nodeName, nc.createdMs));
       for (const n of this.approvedHere.get(nc.uid ?? nc.name) ?? []) seen.add(n);
       if (seen.size) counts.set(nc.name, seen.size);
@@ -620,9 +658,45 @@ export class NodeIdentityReconciler implements Reconciler {
   }
 }
 
-/** Canonical node names of `instances` (EC2's spelling normalised). */
-function namesOf(instances: ReadonlyMap<string, InstanceInfo>): Set<string> {
-  return new Set([...instances.values()].flatMap((i) => (i.privateDnsName ? [normalizeDns(i.privateDnsName)] : [])));
+/** What decisions read of a lookup's answer by node name: its canonical names, and its instances by name. */
+interface InstancesByName {
+  names: Set<string>;
+  byName: Map<string, ObservedInstance[]>;
+}
+const derived = new WeakMap<ReadonlyMap<string, ObservedInstance>, InstancesByName>();
+
+/**
+ * `instances` by canonical node name (EC2's spelling normalised), computed once per answer: the lookup
+ * hands the same answer to every decision of a burst.
+ */
+function derivedOf(instances: ReadonlyMap<string, ObservedInstance>): InstancesByName {
+  let d = derived.get(instances);
+  if (!d) {
+    const byName = new Map<string, ObservedInstance[]>();
+    for (const i of instances.values()) {
+      if (!i.privateDnsName) continue;
+      const name = normalizeDns(i.privateDnsName);
+      byName.set(name, [...(byName.get(name) ?? []), i]);
+    }
+    d = { names: new Set(byName.keys()), byName };
+    derived.set(instances, d);
+  }
+  return d;
+}
+
+/** `instances` with the answers of `fresh` for `ids` (an ID `fresh` did not find is dropped). */
+function withAnswers(
+  instances: ReadonlyMap<string, ObservedInstance>,
+  ids: Iterable<string>,
+  fresh: ReadonlyMap<string, ObservedInstance>,
+): Map<string, ObservedInstance> {
+  const out = new Map(instances);
+  for (const id of ids) {
+    const info = fresh.get(id);
+    if (info) out.set(id, info);
+    else out.delete(id);
+  }
+  return out;
 }
 
 /** NodeClaims that may own Node `nodeName` (same test as the serving policy; used to scope lookups). */
