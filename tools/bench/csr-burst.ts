@@ -3,16 +3,23 @@
 // work queue, cluster store and AWS provider) on the local cluster. The floor is a no-checks approver run
 // in the same process, against the same cluster, through the same runtime, on N other CSRs.
 //
+// The CSRs are submitted from a child process, as kubelets on other machines would: their TLS handshakes
+// are not the approver's event loop's work.
+//
 // Prints one JSON document: time to approve all, p50/p99 latency from creation to approval (as seen by
-// an informer), DescribeInstances calls (port calls and EC2 requests), for both runs.
+// an informer), DescribeInstances calls (port calls and EC2 requests), and where the latency went (`phases`:
+// created → seen by the informer → the deciding DescribeInstances call sent → answered → approved), for
+// both runs.
 //
 //   node tools/cluster/bundle.mjs tools/bench/csr-burst.ts .local/bench/csr-burst.mjs
 //   node .local/bench/csr-burst.mjs [--n 1000] [--workers 16] [--submit-concurrency 64]
 import 'reflect-metadata';
+import { spawn } from 'node:child_process';
 import { webcrypto } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { CreateSubnetCommand, EC2Client, RunInstancesCommand, type Instance, type _InstanceType } from '@aws-sdk/client-ec2';
+import { KubeConfig } from '@kubernetes/client-node';
 import { Pkcs10CertificateRequestGenerator } from '@peculiar/x509';
 import {
   Names,
@@ -52,6 +59,8 @@ const { values: args } = parseArgs({
     workers: { type: 'string', default: '16' },
     'submit-concurrency': { type: 'string', default: '64' },
     'timeout-s': { type: 'string', default: '900' },
+    /** Internal: run as the CSR submitter child process (see `submitElsewhere`). */
+    submitter: { type: 'boolean', default: false },
   },
 });
 const N = Number(args.n);
@@ -74,6 +83,41 @@ interface RunResult {
   describeInstancesCallMs: number[];
   /** CSRs left pending, with the last decision the approver recorded for each. */
   notApproved: Array<{ name: string; lastDecision?: string }>;
+  /** Where each CSR's latency went (see `breakdown`). */
+  phases: Record<string, PhaseFigures>;
+}
+
+/** One phase of a CSR's latency over all approved CSRs, and its mean among the slowest 1%. */
+interface PhaseFigures {
+  p50Ms: number;
+  p99Ms: number;
+  slowestMeanMs: number;
+}
+
+/**
+ * Splits each approved CSR's latency into consecutive phases (each an array of timestamps per CSR, the
+ * first one its creation, the last its approval seen) and reports every phase's p50/p99 and its mean among
+ * the CSRs whose whole latency is at or above the p99: what the slowest CSRs waited for.
+ */
+function breakdown(names: string[], marks: Record<string, Map<string, number>>, order: string[]): Record<string, PhaseFigures> {
+  const rows = names.flatMap((n) => {
+    const ts = order.map((m) => marks[m]!.get(n));
+    return ts.every((t) => t !== undefined) ? [ts as number[]] : [];
+  });
+  const total = rows.map((ts) => ts[ts.length - 1]! - ts[0]!).sort((a, b) => a - b);
+  const cut = quantile(total, 0.99);
+  const slow = rows.filter((ts) => ts[ts.length - 1]! - ts[0]! >= cut);
+  const out: Record<string, PhaseFigures> = {};
+  for (let i = 1; i < order.length; i++) {
+    const d = rows.map((ts) => ts[i]! - ts[i - 1]!).sort((a, b) => a - b);
+    const slowMean = slow.reduce((sum, ts) => sum + ts[i]! - ts[i - 1]!, 0) / Math.max(1, slow.length);
+    out[`${order[i - 1]}→${order[i]}`] = {
+      p50Ms: Math.round(quantile(d, 0.5)),
+      p99Ms: Math.round(quantile(d, 0.99)),
+      slowestMeanMs: Math.round(slowMean),
+    };
+  }
+  return out;
 }
 
 async function pool<T>(items: T[], concurrency: number, fn: (item: T) => Promise<void>): Promise<void> {
@@ -83,6 +127,39 @@ async function pool<T>(items: T[], concurrency: number, fn: (item: T) => Promise
       while (next < items.length) await fn(items[next++]!);
     }),
   );
+}
+
+/**
+ * The kubelets' side: submits `csrs` from a child process (kubelets are other machines; their TLS
+ * handshakes and request encoding are not the operator's event loop's work), `SUBMIT_CONCURRENCY` at a
+ * time. Returns when each create request started, on this process's `performance.now()` clock.
+ */
+async function submitElsewhere(kubeconfig: string, csrs: KubeObject[]): Promise<Map<string, number>> {
+  const child = spawn(process.execPath, [process.argv[1]!, '--submitter'], { stdio: ['pipe', 'pipe', 'inherit'] });
+  child.stdin.end(JSON.stringify({ kubeconfig, csrs, concurrency: SUBMIT_CONCURRENCY }));
+  let out = '';
+  child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+  const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+  if (code !== 0) throw new Error(`the CSR submitter exited with ${code}: ${out.slice(-2000)}`);
+  const started = JSON.parse(out) as Record<string, number>;
+  // Both clocks count from their process's time origin (epoch ms): one timeline.
+  return new Map(Object.entries(started).map(([name, epochMs]) => [name, epochMs - performance.timeOrigin]));
+}
+
+/** The child process of `submitElsewhere`: reads its work on stdin, prints when each create started. */
+async function submitter(): Promise<void> {
+  let input = '';
+  for await (const chunk of process.stdin) input += chunk;
+  const { kubeconfig, csrs, concurrency } = JSON.parse(input) as { kubeconfig: string; csrs: KubeObject[]; concurrency: number };
+  const kc = new KubeConfig();
+  kc.loadFromString(kubeconfig);
+  const started: Record<string, number> = {};
+  await pool(csrs, concurrency, async (csr) => {
+    started[csr.metadata.name] = performance.timeOrigin + performance.now();
+    const res = await kubeRequest(kc, 'POST', '/apis/certificates.k8s.io/v1/certificatesigningrequests', { body: csr });
+    if (res.status !== 201) throw new Error(`creating CSR ${csr.metadata.name}: HTTP ${res.status}: ${res.text}`);
+  });
+  process.stdout.write(JSON.stringify(started));
 }
 
 const quantile = (sorted: number[], q: number): number => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? NaN;
@@ -237,23 +314,22 @@ async function bench(
     const csrs = await prepare(env);
     const names = new Set(csrs.map((c) => c.metadata.name));
     const created = new Map<string, number>();
+    const seenAt = new Map<string, number>();
     const approvedAt = new Map<string, number>();
     let resolveDone!: () => void;
     const done = new Promise<void>((r) => (resolveDone = r));
     env.informers.informerFor({ type: Types.CertificateSigningRequest }).addHandler((obj) => {
       const name = obj.metadata.name;
+      if (names.has(name) && !seenAt.has(name)) seenAt.set(name, performance.now());
       if (!names.has(name) || approvedAt.has(name) || csrState(obj) === 'pending') return;
       approvedAt.set(name, performance.now());
       if (approvedAt.size === names.size) resolveDone();
     });
 
     log(`${label}: submitting ${csrs.length} CSRs`);
-    const t0 = performance.now();
-    await pool(csrs, SUBMIT_CONCURRENCY, async (csr) => {
-      created.set(csr.metadata.name, performance.now());
-      const res = await kubeRequest(bootstrapper, 'POST', '/apis/certificates.k8s.io/v1/certificatesigningrequests', { body: csr });
-      if (res.status !== 201) throw new Error(`creating CSR ${csr.metadata.name}: HTTP ${res.status}: ${res.text}`);
-    });
+    for (const [name, at] of await submitElsewhere(bootstrapper.exportConfig(), csrs)) created.set(name, at);
+    // The clock of the run starts with the first create request (not with the submitter's start-up).
+    const t0 = Math.min(...created.values());
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([done, new Promise<void>((r) => (timer = setTimeout(r, TIMEOUT_MS)))]);
     clearTimeout(timer);
@@ -261,6 +337,33 @@ async function bench(
     await env.informers.stop();
 
     const latencies = [...approvedAt].map(([n, at]) => at - created.get(n)!).sort((a, b) => a - b);
+    // The call that decided a CSR: the last one answered, before its approval was seen, for its instance.
+    const sentAt = new Map<string, number>();
+    const answeredAt = new Map<string, number>();
+    for (const [name, at] of approvedAt) {
+      const id = env.instanceOf.get(name);
+      const call = id === undefined ? undefined : env.counts.calls.filter((c) => c.ids.has(id) && c.answeredAt <= at).at(-1);
+      if (call) {
+        sentAt.set(name, call.sentAt);
+        answeredAt.set(name, call.answeredAt);
+      }
+    }
+    const rel = (t: number) => Math.round(t - t0);
+    log(
+      `${label}: calls (sent ms after the first create, duration, ids): ${env.counts.calls.map((c) => `${rel(c.sentAt)}+${Math.round(c.answeredAt - c.sentAt)}/${c.ids.size}`).join(' ')}`,
+    );
+    const perHalfSecond = (m: Map<string, number>) => {
+      const b: number[] = [];
+      for (const t of m.values()) b[Math.floor(rel(t) / 500)] = (b[Math.floor(rel(t) / 500)] ?? 0) + 1;
+      return Array.from(b, (x) => x ?? 0).join(',');
+    };
+    log(`${label}: per 0.5 s: created ${perHalfSecond(created)} | seen ${perHalfSecond(seenAt)} | approved ${perHalfSecond(approvedAt)}`);
+    const marks = { created, seen: seenAt, sent: sentAt, answered: answeredAt, approved: approvedAt };
+    const phases = breakdown(
+      [...approvedAt.keys()],
+      marks,
+      sentAt.size ? ['created', 'seen', 'sent', 'answered', 'approved'] : ['created', 'seen', 'approved'],
+    );
     const result: RunResult = {
       approved: approvedAt.size,
       expected: csrs.length,
@@ -272,6 +375,7 @@ async function bench(
       describeInstancesEc2Requests: env.counts.ec2,
       describeInstancesCallMs: env.counts.durations,
       notApproved: [...names].filter((n) => !approvedAt.has(n)).map((name) => ({ name, lastDecision: lastDecision.get(name) })),
+      phases,
     };
     log(`${label}: ${JSON.stringify(result)}`);
     return result;
@@ -281,7 +385,9 @@ async function bench(
     informers: InformerFactory;
     store: ClusterStore;
     cloud: CloudProvider;
-    counts: { port: number; ec2: number; durations: number[] };
+    counts: { port: number; ec2: number; durations: number[]; calls: Array<{ ids: Set<string>; sentAt: number; answeredAt: number }> };
+    /** CSR name → the instance its node runs on (operator run only). */
+    instanceOf: Map<string, string>;
   }
 
   const wire = (): RunEnv => {
@@ -289,7 +395,7 @@ async function bench(
     const resources = new ResourceResolver(transport);
     const informers = new InformerFactory({ transport, resources, metrics: noopMetrics, logger: silentLogger, clock: systemClock });
     const store = new KubeClusterStore({ transport, resources, caches: informers, metrics: noopMetrics, clock: systemClock });
-    const counts = { port: 0, ec2: 0, durations: [] as number[] };
+    const counts: RunEnv['counts'] = { port: 0, ec2: 0, durations: [], calls: [] };
     const ec2Options = { endpoint: cluster.info.ec2Endpoint!, region: f.region };
     const aws = new AwsCloudProvider({
       crdDir: cluster.info.crdDir,
@@ -314,12 +420,14 @@ async function bench(
         try {
           return await aws.describeInstances(ids, fx);
         } finally {
-          counts.durations.push(Math.round(performance.now() - start));
+          const end = performance.now();
+          counts.durations.push(Math.round(end - start));
+          counts.calls.push({ ids: new Set(ids), sentAt: start, answeredAt: end });
         }
       },
       instanceIdFromProviderId: (p: string) => aws.instanceIdFromProviderId(p),
     });
-    return { informers, store, cloud, counts };
+    return { informers, store, cloud, counts, instanceOf: new Map() };
   };
 
   const floor = await run(
@@ -353,6 +461,7 @@ async function bench(
     async (env) => {
       const instances = await launchWorld();
       const csrs = await Promise.all(instances.map((inst, i) => csrFor(`operator-${i}`, inst.PrivateDnsName!)));
+      instances.forEach((inst, i) => env.instanceOf.set(`operator-${i}`, inst.InstanceId!));
       // NodeClaim events cost no cloud call: the operator looks instances up when CSRs arrive.
       log(`operator made ${env.counts.port} DescribeInstances call(s) before the first CSR`);
       return csrs;
@@ -377,10 +486,12 @@ async function bench(
     },
     notes: [
       'The operator runs before the instances and NodeClaims are created (as in a cluster); CSRs are submitted right after; every DescribeInstances call is counted. Each client CSR is approved only on an instance answer read after the operator saw it (one batched call a second serves every CSR seen before it).',
-      'Latency: client-side time before the create request to the first informer event showing the CSR approved.',
+      'Latency: client-side time before the create request (in the submitter process) to the first informer event showing the CSR approved.',
+      "Phases: per CSR, the deciding call is the last DescribeInstances call answered before its approval was seen that asked for its instance; 'slowestMeanMs' is a phase's mean among the CSRs at or above the p99 latency.",
       'Events are recorded in memory in both runs; both runs use the same runtime, informers and store.',
     ],
   };
 }
 
-await main();
+if (args.submitter) await submitter();
+else await main();
