@@ -3,9 +3,10 @@
 Usage: <moto venv>/bin/python check_speed_fixes.py   (exit status 0 and "speed fixes: N bodies identical")
 
 It builds a varied EC2 world (instances with several tags, several network interfaces and private IPs,
-tags added, overwritten and removed after creation, terminated instances) and, at every step, renders
+tags added, overwritten and removed after creation, stopped and terminated instances, a launch template,
+an IAM instance profile, an SSM parameter) and, at every step, renders
 the same calls twice over the same state: once with moto's own code, once with the speed fixes in place,
-and compares the raw response bodies (only the random <requestId> is masked). Each step changes the
+and compares the raw response bodies (only the random request id is masked). Each step changes the
 world between the comparisons, so the fixed paths read moto's tag store after every kind of mutation.
 packages/testkit/test/integration/moto-gaps.int.test.ts runs it.
 """
@@ -21,11 +22,12 @@ os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
 os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REQUEST_ID = re.compile(rb"<requestId>[^<]*</requestId>|<RequestID>[^<]*</RequestID>")
+REQUEST_ID = re.compile(rb"<(requestId|RequestID|RequestId)>[^<]*</\1>")
 PATCHED = [
     ("moto.ec2.models.tags", "TagBackend", "describe_tags"),
     ("moto.core.serialize", "AttributePicker", "__call__"),
     ("xmltodict", None, "_validate_name"),
+    ("moto.core.serialize", "ResponseSerializer", "_serialize_type_structure"),
 ]
 
 
@@ -51,10 +53,14 @@ def main() -> None:
         for (cls, attr), impl in zip(targets(), impls):
             setattr(cls, attr, impl)
 
+    from botocore.exceptions import ClientError
+
     with mock_aws():
-        ec2 = boto3.client("ec2", region_name="us-east-1")
         bodies: list[bytes] = []
-        ec2.meta.events.register("before-parse.ec2.*", lambda response_dict, **_: bodies.append(response_dict["body"]))
+        clients = {name: boto3.client(name, region_name="us-east-1") for name in ("ec2", "iam", "ssm")}
+        for name, client in clients.items():
+            client.meta.events.register(f"before-parse.{name}.*", lambda response_dict, **_: bodies.append(response_dict["body"]))
+        ec2, iam, ssm = clients["ec2"], clients["iam"], clients["ssm"]
         compared = 0
 
         def same(step: str, calls: list[tuple[str, dict[str, Any]]]) -> None:
@@ -64,7 +70,11 @@ def main() -> None:
                 use(impls)
                 bodies.clear()
                 for op, kwargs in calls:
-                    getattr(ec2, op)(**kwargs)
+                    service, _, method = op.rpartition(".")
+                    try:
+                        getattr(clients[service or "ec2"], method)(**kwargs)
+                    except ClientError:
+                        pass  # an error answer: its body is compared too
                 rendered.append([REQUEST_ID.sub(b"", b) for b in bodies])
             use(fixed)
             plain, fast = rendered
@@ -119,9 +129,38 @@ def main() -> None:
         ec2.attach_network_interface(NetworkInterfaceId=eni_id, InstanceId=multi[0]["InstanceId"], DeviceIndex=1)
         untagged = ec2.run_instances(ImageId="ami-12c6146b", MinCount=1, MaxCount=1)["Instances"][0]["InstanceId"]
         ids.append(untagged)
+        ec2.stop_instances(InstanceIds=ids[20:23])
+        template = ec2.create_launch_template(
+            LaunchTemplateName="nodes",
+            LaunchTemplateData={"ImageId": "ami-12c6146b", "SecurityGroupIds": [sg], "MetadataOptions": {"HttpTokens": "required"}},
+            TagSpecifications=[{"ResourceType": "launch-template", "Tags": [{"Key": "karpenter.sh/nodepool", "Value": "pool-0"}]}],
+        )["LaunchTemplate"]["LaunchTemplateId"]
+        iam.create_role(RoleName="nodes", AssumeRolePolicyDocument='{"Version":"2012-10-17","Statement":[]}', Tags=[{"Key": "a", "Value": "b"}])
+        iam.create_instance_profile(InstanceProfileName="nodes", Path="/karpenter/")
+        iam.add_role_to_instance_profile(InstanceProfileName="nodes", RoleName="nodes")
+        ssm.put_parameter(Name="/demo/ami", Value="ami-12c6146b", Type="String")
 
         live = ["pending", "running"]
+        missing = ["i-0000000000000000f", "i-1234567890abcdef0"]
         queries = [
+            # The operator's lookup: instance-id (known, stopped, terminated and unknown ids) + live states.
+            ("describe_instances", {"Filters": [{"Name": "instance-id", "Values": ids + missing}, {"Name": "instance-state-name", "Values": live}]}),
+            ("describe_instances", {"Filters": [{"Name": "instance-id", "Values": missing}, {"Name": "instance-state-name", "Values": live}]}),
+            ("describe_instances", {"Filters": [{"Name": "instance-state-name", "Values": ["stopped", "stopping", "terminated", "shutting-down"]}]}),
+            ("describe_instances", {"InstanceIds": ids[18:24], "Filters": [{"Name": "instance-state-name", "Values": live}]}),
+            ("describe_instances", {"InstanceIds": missing}),  # an error answer
+            ("describe_subnets", {}),
+            ("describe_security_groups", {}),
+            ("describe_vpcs", {}),
+            ("describe_availability_zones", {}),
+            ("describe_images", {"ImageIds": ["ami-12c6146b"]}),
+            ("describe_instance_types", {"InstanceTypes": ["m5.large", "m5.xlarge"]}),
+            ("describe_launch_templates", {"LaunchTemplateIds": [template]}),
+            ("describe_launch_template_versions", {"LaunchTemplateId": template}),
+            ("iam.get_instance_profile", {"InstanceProfileName": "nodes"}),
+            ("iam.list_instance_profiles", {}),
+            ("ssm.get_parameter", {"Name": "/demo/ami"}),
+            ("ssm.get_parameters", {"Names": ["/demo/ami", "/demo/none"]}),
             ("describe_instances", {}),
             ("describe_instances", {"InstanceIds": ids[:5] + [untagged]}),
             ("describe_instances", {"Filters": [{"Name": "instance-id", "Values": ids[3:20]}, {"Name": "instance-state-name", "Values": live}]}),
@@ -156,7 +195,21 @@ def main() -> None:
         ec2.delete_tags(Resources=[eni_id], Tags=[{"Key": "role"}])
         same("after removing every tag of a resource", queries)
 
-    print(f"speed fixes: {compared} bodies identical over 4 states", flush=True)
+        # A response transformer that applies at one key path only: the same structure (GroupIdentifier)
+        # appears in the same answer under an instance and under its network interfaces.
+        from moto.ec2.responses._base_response import EC2BaseResponse
+
+        grouped = ec2.run_instances(ImageId="ami-12c6146b", MinCount=1, MaxCount=1, SubnetId=subnet, SecurityGroupIds=[sg])
+        one_path = "Instance.SecurityGroups.GroupIdentifier.GroupName"
+        EC2BaseResponse.RESPONSE_KEY_PATH_TO_TRANSFORMER[one_path] = lambda name: f"renamed-{name}"
+        try:
+            same("with a transformer at one key path", [("describe_instances", {"InstanceIds": [grouped["Instances"][0]["InstanceId"]]})])
+            if not re.search(rb"<groupName>renamed-", bodies[-1]) or not re.search(rb"<groupName>(?!renamed-)", bodies[-1]):
+                raise SystemExit("check_speed_fixes: the one-path transformer did not apply to exactly one of the paths:\n" + bodies[-1].decode()[:4000])
+        finally:
+            del EC2BaseResponse.RESPONSE_KEY_PATH_TO_TRANSFORMER[one_path]
+
+    print(f"speed fixes: {compared} bodies identical over 5 states", flush=True)
 
 
 if __name__ == "__main__":

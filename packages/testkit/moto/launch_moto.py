@@ -34,6 +34,18 @@ DescribeInstances calls (the csr-burst benchmark), which real EC2 answers in wel
    every element name of every response character by character (~100 per instance). The check depends
    on the name alone, so a name found valid once is not checked again; invalid names still raise each
    time. Applied only to the xmltodict version it was checked against (a note on stderr otherwise).
+
+5. Structure member reads. After fix 3, moto 5.2.5 still spends most of a DescribeInstances answer
+   (~130 members per instance, most of them absent) in the layers around each member read: a context
+   object and the joined key path built per member, fix 3's cache keys, and moto's `get_value` helpers
+   around a plain `getattr`. The structure writer now joins the key path once per structure, looks up
+   the names and the response transformer of all its members at once (per object class, structure
+   shape and key path, for one response), and reads a plain name with the same `getattr` (or `[]` for
+   an object with `__getitem__`) that moto's helper ends in; a dotted name still takes the helper. The
+   members are read in the same order, with the same names, transformers and `None` skipping. An
+   object fix 3 does not cache (an instance-level `Meta`, a class with `__getattr__`) has its names
+   asked per member, as before; a serializer that overrides the member or value step, or a picker
+   other than fix 3's, keeps moto's own walk.
 """
 
 import os
@@ -110,43 +122,133 @@ def fix_serializer_key_lookups() -> None:
     from moto.core.serialize import AttributePicker, AttributePickerContext
     from moto.core.utils import MISSING, get_value
 
-    missing = object()  # "not cached yet" (a cached transform may be None)
-
-    def possible_keys(self: AttributePicker, context: AttributePickerContext) -> list[str] | tuple[str, ...]:
-        obj, shape = context.obj, context.shape
-        cls = type(obj)
-        if hasattr(cls, "__getattr__") or "Meta" in (getattr(obj, "__dict__", None) or ()):
-            return tuple(self.get_possible_keys(context))
-        cache = self.__dict__.setdefault("_launch_moto_keys", {})
-        # botocore shapes hash by identity; the key holds them, so no other shape can take their place.
-        key = (cls, obj.__class__, shape, getattr(shape, "parent", None), context.key)
-        keys = cache.get(key)
-        if keys is None:
-            keys = cache[key] = tuple(self.get_possible_keys(context))
-        return keys
-
-    def transform_for(self: AttributePicker, key_path: str) -> Any:
-        cache = self.__dict__.setdefault("_launch_moto_transforms", {})
-        found = cache.get(key_path, missing)
-        if found is missing:
-            found = next((path for path in self.response_transformers if key_path.endswith(path)), None)
-            cache[key_path] = found
-        return found
-
     def pick(self: AttributePicker, context: AttributePickerContext) -> Any:
         obj = context.obj
-        for possible_key in possible_keys(self, context):
+        for possible_key in picker_keys(self, obj, context.shape, context.key, lambda: context):
             value = get_value(obj, possible_key, MISSING)
             if value is not MISSING:
                 break
         else:
             value = None
-        path = transform_for(self, f"{context.key_path}.{context.key}")
+        path = picker_transform(self, f"{context.key_path}.{context.key}")
         if path is not None:
             value = self.response_transformers[path](value)
         return value
 
     AttributePicker.__call__ = pick  # type: ignore[method-assign]
+
+
+_NOT_CACHED = object()  # "not cached yet" (a cached transform may be None)
+
+
+def picker_keys(picker: Any, obj: Any, shape: Any, key: str, context: Any) -> tuple[str, ...]:
+    """Fix 3: the attribute names `picker` tries for member `key` of `obj`; `context()` builds moto's context."""
+    cls = type(obj)
+    if hasattr(cls, "__getattr__") or "Meta" in (getattr(obj, "__dict__", None) or ()):
+        return tuple(picker.get_possible_keys(context()))
+    cache = picker.__dict__.setdefault("_launch_moto_keys", {})
+    # botocore shapes hash by identity; the key holds them, so no other shape can take their place.
+    cache_key = (cls, obj.__class__, shape, getattr(shape, "parent", None), key)
+    keys = cache.get(cache_key)
+    if keys is None:
+        keys = cache[cache_key] = tuple(picker.get_possible_keys(context()))
+    return keys
+
+
+def picker_transform(picker: Any, key_path: str) -> Any:
+    """Fix 3: the response transformer moto applies at `key_path` (None for none)."""
+    cache = picker.__dict__.setdefault("_launch_moto_transforms", {})
+    found = cache.get(key_path, _NOT_CACHED)
+    if found is _NOT_CACHED:
+        found = next((path for path in picker.response_transformers if key_path.endswith(path)), None)
+        cache[key_path] = found
+    return found
+
+
+def plain_names(names: tuple[Any, ...]) -> tuple[tuple[Any, bool], ...]:
+    """Each name with whether moto's get_value reads it as one attribute or key (a str without a dot)."""
+    return tuple((name, type(name) is str and "." not in name) for name in names)
+
+
+def fix_structure_member_reads() -> None:
+    from moto.core.serialize import AttributePicker, AttributePickerContext, ResponseSerializer
+    from moto.core.utils import MISSING, get_value
+
+    walk = ResponseSerializer._serialize_type_structure
+    member_of = ResponseSerializer._serialize_structure_member
+    get_value_of = ResponseSerializer.get_value
+    pick = AttributePicker.__call__  # fix 3's, which this inlines: applied after it
+
+    def serialize_structure(self: ResponseSerializer, serialized: Any, value: Any, shape: Any, key: str) -> None:
+        cls = type(self)
+        picker = self._value_picker
+        if cls._serialize_structure_member is not member_of or cls.get_value is not get_value_of or type(picker).__call__ is not pick:
+            return walk(self, serialized, value, shape, key)
+        if value is None:
+            return
+        wrapper = self.MAP_TYPE() if key else serialized
+        # self.path is the same for every member: _serialize pushes and pops around each one.
+        key_path = ".".join(self.path)
+        operation_model = self.operation_model
+
+        def context(member_key: str, member_shape: Any) -> AttributePickerContext:
+            return AttributePickerContext(
+                obj=value,
+                key=member_key,
+                shape=member_shape,
+                operation_model=operation_model,
+                service_model=operation_model.service_model,
+                key_path=key_path,
+            )
+
+        # The names to try and the transformer of every member, worked out once per (object class,
+        # structure, key path) with fix 3's caches; per member for an object fix 3 does not cache.
+        # Whether the object is cached and has __getitem__ is asked once per structure, not per member:
+        # reading a member does not add `Meta`, `__getattr__` or `__getitem__` to the object.
+        obj_cls = type(value)
+        plan: list[tuple[str, Any, Any, Any]] | None = None
+        if not (hasattr(obj_cls, "__getattr__") or "Meta" in (getattr(value, "__dict__", None) or ())):
+            plans = picker.__dict__.setdefault("_launch_moto_plans", {})
+            plan = plans.get((obj_cls, value.__class__, shape, key_path))
+            if plan is None:
+                plan = []
+                for member_key, member_shape in shape.members.items():
+                    member_shape.parent = shape
+                    names = picker_keys(picker, value, member_shape, member_key, lambda: context(member_key, member_shape))
+                    plan.append((member_key, member_shape, plain_names(names), picker_transform(picker, f"{key_path}.{member_key}")))
+                plans[(obj_cls, value.__class__, shape, key_path)] = plan
+        if plan is None:
+            plan = [(member_key, member_shape, None, None) for member_key, member_shape in shape.members.items()]
+        has_items = hasattr(value, "__getitem__")
+        transformers = picker.response_transformers
+        for member_key, member_shape, names, transform in plan:
+            member_shape.parent = shape
+            if names is None:
+                names = plain_names(picker_keys(picker, value, member_shape, member_key, lambda: context(member_key, member_shape)))
+                transform = picker_transform(picker, f"{key_path}.{member_key}")
+            for name, plain in names:
+                # moto.core.utils.get_value, inlined for a plain name.
+                if not plain:
+                    member_value = get_value(value, name, MISSING)
+                elif has_items:
+                    try:
+                        member_value = value[name]
+                    except (KeyError, IndexError, TypeError, AttributeError):
+                        member_value = MISSING
+                else:
+                    member_value = getattr(value, name, MISSING)
+                if member_value is not MISSING:
+                    break
+            else:
+                member_value = None
+            if transform is not None:
+                member_value = transformers[transform](member_value)
+            if member_value is not None:
+                self._serialize(wrapper, member_value, member_shape, member_key)
+        if key:
+            self._default_serialize(serialized, wrapper, shape, key)
+
+    ResponseSerializer._serialize_type_structure = serialize_structure  # type: ignore[method-assign]
 
 
 XMLTODICT_CHECKED = "1.0.4"
@@ -181,6 +283,7 @@ def apply_fixes(speed: bool = True) -> None:
         fix_tags_of_one_resource()
         fix_serializer_key_lookups()
         fix_xml_name_checks()
+        fix_structure_member_reads()
 
 
 def main() -> None:
