@@ -28,6 +28,7 @@ PATCHED = [
     ("moto.core.serialize", "AttributePicker", "__call__"),
     ("xmltodict", None, "_validate_name"),
     ("moto.core.serialize", "ResponseSerializer", "_serialize_type_structure"),
+    ("xmltodict", None, "unparse"),
 ]
 
 
@@ -35,6 +36,73 @@ def targets() -> list[tuple[Any, str]]:
     import importlib
 
     return [(getattr(importlib.import_module(mod), cls) if cls else importlib.import_module(mod), attr) for mod, cls, attr in PATCHED]
+
+
+def xml_documents(rng: Any, count: int) -> list[tuple[Any, dict[str, Any]]]:
+    """Varied xmltodict input (and unparse options), valid or not, for fix 6's writer."""
+    texts = ["", "plain", "a & b < c > d", 'quote " and \' both', "tab\tnew\nline\rcr", "ünïcode ☃", "]]>"]
+    names = ["item", "Key", "x-y", "ns:tag", "_u", "bad name", "<x>", "a/b", "?pi", "q'", "e=1", ""]
+    scalars: list[Any] = [None, True, False, 0, 17, -3, 2.5, b"bytes \xff", bytearray(b"ba")] + texts
+
+    def value(depth: int) -> Any:
+        roll = rng.random()
+        if depth > 3 or roll < 0.35:
+            return rng.choice(scalars)
+        if roll < 0.55:
+            return [value(depth + 1) for _ in range(rng.randrange(0, 4))]
+        if roll < 0.6:
+            return tuple(value(depth + 1) for _ in range(rng.randrange(0, 3)))
+        node: dict[Any, Any] = {}
+        for _ in range(rng.randrange(0, 5)):
+            kind = rng.random()
+            if kind < 0.15:
+                node["@" + rng.choice(names[:6] + ["xmlns"])] = rng.choice(scalars)
+            elif kind < 0.2:
+                node["#text"] = rng.choice(scalars)
+            elif kind < 0.22:
+                node["#comment"] = rng.choice(texts)
+            elif kind < 0.24:
+                node["@xmlns"] = {"": "urn:a", "p": "urn:b"}
+            elif kind < 0.26:
+                node[rng.choice([1, None])] = "odd key"
+            else:
+                node[rng.choice(names[:6] if rng.random() < 0.93 else names)] = value(depth + 1)
+        return node
+
+    docs = []
+    for _ in range(count):
+        root = {rng.choice(names[:5] if rng.random() < 0.95 else names): value(0)}
+        if rng.random() < 0.03:
+            root["second"] = "root"
+        if rng.random() < 0.02:
+            root = {}
+        options = {"full_document": rng.random() < 0.5, "short_empty_elements": rng.random() < 0.8}
+        if rng.random() < 0.05:
+            options["pretty"] = True
+        docs.append((root, options))
+    return docs
+
+
+def same_xml(plain: Any, fast: Any) -> int:
+    """xmltodict.unparse with and without fix 6 on varied documents: the same text, or the same error."""
+    import random
+
+    def outcome(unparse: Any, doc: Any, options: dict[str, Any]) -> tuple[str, str]:
+        try:
+            return ("text", unparse(doc, **options))
+        except Exception as e:  # noqa: BLE001  (the error itself is what must match)
+            return (type(e).__name__, str(e))
+
+    docs = xml_documents(random.Random(1804), 3000)
+    kinds = set()
+    for doc, options in docs:
+        a, b = outcome(plain, doc, options), outcome(fast, doc, options)
+        if a != b:
+            raise SystemExit(f"check_speed_fixes: xmltodict.unparse({doc!r}, **{options}) differs with fix 6:\n--- xmltodict: {a}\n--- fixed: {b}")
+        kinds.add(a[0])
+    if kinds != {"text", "ValueError"}:
+        raise SystemExit(f"check_speed_fixes: the XML documents gave only {sorted(kinds)}: not varied enough")
+    return len(docs)
 
 
 def main() -> None:
@@ -52,6 +120,9 @@ def main() -> None:
     def use(impls: list[Any]) -> None:
         for (cls, attr), impl in zip(targets(), impls):
             setattr(cls, attr, impl)
+
+    unparse = dict(zip(PATCHED, zip(originals, fixed)))[("xmltodict", None, "unparse")]
+    documents = same_xml(*unparse)
 
     from botocore.exceptions import ClientError
 
@@ -209,7 +280,7 @@ def main() -> None:
         finally:
             del EC2BaseResponse.RESPONSE_KEY_PATH_TO_TRANSFORMER[one_path]
 
-    print(f"speed fixes: {compared} bodies identical over 5 states", flush=True)
+    print(f"speed fixes: {compared} bodies identical over 5 states; {documents} XML documents identical", flush=True)
 
 
 if __name__ == "__main__":

@@ -46,6 +46,15 @@ DescribeInstances calls (the csr-burst benchmark), which real EC2 answers in wel
    object fix 3 does not cache (an instance-level `Meta`, a class with `__getattr__`) has its names
    asked per member, as before; a serializer that overrides the member or value step, or a picker
    other than fix 3's, keeps moto's own walk.
+
+6. XML writing. moto 5.2.5 turns each answer into XML with xmltodict's `unparse`, which goes through
+   a SAX generator call by call (~80 elements per instance). For what moto passes (a dict, UTF-8, no
+   pretty printing, no output stream) a direct writer emits the same text: the same declaration, the
+   same escaping (saxutils' `escape` and `quoteattr`), the same `<x/>` for an element with nothing
+   written inside, the same value-to-text conversion, empty lists skipped. Anything else (comments,
+   namespace maps, several roots, an iterator, an invalid name...) goes to xmltodict itself, from the
+   start, so it writes the same or raises its own error. Applied only to the xmltodict version it was
+   checked against (a note on stderr otherwise).
 """
 
 import os
@@ -276,6 +285,122 @@ def fix_xml_name_checks() -> None:
     xmltodict._validate_name = validate_name
 
 
+def fix_xml_writer() -> None:
+    import importlib.metadata
+    from xml.sax.saxutils import escape, quoteattr
+
+    import xmltodict
+
+    installed = importlib.metadata.version("xmltodict")
+    if installed != XMLTODICT_CHECKED:
+        print(f"launch_moto: fix 6 skipped: xmltodict {installed} is not {XMLTODICT_CHECKED}", file=sys.stderr)
+        return
+    unparse = xmltodict.unparse
+    to_text = xmltodict._convert_value_to_string
+    checked: set[tuple[str, str]] = set()
+    element_names: set[str] = set()  # element names found valid (the common case, without a tuple)
+
+    class Unusual(Exception):
+        """Input this writer leaves to xmltodict (which then writes it, or raises its own error)."""
+
+    def check_name(name: Any, kind: str) -> None:
+        if type(name) is not str:
+            raise Unusual
+        if (name, kind) not in checked:
+            try:
+                xmltodict._validate_name(name, kind)
+            except ValueError:
+                raise Unusual from None
+            if len(checked) < 10_000:  # bounded: names come from the API models
+                checked.add((name, kind))
+                if kind == "element" and type(name) is str:
+                    element_names.add(name)
+
+    def render(document: dict[Any, Any], full_document: bool, short_empty_elements: bool) -> str:
+        out: list[str] = ['<?xml version="1.0" encoding="utf-8"?>\n'] if full_document else []
+        write = out.append
+
+        def element(key: Any, value: Any, depth: int) -> None:
+            if key not in element_names:
+                if key == "#comment":
+                    raise Unusual
+                check_name(key, "element")
+            kind = type(value)
+            if kind is str:  # the common leaf: one element with text
+                if value:
+                    write(f"<{key}>{escape(value)}</{key}>")
+                else:
+                    write(f"<{key}/>" if short_empty_elements else f"<{key}></{key}>")
+                return
+            if kind is not list and kind is not tuple:
+                if hasattr(value, "__iter__") and not isinstance(value, (str, bytes, bytearray, memoryview, dict)):
+                    raise Unusual  # another iterable: xmltodict would consume it
+                value = (value,)
+            for index, item in enumerate(value):
+                if full_document and depth == 0 and index > 0:
+                    raise Unusual
+                if item is None:
+                    item = {}
+                elif not isinstance(item, (dict, str)):
+                    item = to_text(item)
+                if isinstance(item, str):
+                    item = {"#text": item}
+                text = None
+                attributes = ""
+                children = []
+                for child_key, child_value in item.items():
+                    if child_key == "#text":
+                        text = None if child_value is None else to_text(child_value)
+                        continue
+                    if isinstance(child_key, str) and child_key.startswith("@"):
+                        if child_key == "@xmlns" and isinstance(child_value, dict):
+                            raise Unusual
+                        if child_value is None:
+                            child_value = ""
+                        elif not isinstance(child_value, str):
+                            child_value = to_text(child_value)
+                        name = child_key[1:]
+                        check_name(name, "attribute")
+                        attributes += f" {name}={quoteattr(child_value)}"
+                        continue
+                    if isinstance(child_value, list) and not child_value:
+                        continue
+                    children.append((child_key, child_value))
+                write(f"<{key}{attributes}")
+                start = len(out)
+                write(">")
+                for child_key, child_value in children:
+                    element(child_key, child_value, depth + 1)
+                if text:
+                    write(escape(text))
+                if len(out) > start + 1 or not short_empty_elements:
+                    write(f"</{key}>")
+                else:
+                    out[start] = "/>"
+
+        seen_root = False
+        for key, value in document.items():
+            if key == "#comment" or (full_document and seen_root):
+                raise Unusual
+            element(key, value, 0)
+            seen_root = True
+        if full_document and not seen_root:
+            raise Unusual
+        return "".join(out)
+
+    def write_xml(input_dict: Any, output: Any = None, encoding: str = "utf-8", full_document: bool = True,
+                  short_empty_elements: bool = False, comment_key: str = "#comment", **kwargs: Any) -> Any:
+        plain = output is None and encoding == "utf-8" and comment_key == "#comment" and type(input_dict) is dict
+        if plain and not (kwargs.keys() - {"pretty"}) and not kwargs.get("pretty"):
+            try:
+                return render(input_dict, full_document, short_empty_elements)
+            except Unusual:
+                pass
+        return unparse(input_dict, output, encoding, full_document, short_empty_elements, comment_key, **kwargs)
+
+    xmltodict.unparse = write_xml
+
+
 def apply_fixes(speed: bool = True) -> None:
     """Every gap fix; and the speed fixes unless `speed` is False (to compare answers without them)."""
     fix_fleet_security_groups()
@@ -284,6 +409,7 @@ def apply_fixes(speed: bool = True) -> None:
         fix_serializer_key_lookups()
         fix_xml_name_checks()
         fix_structure_member_reads()
+        fix_xml_writer()
 
 
 def main() -> None:
