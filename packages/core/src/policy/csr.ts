@@ -216,8 +216,8 @@ export function instanceNamed(ec2Name: string | undefined, nodeName: string): bo
   return !!ec2Name && normalizeDns(ec2Name) === nodeName;
 }
 
-/** Canonical private DNS names of instance answers, by answer object (an answer is never changed). */
-const privateNames = new WeakMap<object, string>();
+/** Canonical private DNS names of instance answers, by answer object, with the name they normalise. */
+const privateNames = new WeakMap<object, { raw: string; name: string }>();
 
 /**
  * True when `instance`'s private DNS name is the canonical node name `nodeName` (`instanceNamed`), its name
@@ -225,13 +225,14 @@ const privateNames = new WeakMap<object, string>();
  * decisions of a burst share one set of answers. Pure.
  */
 function instanceIsNamed(instance: InstanceInfo | undefined, nodeName: string): boolean {
-  if (!instance?.privateDnsName) return false;
-  let name = privateNames.get(instance);
-  if (name === undefined) {
-    name = normalizeDns(instance.privateDnsName);
-    privateNames.set(instance, name);
+  const raw = instance?.privateDnsName;
+  if (!raw) return false;
+  let memo = privateNames.get(instance);
+  if (memo?.raw !== raw) {
+    memo = { raw, name: normalizeDns(raw) };
+    privateNames.set(instance, memo);
   }
-  return name === nodeName;
+  return memo.name === nodeName;
 }
 
 /** IPv4 as is; IPv6 in its canonical compressed lowercase form, so `::1` equals `0:0:0:0:0:0:0:1`. */

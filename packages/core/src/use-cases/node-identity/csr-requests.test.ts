@@ -48,7 +48,7 @@ async function anApprovedCsr(name: string, node: string, o: { uid?: string; rv?:
 const listed = (object: KubeObject): ListedCsr => ({ object, createdMs: Date.parse(object.metadata.creationTimestamp!) });
 
 describe('CsrRequests', () => {
-  it('parses a CSR once per request: a status update is not parsed again, another request is', async () => {
+  it('parses a CSR once per uid: a status update is not parsed again, a re-created CSR is', async () => {
     const memo = new CsrRequests();
     const v1 = await anApprovedCsr('csr-a', 'node-a');
     expect((await memo.parse(v1)).nodeName).toBe('node-a');
@@ -155,5 +155,27 @@ describe('CsrRequests', () => {
     await memo.parseAll(csrs);
     expect(parses()).toBe(10);
     expect(yields).toBe(3);
+  });
+
+  it('parseAll waits for a parse of the listing that was already running', async () => {
+    const memo = new CsrRequests();
+    const csrs = await Promise.all([0, 1, 2].map((i) => anApprovedCsr(`csr-${i}`, `node-${i}`)));
+    const real = await vi.importActual<typeof import('../../policy/csr-parse.js')>('../../policy/csr-parse.js');
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    vi.mocked(parseCertificateRequestPem).mockImplementationOnce(async (pem) => {
+      await held;
+      return real.parseCertificateRequestPem(pem);
+    });
+    void memo.parse(csrs[0]!); // held
+    let done = false;
+    const all = memo.parseAll(csrs).then(() => (done = true));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(done).toBe(false);
+    expect(memo.nodeNameOf(csrs[1]!)).toBe('node-1');
+    release();
+    await all;
+    expect(memo.nodeNameOf(csrs[0]!)).toBe('node-0');
+    expect(parses()).toBe(3);
   });
 });

@@ -9,8 +9,11 @@ export interface ParsedRequest {
 }
 
 interface Entry {
-  /** The `spec.request` parsed: the parse is a function of it alone. */
-  request: unknown;
+  /**
+   * Which request was parsed: the CSR's uid (its spec, so its request, never changes), or for an object
+   * without one the `spec.request` itself (the parse is a function of it alone).
+   */
+  key: unknown;
   result: Promise<ParsedRequest>;
   /** Set once `result` has settled. */
   value?: ParsedRequest;
@@ -37,10 +40,9 @@ const DefaultBatchSliceSize = 64;
 const nextTick = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 0));
 
 /**
- * The parsed PKCS#10 requests of kubelet CSRs, memoised per CSR name for the request it holds. A CSR's spec
- * cannot change (the API server keeps the old spec on update), so its approval, which changes only its
- * status, costs no second parse; a CSR deleted and re-created under its name with another request is parsed
- * again. `drop` and `retain` forget deleted ones, so the memo holds at most the CSRs the cluster has.
+ * The parsed PKCS#10 requests of kubelet CSRs, memoised per CSR name for one uid. A CSR's spec cannot
+ * change (the API server keeps the old spec on update), so its approval, which changes only its status,
+ * costs no second parse; a CSR deleted and re-created under its name (a new uid) is parsed again. `drop` and `retain` forget deleted ones, so the memo holds at most the CSRs the cluster has.
  *
  * Nothing is parsed ahead of need. The one-client-certificate rule asks which approved client CSRs were
  * for a node name (`approvedFor`); only those created since the NodeClaim in question can count, so only
@@ -63,7 +65,7 @@ export class CsrRequests {
   parse(csr: KubeObject): Promise<ParsedRequest> {
     const hit = this.memoOf(csr);
     if (hit) return hit.result;
-    const entry: Entry = { request: requestOf(csr), result: parseRequest(csr) };
+    const entry: Entry = { key: keyOf(csr), result: parseRequest(csr) };
     this.entries.set(csr.metadata.name, entry);
     void entry.result.then((value) => {
       entry.value = value;
@@ -124,7 +126,7 @@ export class CsrRequests {
     return out;
   }
 
-  /** True when a request of CSR `name` is memoised (whichever request). */
+  /** True when a request of CSR `name` is memoised (for whichever uid). */
   has(name: string): boolean {
     return this.entries.has(name);
   }
@@ -144,14 +146,15 @@ export class CsrRequests {
     return this.entries.size;
   }
 
-  /** The entry of `csr` when it is for the request `csr` holds. */
+  /** The entry of `csr` when it is for the uid (or request) `csr` holds. */
   private memoOf(csr: KubeObject): Entry | undefined {
     const hit = this.entries.get(csr.metadata.name);
-    return hit && hit.request === requestOf(csr) ? hit : undefined;
+    return hit && hit.key === keyOf(csr) ? hit : undefined;
   }
 }
 
-const requestOf = (csr: KubeObject): unknown => (csr.spec as { request?: unknown } | undefined)?.request;
+/** What identifies a CSR's request: its uid, else (an object not from the API) the request itself. */
+const keyOf = (csr: KubeObject): unknown => csr.metadata.uid ?? (csr.spec as { request?: unknown } | undefined)?.request;
 
 async function parseRequest(csr: KubeObject): Promise<ParsedRequest> {
   const parsed = await parseCertificateRequestPem(csrRequestPem(csr));

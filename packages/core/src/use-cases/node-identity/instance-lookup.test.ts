@@ -237,6 +237,40 @@ describe('InstanceLookup shared answers', () => {
     expect(renewed).not.toBe(after);
   });
 
+  it('gives every caller a call released the same answer', async () => {
+    const { lookup, calls } = setup();
+    const candidates = ['i-1', 'i-2', 'i-9'];
+    const answers = await Promise.all(Array.from({ length: 20 }, () => lookup.lookup(candidates)));
+    expect(calls()).toEqual([candidates]);
+    expect(new Set(answers).size).toBe(1);
+    expect([...answers[0]!.keys()]).toEqual(['i-1', 'i-2']);
+  });
+
+  it('still refreshes ahead of expiry when the same list is asked for again and again', async () => {
+    const clock = new FakeClock();
+    const cloud = new FakeCloudProvider({ instances: [inst('i-1'), inst('i-2')], latencyMs: 5 });
+    const lookup = new InstanceLookup({
+      cloud,
+      facts: async () => facts,
+      clock,
+      ttlMs: 15_000,
+      negativeTtlMs: 3_000,
+      batchWindowMs: 1,
+      maxBatchSize: 200,
+      refreshAheadMs: 4_000,
+    });
+    const candidates = ['i-1', 'i-2'];
+    await lookup.lookup(candidates);
+    clock.advance(10_999);
+    const shared = await lookup.lookup(candidates);
+    expect(await lookup.lookup(candidates)).toBe(shared);
+    expect(cloud.callsOf('describeInstances')).toHaveLength(1);
+    clock.advance(1); // the refresh is due: the shared answer is not served past that moment
+    expect(await lookup.lookup(candidates)).not.toBe(shared);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(cloud.callsOf('describeInstances')).toHaveLength(2);
+  });
+
   it('never replaces a cached answer with one read earlier that came back later', async () => {
     const clock = new FakeClock();
     const cloud = new FakeCloudProvider({ instances: [inst('i-1')] });
@@ -266,8 +300,8 @@ describe('InstanceLookup shared answers', () => {
     const late = await lookup.lookup(['i-1'], { readAfterMs: clock.now() });
     expect(late.has('i-1')).toBe(false);
     release();
-    expect((await early).has('i-1')).toBe(true); // its caller gets the answer it asked for
-    // The cache keeps the later read: the instance is gone.
+    // The cache keeps the later read: the instance is gone, also for the earlier call's caller.
+    expect((await early).has('i-1')).toBe(false);
     expect(lookup.peek(['i-1'])?.has('i-1')).toBe(false);
   });
 });

@@ -34,6 +34,9 @@ export interface InstanceLookupOptions {
   schedule?: (fn: () => void, ms: number) => void;
 }
 
+/** IDs to look up: a list or a set (read more than once, and the same object is the same question). */
+export type InstanceIds = readonly string[] | ReadonlySet<string>;
+
 /** An instance as the cloud answered, with the moment (operator clock) the request for it was sent. */
 export type ObservedInstance = InstanceInfo & { readAtMs: number };
 
@@ -72,7 +75,7 @@ export class InstanceLookup {
    * candidates, shared by the reconciles of a burst): reused while the cache is unchanged and until the
    * first of its entries expires or is due for a refresh, so that a thousand decisions read one map.
    */
-  private memo: { ids: Iterable<string>; epoch: number; validUntil: number; found: ReadonlyMap<string, ObservedInstance> } | undefined;
+  private memo: { ids: InstanceIds; epoch: number; validUntil: number; found: ReadonlyMap<string, ObservedInstance> } | undefined;
   private readonly inFlight = new Map<string, Batch>();
   private next: Batch | undefined;
   private nextFresh: Batch | undefined;
@@ -89,7 +92,7 @@ export class InstanceLookup {
    * The instances among `ids` that exist (IDs not found are absent). Throws what the cloud throws. The map
    * may be shared with other callers: read it, do not change it.
    */
-  async lookup(ids: Iterable<string>, opts: LookupOptions = {}): Promise<ReadonlyMap<string, ObservedInstance>> {
+  async lookup(ids: InstanceIds, opts: LookupOptions = {}): Promise<ReadonlyMap<string, ObservedInstance>> {
     const now = this.options.clock.now();
     const after = opts.readAfterMs;
     const memo = this.memo;
@@ -128,6 +131,10 @@ export class InstanceLookup {
       this.memo = { ids, epoch: this.epoch, validUntil, found };
     }
     const results = await Promise.all([...pending.keys()].map((b) => b.promise));
+    // Every caller a call released gets the one answer the cache now holds (no older than the call's),
+    // not a map of its own: in a burst, hundreds of decisions wait on the same few calls.
+    const shared = after === undefined ? this.peek(ids) : undefined;
+    if (shared) return shared;
     [...pending.values()].forEach((batchIds, i) => {
       for (const id of batchIds) {
         const info = results[i]!.get(id);
@@ -141,7 +148,7 @@ export class InstanceLookup {
    * What `lookup(ids)` would answer now without a call (the same shared map), or undefined when it would
    * need one: an ID not cached, or expired. Starts no call and no refresh.
    */
-  peek(ids: Iterable<string>): ReadonlyMap<string, ObservedInstance> | undefined {
+  peek(ids: InstanceIds): ReadonlyMap<string, ObservedInstance> | undefined {
     const now = this.options.clock.now();
     const memo = this.memo;
     if (memo && memo.ids === ids && memo.epoch === this.epoch && now < memo.validUntil) return memo.found;

@@ -428,27 +428,47 @@ describe('certificatesigningrequest.node-identity', () => {
     }
     w.clock.advance(60_000);
     w.store.seed(await aClientCsr('csr-1', dnsOf(1)));
+    const csr2 = await aClientCsr('csr-2', dnsOf(2));
     let csrLists = 0;
     const list = w.store.list.bind(w.store);
     w.store.list = (async (type, opts) => {
       if (type.kind === Types.CertificateSigningRequest.kind) csrLists++;
       return list(type, opts);
     }) as typeof w.store.list;
-    w.cloud.latencyMs = 400; // the cloud is slow to answer
+    // The cloud does not answer until the test says so.
+    let lookups = 0;
+    let answer!: () => void;
+    const held = new Promise<void>((r) => (answer = r));
+    const describe = w.cloud.describeInstances.bind(w.cloud);
+    w.cloud.describeInstances = async (ids, facts) => {
+      lookups++;
+      await held;
+      return describe(ids, facts);
+    };
+    const until = async (what: () => boolean, label: string) => {
+      for (let t = Date.now(); !what(); await new Promise((r) => setTimeout(r, 5))) {
+        if (Date.now() - t > 10_000) throw new Error(`timed out waiting for ${label}`);
+      }
+    };
+
     const decided = w.reconciler.reconcile('csr-1');
-    await new Promise((r) => setTimeout(r, 30));
-    // While it waits, another node's CSR arrives; the census's time-to-live passes.
-    w.store.seed(await aClientCsr('csr-2', dnsOf(2)));
+    await until(() => lookups === 1, 'the lookup');
+    // While it waits, another node's CSR arrives, and the census's time-to-live passes.
+    w.store.seed(csr2);
     w.clock.advance(1_000);
     const listsBefore = csrLists;
-    await new Promise((r) => setTimeout(r, 150));
     // Rebuilt during the wait (the decision itself reads the census only once the cloud answered), with the
     // new CSR parsed and indexed: a NodeClaim event now maps to it.
-    expect(w.cloud.callsOf('describeInstances')).toHaveLength(1);
+    await until(() => w.reconciler.keysFor(aNodeClaim(2)).includes('csr-2'), 'csr-2 indexed');
     expect(csrLists).toBeGreaterThan(listsBefore);
-    expect(w.reconciler.keysFor(aNodeClaim(2))).toContain('csr-2');
+    answer();
     expect(await decided).toEqual({});
     expect(w.approvals()).toEqual(['csr-1']);
+    // Nothing waits any more: the census is not rebuilt again.
+    const listsAfter = csrLists;
+    w.clock.advance(1_000);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(csrLists).toBe(listsAfter);
   });
 
   it('maps a Node event to the pending serving CSRs of that node, and ignores other signers', async () => {

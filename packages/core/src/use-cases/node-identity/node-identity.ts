@@ -29,7 +29,7 @@ import type { Logger } from '../../ports/logger.js';
 import type { Metrics } from '../../ports/metrics.js';
 import type { Reconciler, Result, Watch } from '../../runtime/reconciler.js';
 import type { StatusBoard } from '../status-board.js';
-import { InstanceLookup, type LookupOptions, type ObservedInstance } from './instance-lookup.js';
+import { InstanceLookup, type InstanceIds, type LookupOptions, type ObservedInstance } from './instance-lookup.js';
 import {
   CsrDecisionsMetric,
   CsrPendingMetric,
@@ -195,6 +195,8 @@ export class NodeIdentityReconciler implements Reconciler {
   /** Decisions waiting on a cloud answer now; while there are any, the CSR census is kept built. */
   private waitingOnCloud = 0;
   private warming = false;
+  /** The candidates' instance IDs of the last NodeClaim listing (see `listClaims`). */
+  private lastUnregistered: string[] = [];
   /** Projections made since the last yield to the event loop (see `projected`). */
   private projectedInSlice = 0;
   private currentCondition: ConditionInput = {
@@ -430,7 +432,7 @@ export class NodeIdentityReconciler implements Reconciler {
   }
 
   private async lookupOrThrow(
-    ids: Iterable<string>,
+    ids: InstanceIds,
     opts: LookupOptions,
     nodeName: string,
     log: Logger,
@@ -544,7 +546,12 @@ export class NodeIdentityReconciler implements Reconciler {
       if (view.instanceId && !view.nodeName && !view.deleting) unregisteredInstanceIds.push(view.instanceId);
       if (view.nodeName) registeredNodeNames.add(view.nodeName);
     }
-    return { views, unregisteredInstanceIds, registeredNodeNames, byInstanceId };
+    // The same candidates keep the same array: the instance lookup shares its answer per array, and a
+    // NodeClaim event (launched, registered) rebuilds this listing about as often as CSRs arrive in a burst.
+    const last = this.lastUnregistered;
+    const same = last.length === unregisteredInstanceIds.length && last.every((id, i) => id === unregisteredInstanceIds[i]);
+    if (!same) this.lastUnregistered = unregisteredInstanceIds;
+    return { views, unregisteredInstanceIds: this.lastUnregistered, registeredNodeNames, byInstanceId };
   }
 
   /** The policy's view of a NodeClaim object, projected once per cached object. */
