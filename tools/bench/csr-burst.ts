@@ -337,27 +337,24 @@ async function bench(
     await env.informers.stop();
 
     const latencies = [...approvedAt].map(([n, at]) => at - created.get(n)!).sort((a, b) => a - b);
-    // The call that decided a CSR: the last one answered, before its approval was seen, for its instance.
+    // The call that decided a CSR: the first one for its instance sent after the CSR was seen (the approver
+    // needs an answer read after it saw the CSR) and answered before its approval was seen.
     const sentAt = new Map<string, number>();
     const answeredAt = new Map<string, number>();
+    let undecided = 0;
     for (const [name, at] of approvedAt) {
       const id = env.instanceOf.get(name);
-      const call = id === undefined ? undefined : env.counts.calls.filter((c) => c.ids.has(id) && c.answeredAt <= at).at(-1);
+      const seen = seenAt.get(name);
+      const call =
+        id === undefined || seen === undefined
+          ? undefined
+          : env.counts.calls.find((c) => c.ids.has(id) && c.sentAt >= seen && c.answeredAt <= at);
       if (call) {
         sentAt.set(name, call.sentAt);
         answeredAt.set(name, call.answeredAt);
-      }
+      } else if (id !== undefined) undecided++;
     }
-    const rel = (t: number) => Math.round(t - t0);
-    log(
-      `${label}: calls (sent ms after the first create, duration, ids): ${env.counts.calls.map((c) => `${rel(c.sentAt)}+${Math.round(c.answeredAt - c.sentAt)}/${c.ids.size}`).join(' ')}`,
-    );
-    const perHalfSecond = (m: Map<string, number>) => {
-      const b: number[] = [];
-      for (const t of m.values()) b[Math.floor(rel(t) / 500)] = (b[Math.floor(rel(t) / 500)] ?? 0) + 1;
-      return Array.from(b, (x) => x ?? 0).join(',');
-    };
-    log(`${label}: per 0.5 s: created ${perHalfSecond(created)} | seen ${perHalfSecond(seenAt)} | approved ${perHalfSecond(approvedAt)}`);
+    if (undecided) log(`${label}: ${undecided} approved CSR(s) with no call sent after they were seen (left out of the phases)`);
     const marks = { created, seen: seenAt, sent: sentAt, answered: answeredAt, approved: approvedAt };
     const phases = breakdown(
       [...approvedAt.keys()],
