@@ -8,7 +8,7 @@ import { LocalClusterError } from './errors.js';
 import { kubeConfigFromFile, writeKubeconfig } from './kubeconfig.js';
 import { kubeRequest } from './kube-request.js';
 import { createCertificateAuthority, createKeyPair } from './pki.js';
-import { LOOPBACK, portFor } from './ports.js';
+import { LOOPBACK, portFor, retryOnPortClash } from './ports.js';
 import { ProcessSupervisor, tailLog, type ManagedProcess } from './processes.js';
 import { loadToolchain, type Toolchain } from './toolchain.js';
 import { waitFor } from './wait.js';
@@ -61,6 +61,12 @@ interface Paths {
  * emulator. Binaries come from `npm run setup`. Every process dies with this one.
  */
 export async function startCluster(opts: StartClusterOptions = {}): Promise<ClusterHandle> {
+  // A directory of its own (state from a failed attempt would be reused) can start again on a port clash.
+  if (opts.baseDir !== undefined) return startClusterOnce(opts);
+  return retryOnPortClash(() => startClusterOnce(opts), 3, opts.log);
+}
+
+async function startClusterOnce(opts: StartClusterOptions): Promise<ClusterHandle> {
   const t0 = Date.now();
   const timings: Record<string, number> = {};
   const mark = (phase: string, since: number) => (timings[phase] = (Date.now() - since) / 1000);

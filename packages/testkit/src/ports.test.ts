@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { isLocalClusterError } from './errors.js';
-import { assertPortFree, freePort, LOOPBACK, portFor } from './ports.js';
+import { assertPortFree, freePort, isPortClash, LOOPBACK, portFor, retryOnPortClash } from './ports.js';
 
 describe('ports', () => {
   const servers: Server[] = [];
@@ -28,5 +28,44 @@ describe('ports', () => {
   it('never hands out the same port twice in one process (a probed port is closed again until its server binds)', async () => {
     const ports = await Promise.all(Array.from({ length: 200 }, () => freePort()));
     expect(new Set(ports).size).toBe(ports.length);
+  });
+
+  it('starts again on a port another process took between probe and bind, and only on that', async () => {
+    // As the cluster reports it: a component's log line, wrapped in the start's error.
+    const clash = new Error('starting the local cluster failed: kube-scheduler exited', {
+      cause: new Error('listen tcp 127.0.0.1:37099: bind: address already in use'),
+    });
+    let calls = 0;
+    const lines: string[] = [];
+    const started = await retryOnPortClash(
+      async () => {
+        if (++calls < 3) throw calls === 1 ? clash : new Error('OSError: [Errno 98] Address already in use');
+        return 'up';
+      },
+      3,
+      (l) => lines.push(l),
+    );
+    expect(started).toBe('up');
+    expect(calls).toBe(3);
+    expect(lines).toHaveLength(2);
+
+    // Any other failure is not retried; nor is a clash past the last attempt.
+    calls = 0;
+    await expect(
+      retryOnPortClash(async () => {
+        calls++;
+        throw new Error('etcd exited: bad flag');
+      }, 3),
+    ).rejects.toThrow('bad flag');
+    expect(calls).toBe(1);
+    calls = 0;
+    await expect(
+      retryOnPortClash(async () => {
+        calls++;
+        throw clash;
+      }, 2),
+    ).rejects.toBe(clash);
+    expect(calls).toBe(2);
+    expect(isPortClash(new Error('port 127.0.0.1:6443 (kube-apiserver) is already in use: stop what listens there'))).toBe(false);
   });
 });

@@ -61,3 +61,36 @@ export async function portFor(requested: number | undefined, what: string): Prom
   }
   return freePort();
 }
+
+/**
+ * True when `e` (or its cause) says a process could not bind its port: a port is probed free, then bound by
+ * the process meant for it later, and another process on the machine (a second test run starting its own
+ * cluster) can take it in between.
+ */
+export function isPortClash(e: unknown): boolean {
+  for (let cur: unknown = e, depth = 0; cur instanceof Error && depth < 5; cur = cur.cause, depth++) {
+    if (/address already in use|EADDRINUSE/i.test(cur.message)) return true;
+  }
+  return false;
+}
+
+/**
+ * Runs `start` until it succeeds, again (at most `attempts` times in all) only when it failed on a port
+ * another process took between probe and bind (`isPortClash`): each attempt probes fresh ports.
+ */
+export async function retryOnPortClash<T>(
+  start: () => Promise<T>,
+  attempts: number,
+  log: (line: string) => void = () => undefined,
+): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await start();
+    } catch (e) {
+      if (attempt >= attempts || !isPortClash(e)) throw e;
+      log(
+        `a port was taken by another process before its server bound it; starting again with fresh ports (attempt ${attempt + 1} of ${attempts})`,
+      );
+    }
+  }
+}
