@@ -31,6 +31,23 @@ function setup(o: { maxBatchSize?: number } = {}) {
   return { clock, cloud, lookup, calls };
 }
 
+/** A lookup that refreshes found entries 4 s before their 15 s expiry, over `ids`. */
+function refreshingAhead(ids: string[]) {
+  const clock = new FakeClock();
+  const cloud = new FakeCloudProvider({ instances: ids.map(inst), latencyMs: 5 });
+  const lookup = new InstanceLookup({
+    cloud,
+    facts: async () => facts,
+    clock,
+    ttlMs: 15_000,
+    negativeTtlMs: 3_000,
+    batchWindowMs: 1,
+    maxBatchSize: 200,
+    refreshAheadMs: 4_000,
+  });
+  return { clock, cloud, lookup };
+}
+
 describe('InstanceLookup', () => {
   it('coalesces concurrent lookups into one call and answers each caller with its own IDs', async () => {
     const { lookup, calls } = setup();
@@ -82,18 +99,7 @@ describe('InstanceLookup', () => {
 
 describe('InstanceLookup refresh-ahead', () => {
   it('refreshes a found instance in the background near expiry, so callers never wait on expiry', async () => {
-    const clock = new FakeClock();
-    const cloud = new FakeCloudProvider({ instances: [inst('i-1')], latencyMs: 5 });
-    const lookup = new InstanceLookup({
-      cloud,
-      facts: async () => facts,
-      clock,
-      ttlMs: 15_000,
-      negativeTtlMs: 3_000,
-      batchWindowMs: 1,
-      maxBatchSize: 200,
-      refreshAheadMs: 4_000,
-    });
+    const { clock, cloud, lookup } = refreshingAhead(['i-1']);
     await lookup.lookup(['i-1']);
     clock.advance(10_999);
     await lookup.lookup(['i-1']);
@@ -247,18 +253,7 @@ describe('InstanceLookup shared answers', () => {
   });
 
   it('still refreshes ahead of expiry when the same list is asked for again and again', async () => {
-    const clock = new FakeClock();
-    const cloud = new FakeCloudProvider({ instances: [inst('i-1'), inst('i-2')], latencyMs: 5 });
-    const lookup = new InstanceLookup({
-      cloud,
-      facts: async () => facts,
-      clock,
-      ttlMs: 15_000,
-      negativeTtlMs: 3_000,
-      batchWindowMs: 1,
-      maxBatchSize: 200,
-      refreshAheadMs: 4_000,
-    });
+    const { clock, cloud, lookup } = refreshingAhead(['i-1', 'i-2']);
     const candidates = ['i-1', 'i-2'];
     await lookup.lookup(candidates);
     clock.advance(10_999);

@@ -95,8 +95,8 @@ export class InstanceLookup {
   async lookup(ids: InstanceIds, opts: LookupOptions = {}): Promise<ReadonlyMap<string, ObservedInstance>> {
     const now = this.options.clock.now();
     const after = opts.readAfterMs;
-    const memo = this.memo;
-    if (after === undefined && memo && memo.ids === ids && memo.epoch === this.epoch && now < memo.validUntil) return memo.found;
+    const hit = after === undefined ? this.memoised(ids, now) : undefined;
+    if (hit) return hit;
     const found = new Map<string, ObservedInstance>();
     const pending = new Map<Batch, string[]>();
     const ahead = this.options.refreshAheadMs ?? 0;
@@ -150,8 +150,8 @@ export class InstanceLookup {
    */
   peek(ids: InstanceIds): ReadonlyMap<string, ObservedInstance> | undefined {
     const now = this.options.clock.now();
-    const memo = this.memo;
-    if (memo && memo.ids === ids && memo.epoch === this.epoch && now < memo.validUntil) return memo.found;
+    const memoised = this.memoised(ids, now);
+    if (memoised) return memoised;
     const found = new Map<string, ObservedInstance>();
     let validUntil = Infinity;
     for (const id of ids) {
@@ -162,6 +162,12 @@ export class InstanceLookup {
     }
     if (validUntil > now) this.memo = { ids, epoch: this.epoch, validUntil, found };
     return found;
+  }
+
+  /** The shared answer for this same `ids` object, while the cache is unchanged and it is still valid. */
+  private memoised(ids: InstanceIds, now: number): ReadonlyMap<string, ObservedInstance> | undefined {
+    const memo = this.memo;
+    return memo && memo.ids === ids && memo.epoch === this.epoch && now < memo.validUntil ? memo.found : undefined;
   }
 
   /** Until when a cached answer is served without a refresh (found ones are refreshed ahead of expiry). */
