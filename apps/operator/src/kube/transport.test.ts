@@ -500,8 +500,9 @@ describe('NodeHttpTransport (real HTTPS)', () => {
     for (const r of responses) r.destroy();
   });
 
-  it('a client certificate rotated on disk is presented on the next new connection', async () => {
+  it('a client certificate rotated on disk is presented on the next new connection; the old connection is closed', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'transport-rotate-'));
+    const keepAliveTimeout = server.keepAliveTimeout;
     try {
       const certFile = join(dir, 'tls.crt');
       const keyFile = join(dir, 'tls.key');
@@ -509,18 +510,31 @@ describe('NodeHttpTransport (real HTTPS)', () => {
       const second = await ca.issue({ commonName: 'operator-b', usage: 'client', validDays: 1 });
       writeFileSync(certFile, first.certPem);
       writeFileSync(keyFile, first.privateKeyPem);
-      handler = (_req, res) => json(res, 200, {});
+      const served: Socket[] = [];
+      handler = (req, res) => {
+        served.push(req.socket);
+        json(res, 200, {});
+      };
+      // Longer than the test: the old connection may only close because the transport closed it.
+      server.keepAliveTimeout = 120_000;
       const t = new NodeHttpTransport(kubeconfigFor({ certFile, keyFile }));
       const get = { verb: 'get', kind: 'Node', method: 'GET', path: '/api/v1/nodes/rotate' } as const;
       seen.length = 0;
       await t.request(get);
+      const oldConnection = served[0]!;
+      const oldClosed = new Promise<void>((r) => (oldConnection.destroyed ? r() : oldConnection.once('close', () => r())));
       writeFileSync(certFile, second.certPem);
       writeFileSync(keyFile, second.privateKeyPem);
       await t.request(get);
       expect(seen.map((x) => x.clientCn)).toEqual(['operator-a', 'operator-b']);
+      // The replaced agent's idle connection, made with the old certificate, is closed rather than left open.
+      await oldClosed;
       await t.request(get); // and the new agent is kept
       expect(seen.map((x) => x.clientCn)).toEqual(['operator-a', 'operator-b', 'operator-b']);
+      expect(served[2]).toBe(served[1]);
+      expect(served[1]!.destroyed).toBe(false);
     } finally {
+      server.keepAliveTimeout = keepAliveTimeout;
       rmSync(dir, { recursive: true, force: true });
     }
   });

@@ -301,13 +301,14 @@ export class NodeHttpTransport implements KubeTransport {
     // client-node caches one agent per cluster and user, made with the TLS material of its first request, while
     // the material is read again on every request (files, exec plugins): a rotated client certificate or CA
     // would never reach a new connection. When the material changed, the cached agent is dropped for one made
-    // with it (connections open on the old one carry on until they close).
+    // with it, and the old one is retired: requests under way on it finish, then its connections close.
     const agent = tls.agent;
     if (typeof agent === 'object') {
       const material = tlsMaterialDigest(tls);
       const known = this.agentMaterial.get(agent);
       if (known === undefined) this.agentMaterial.set(agent, material);
       else if (known !== material && dropCachedAgent(kc, cluster)) {
+        retire(agent);
         tls = await httpsOptionsOf(kc);
         if (typeof tls.agent === 'object') this.agentMaterial.set(tls.agent, tlsMaterialDigest(tls));
       }
@@ -400,6 +401,18 @@ function dropCachedAgent(kc: KubeConfig, cluster: NonNullable<ReturnType<KubeCon
   const internals = kc as unknown as { agentCache?: unknown; getAgentCacheKey?: unknown };
   if (!(internals.agentCache instanceof Map) || typeof internals.getAgentCacheKey !== 'function') return false;
   return internals.agentCache.delete((internals.getAgentCacheKey as (c: typeof cluster) => string).call(kc, cluster));
+}
+
+/**
+ * An agent nothing sends on any more: its idle kept-alive connections (made with the old TLS material) are
+ * closed now, and a connection still carrying a request closes when that request ends, instead of lingering
+ * until the server's idle timeout.
+ */
+function retire(agent: RequestOptions['agent']): void {
+  const a = agent as (HttpAgent & { keepAlive?: boolean }) | undefined;
+  if (!(a instanceof HttpAgent)) return;
+  a.keepAlive = false;
+  for (const idle of Object.values(a.freeSockets)) for (const socket of idle ?? []) socket.destroy();
 }
 
 function send(url: URL, options: RequestOptions): ClientRequest {
