@@ -1,6 +1,6 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
-import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
+import { connect as connectTcp, createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { ApiException, KubeConfig } from '@kubernetes/client-node';
 import { RecordingMetrics } from '@karpenter-operator/core/testing';
@@ -41,11 +41,11 @@ let handler: (req: IncomingMessage, res: ServerResponse, body: string) => void =
 const b64 = (s: string) => Buffer.from(s).toString('base64');
 
 /** A kubeconfig for the test server: its CA, a client certificate of the same CA, and `user`. */
-function kubeconfigFor(user: Record<string, unknown>, caPem = ca.certPem): KubeConfig {
+function kubeconfigFor(user: Record<string, unknown>, caPem = ca.certPem, proxyUrl?: string): KubeConfig {
   const { port } = server.address() as AddressInfo;
   const k = new KubeConfig();
   k.loadFromOptions({
-    clusters: [{ name: 'c', server: `https://127.0.0.1:${port}`, caData: b64(caPem) }],
+    clusters: [{ name: 'c', server: `https://127.0.0.1:${port}`, caData: b64(caPem), ...(proxyUrl ? { proxyUrl } : {}) }],
     users: [{ name: 'u', ...user }],
     contexts: [{ name: 'c', cluster: 'c', user: 'u' }],
     currentContext: 'c',
@@ -498,6 +498,61 @@ describe('NodeHttpTransport (real HTTPS)', () => {
     expect(serverAnswered).toBe(true);
     h.abort();
     for (const r of responses) r.destroy();
+  });
+
+  it("reaches the server through the cluster's proxy-url (HTTP CONNECT): requests and watches, client certificate and token", async () => {
+    const tunnels: string[] = [];
+    const proxySockets = new Set<Socket>();
+    const proxy = createHttpServer();
+    proxy.on('connection', (s: Socket) => {
+      proxySockets.add(s);
+      s.on('close', () => proxySockets.delete(s));
+    });
+    proxy.on('connect', (req: IncomingMessage, downstream: Socket, head: Buffer) => {
+      tunnels.push(req.url!);
+      const [host, port] = req.url!.split(':');
+      const upstream = connectTcp(Number(port), host!, () => {
+        downstream.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+        upstream.write(head);
+        upstream.pipe(downstream).pipe(upstream);
+      });
+      proxySockets.add(upstream);
+      upstream.on('error', () => downstream.destroy());
+      downstream.on('error', () => upstream.destroy());
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+    try {
+      const { port: proxyPort } = proxy.address() as AddressInfo;
+      const client = await ca.issue({ commonName: 'through-proxy', usage: 'client', validDays: 1 });
+      const t = new NodeHttpTransport(
+        kubeconfigFor(
+          { token: 'proxied-token', certData: b64(client.certPem), keyData: b64(client.privateKeyPem) },
+          ca.certPem,
+          `http://127.0.0.1:${proxyPort}`,
+        ),
+      );
+      handler = (req, res) => {
+        if (!req.url!.includes('watch=true')) return json(res, 200, { kind: 'Node', metadata: { name: 'n1' } });
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ type: 'ADDED', object: { metadata: { name: 'n1', resourceVersion: '5' } } }) + '\n');
+      };
+      seen.length = 0;
+      const got = await t.request<{ metadata: { name: string } }>({ verb: 'get', kind: 'Node', method: 'GET', path: '/api/v1/nodes/n1' });
+      expect(got.metadata.name).toBe('n1');
+      const w = watchToEnd(t);
+      expect(await w.done).toBeNull();
+      expect(w.events).toEqual([['ADDED', { metadata: { name: 'n1', resourceVersion: '5' } }]]);
+      const { port } = server.address() as AddressInfo;
+      expect(tunnels.length).toBeGreaterThanOrEqual(1);
+      expect(new Set(tunnels)).toEqual(new Set([`127.0.0.1:${port}`]));
+      expect(seen.map((x) => [x.url, x.clientCn, x.headers.authorization])).toEqual([
+        ['/api/v1/nodes/n1', 'through-proxy', 'Bearer proxied-token'],
+        ['/api/v1/nodes?watch=true', 'through-proxy', 'Bearer proxied-token'],
+      ]);
+    } finally {
+      for (const s of proxySockets) s.destroy();
+      await new Promise<void>((r) => proxy.close(() => r()));
+    }
   });
 
   it('a client certificate rotated on disk is presented on the next new connection; the old connection is closed', async () => {
