@@ -672,6 +672,30 @@ describe('certificatesigningrequest.node-identity', () => {
     expect(w.metrics.gauges.get('karpenter_operator_csr_pending')).toBe(1);
   });
 
+  it('counts pending CSRs once per node name, client and serving apart, and those that match nothing as unmatched', async () => {
+    const w = world();
+    w.store.seed(aNodeClaim(1, { nodeName: dnsOf(1) })); // registered: its serving CSRs are approvable
+    w.cloud.putInstance(anInstance(1));
+    w.store.seed(aNodeClaim(2)); // launched, not registered: its client CSRs are approvable
+    w.cloud.putInstance(anInstance(2));
+    w.clock.advance(60_000);
+    for (const csr of [
+      await aClientCsr('client-2', dnsOf(2)),
+      await aClientCsr('client-2-again', dnsOf(2)),
+      await aServingCsr('serving-1', dnsOf(1), [{ type: 'dns', value: dnsOf(1) }]),
+      await aServingCsr('serving-1-again', dnsOf(1), [{ type: 'dns', value: dnsOf(1) }]),
+      await aServingCsr('serving-7', dnsOf(7), [{ type: 'dns', value: dnsOf(7) }]), // a MachineSet node's
+      await aClientCsr('client-9', dnsOf(9)), // no NodeClaim, no instance
+    ])
+      w.store.seed(csr);
+
+    // Counted before this CSR's approval: two node names approvable (client of 2, serving of 1), two unmatched.
+    expect(await w.reconciler.reconcile('client-2')).toEqual({});
+    expect(w.approvals()).toEqual(['client-2']);
+    expect(w.metrics.gauges.get('karpenter_operator_csr_pending')).toBe(2);
+    expect(w.metrics.gauges.get('karpenter_operator_csr_unmatched_pending')).toBe(2);
+  });
+
   it('ignores names in another spelling than the Node name, so the real kubelet keeps its certificate', async () => {
     const w = world();
     w.store.seed(aNodeClaim(3));
