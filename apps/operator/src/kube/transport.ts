@@ -301,16 +301,17 @@ export class NodeHttpTransport implements KubeTransport {
     // client-node caches one agent per cluster and user, made with the TLS material of its first request, while
     // the material is read again on every request (files, exec plugins): a rotated client certificate or CA
     // would never reach a new connection. When the material changed, the cached agent is dropped for one made
-    // with it, and the old one is retired: requests under way on it finish, then its connections close.
+    // with it, and the old one is retired: requests under way on it finish, then its connections close. A request
+    // that took the old agent while another was replacing it takes the options again, never the old agent.
     const agent = tls.agent;
     if (typeof agent === 'object') {
       const material = tlsMaterialDigest(tls);
       const known = this.agentMaterial.get(agent);
       if (known === undefined) this.agentMaterial.set(agent, material);
-      else if (known !== material && dropCachedAgent(kc, cluster)) {
+      else if (known !== material && dropCachedAgent(kc, cluster, agent)) {
         retire(agent);
         tls = await httpsOptionsOf(kc);
-        if (typeof tls.agent === 'object') this.agentMaterial.set(tls.agent, tlsMaterialDigest(tls));
+        if (typeof tls.agent === 'object' && !this.agentMaterial.has(tls.agent)) this.agentMaterial.set(tls.agent, tlsMaterialDigest(tls));
       }
     }
     const headers: Record<string, string> = { ...(tls.headers as Record<string, string>), Accept: 'application/json' };
@@ -394,13 +395,16 @@ function tlsMaterialDigest(tls: HttpsOptions): string {
 }
 
 /**
- * Forgets the agent client-node cached for the cluster and current user, so the next `applyToHTTPSOptions`
- * makes a new one; false when this client-node keeps its cache elsewhere (the old agent then stays).
+ * Makes sure client-node's cache for the cluster and current user no longer holds `agent`, so the next
+ * `applyToHTTPSOptions` gives another one: drops it when it is still cached (an agent cached since, made by a
+ * concurrent request, stays). False when this client-node keeps its cache elsewhere (the old agent then stays).
  */
-function dropCachedAgent(kc: KubeConfig, cluster: NonNullable<ReturnType<KubeConfig['getCurrentCluster']>>): boolean {
+function dropCachedAgent(kc: KubeConfig, cluster: NonNullable<ReturnType<KubeConfig['getCurrentCluster']>>, agent: object): boolean {
   const internals = kc as unknown as { agentCache?: unknown; getAgentCacheKey?: unknown };
   if (!(internals.agentCache instanceof Map) || typeof internals.getAgentCacheKey !== 'function') return false;
-  return internals.agentCache.delete((internals.getAgentCacheKey as (c: typeof cluster) => string).call(kc, cluster));
+  const key = (internals.getAgentCacheKey as (c: typeof cluster) => string).call(kc, cluster);
+  if (internals.agentCache.get(key) === agent) internals.agentCache.delete(key);
+  return true;
 }
 
 /**
@@ -411,9 +415,13 @@ function dropCachedAgent(kc: KubeConfig, cluster: NonNullable<ReturnType<KubeCon
 function retire(agent: RequestOptions['agent']): void {
   const a = agent as (HttpAgent & { keepAlive?: boolean }) | undefined;
   if (!(a instanceof HttpAgent)) return;
+  retiredAgents.add(a);
   a.keepAlive = false;
-  for (const idle of Object.values(a.freeSockets)) for (const socket of idle ?? []) socket.destroy();
+  for (const idle of Object.values(a.freeSockets)) for (const socket of [...(idle ?? [])]) socket.destroy();
 }
+
+/** Agents `retire` has closed: keep-alive is never turned on for them again. */
+const retiredAgents = new WeakSet<HttpAgent>();
 
 function send(url: URL, options: RequestOptions): ClientRequest {
   return url.protocol === 'https:' ? httpsRequest(url, options) : httpRequest(url, options);
@@ -426,7 +434,7 @@ function send(url: URL, options: RequestOptions): ClientRequest {
 function keepAlive(agent: RequestOptions['agent']): RequestOptions['agent'] {
   // `keepAlive` is read per request (ClientRequest, the agent's 'free' handler), not only by the constructor.
   const a = agent as (HttpAgent & { keepAlive?: boolean }) | undefined;
-  if (a instanceof HttpAgent && !a.keepAlive) a.keepAlive = true;
+  if (a instanceof HttpAgent && !a.keepAlive && !retiredAgents.has(a)) a.keepAlive = true;
   return agent;
 }
 
