@@ -672,7 +672,7 @@ describe('certificatesigningrequest.node-identity', () => {
     expect(w.metrics.gauges.get('karpenter_operator_csr_pending')).toBe(1);
   });
 
-  it('counts pending CSRs once per node name, client and serving apart, and those that match nothing as unmatched', async () => {
+  it('counts pending client and serving CSRs once per node name, and those that match nothing as unmatched', async () => {
     const w = world();
     w.store.seed(aNodeClaim(1, { nodeName: dnsOf(1) })); // registered: its serving CSRs are approvable
     w.cloud.putInstance(anInstance(1));
