@@ -484,7 +484,7 @@ async function bench(
     notes: [
       'The operator runs before the instances and NodeClaims are created (as in a cluster); CSRs are submitted right after; every DescribeInstances call is counted. Each client CSR is approved only on an instance answer read after the operator saw it (one batched call a second serves every CSR seen before it).',
       'Latency: client-side time before the create request (in the submitter process) to the first informer event showing the CSR approved.',
-      "Phases: per CSR, the deciding call is the last DescribeInstances call answered before its approval was seen that asked for its instance; 'slowestMeanMs' is a phase's mean among the CSRs at or above the p99 latency.",
+      "Phases: per CSR, the deciding call is the first DescribeInstances call that asked for its instance, sent after the CSR was seen and answered before its approval was seen; 'slowestMeanMs' is a phase's mean among the CSRs at or above the p99 latency.",
       'Events are recorded in memory in both runs; both runs use the same runtime, informers and store.',
     ],
   };

@@ -42,7 +42,8 @@ const nextTick = (): Promise<void> => new Promise((resolve) => setTimeout(resolv
 /**
  * The parsed PKCS#10 requests of kubelet CSRs, memoised per CSR name for one uid. A CSR's spec cannot
  * change (the API server keeps the old spec on update), so its approval, which changes only its status,
- * costs no second parse; a CSR deleted and re-created under its name (a new uid) is parsed again. `drop` and `retain` forget deleted ones, so the memo holds at most the CSRs the cluster has.
+ * costs no second parse; a CSR deleted and re-created under its name (a new uid) is parsed again. `drop`
+ * and `retain` forget deleted ones, so the memo holds at most the CSRs the cluster has.
  *
  * Nothing is parsed ahead of need. The one-client-certificate rule asks which approved client CSRs were
  * for a node name (`approvedFor`); only those created since the NodeClaim in question can count, so only

@@ -4,7 +4,7 @@ import type { ClusterFacts } from '../../model/cluster.js';
 import type { InstanceInfo } from '../../ports/cloud-provider.js';
 import { FakeClock } from '../../testing/fake-clock.js';
 import { FakeCloudProvider } from '../../testing/fake-cloud-provider.js';
-import { InstanceLookup } from './instance-lookup.js';
+import { InstanceLookup, type InstanceLookupOptions } from './instance-lookup.js';
 
 const facts: ClusterFacts = { platform: 'AWS', infrastructureName: 'c-1', apiServerInternalURL: 'https://api-int:6443', resourceTags: [] };
 const inst = (id: string): InstanceInfo => ({
@@ -15,9 +15,11 @@ const inst = (id: string): InstanceInfo => ({
   ownedByCluster: true,
 });
 
-function setup(o: { maxBatchSize?: number } = {}) {
+/** A lookup over a fake cloud holding `ids` (i-1..i-4 unless given); options as the tests below need them. */
+function setup(o: Partial<Omit<InstanceLookupOptions, 'cloud' | 'facts' | 'clock'>> & { ids?: string[]; latencyMs?: number } = {}) {
+  const { ids = ['i-1', 'i-2', 'i-3', 'i-4'], latencyMs = 5, ...options } = o;
   const clock = new FakeClock();
-  const cloud = new FakeCloudProvider({ instances: ['i-1', 'i-2', 'i-3', 'i-4'].map(inst), latencyMs: 5 });
+  const cloud = new FakeCloudProvider({ instances: ids.map(inst), latencyMs });
   const lookup = new InstanceLookup({
     cloud,
     facts: async () => facts,
@@ -25,28 +27,15 @@ function setup(o: { maxBatchSize?: number } = {}) {
     ttlMs: 15_000,
     negativeTtlMs: 3_000,
     batchWindowMs: 2,
-    maxBatchSize: o.maxBatchSize ?? 1000,
+    maxBatchSize: 1000,
+    ...options,
   });
   const calls = () => cloud.callsOf('describeInstances').map((c) => c.args[0] as string[]);
   return { clock, cloud, lookup, calls };
 }
 
 /** A lookup that refreshes found entries 4 s before their 15 s expiry, over `ids`. */
-function refreshingAhead(ids: string[]) {
-  const clock = new FakeClock();
-  const cloud = new FakeCloudProvider({ instances: ids.map(inst), latencyMs: 5 });
-  const lookup = new InstanceLookup({
-    cloud,
-    facts: async () => facts,
-    clock,
-    ttlMs: 15_000,
-    negativeTtlMs: 3_000,
-    batchWindowMs: 1,
-    maxBatchSize: 200,
-    refreshAheadMs: 4_000,
-  });
-  return { clock, cloud, lookup };
-}
+const refreshingAhead = (ids: string[]) => setup({ ids, batchWindowMs: 1, maxBatchSize: 200, refreshAheadMs: 4_000 });
 
 describe('InstanceLookup', () => {
   it('coalesces concurrent lookups into one call and answers each caller with its own IDs', async () => {
@@ -118,15 +107,11 @@ describe('InstanceLookup refresh-ahead', () => {
 
 describe('InstanceLookup coalesced refresh', () => {
   it('refreshes every found entry of a lookup together once one is due, in one call', async () => {
-    const clock = new FakeClock();
     const ids = Array.from({ length: 50 }, (_, i) => `i-${i}`);
-    const cloud = new FakeCloudProvider({ instances: ids.map(inst), latencyMs: 1 });
-    const lookup = new InstanceLookup({
-      cloud,
-      facts: async () => facts,
-      clock,
+    const { clock, cloud, lookup } = setup({
+      ids,
+      latencyMs: 1,
       ttlMs: 60_000,
-      negativeTtlMs: 3_000,
       batchWindowMs: 1,
       maxBatchSize: 200,
       refreshAheadMs: 30_000,
@@ -186,19 +171,12 @@ describe('InstanceLookup answers read after a given moment (readAfterMs)', () =>
   });
 
   it('paces fresh batches by a token bucket: a few at once, then one per freshBatchWindowMs', async () => {
-    const clock = new FakeClock();
-    const cloud = new FakeCloudProvider({ instances: ['i-1', 'i-2'].map(inst) });
     const timers: Array<{ fn: () => void; ms: number }> = [];
-    const lookup = new InstanceLookup({
-      cloud,
-      facts: async () => facts,
-      clock,
-      ttlMs: 15_000,
-      negativeTtlMs: 3_000,
-      batchWindowMs: 2,
+    const { clock, cloud, lookup } = setup({
+      ids: ['i-1', 'i-2'],
+      latencyMs: 0,
       freshBatchWindowMs: 1_000,
       freshBurst: 2,
-      maxBatchSize: 1000,
       schedule: (fn, ms) => void timers.push({ fn, ms }),
     });
     const fresh = async (ids: string[]) => {
