@@ -58,6 +58,7 @@ export function nodeLifecycleReconcilers(i: NodeLifecycleInputs): Reconciler[] {
         events: i.events,
         logger: i.logger.child({ controller: 'machineconfigpool.node-config' }),
         upgradePolicy: 'MachineConfigOperator',
+        board: i.board,
       }),
     'node-identity': () =>
       new NodeIdentityReconciler({

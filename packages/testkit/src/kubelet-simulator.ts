@@ -21,7 +21,7 @@ import { getObject, listObjects, type KubeObj } from './resources.js';
  * 2. Read the Ignition pointer config the machine boots with (the instance's userData, else its
  *    NodeClass's) and check it merges from the MCS path of its NodeClass's pool, `/config/karpenter-<nc>`.
  * 3. Read the registration taints from the KubeletConfig the MCO would render into the kubelet
- *    (`set-karpenter-taint`): never hard-coded.
+ *    (`set-karpenter-taint-<nc>`): never hard-coded.
  * 4. Submit a client CSR as `openshift-machine-config-operator/node-bootstrapper` (a token of that SA):
  *    CN `system:node:<name>`, O `system:nodes`, no SANs, usages digital signature + client auth.
  * 5. Wait for the approval and the signed certificate, then create the Node *with that certificate*
@@ -35,7 +35,7 @@ export interface KubeletSimulatorOptions {
   cluster: ClusterClient;
   log?: (line: string) => void;
   pollMs?: number;
-  /** KubeletConfig holding `registerWithTaints` for Karpenter's pools. */
+  /** KubeletConfig holding `registerWithTaints` for Karpenter's pools; default `set-karpenter-taint-<nodeclass>`. */
   kubeletConfigName?: string;
   /** true: never submit a client CSR for this NodeClaim (the node never joins). `labels`: the NodeClaim's. */
   withholdCsr?: (nodeClaim: string, labels: Record<string, string>) => boolean;
@@ -178,7 +178,7 @@ export function startKubeletSimulator(opts: KubeletSimulatorOptions): KubeletSim
       );
 
     // 3. Registration taints.
-    const kcName = opts.kubeletConfigName ?? 'set-karpenter-taint';
+    const kcName = opts.kubeletConfigName ?? `set-karpenter-taint-${nodeClass}`;
     const taints = await until(k, async () => {
       if (opts.registrationTaints) return opts.registrationTaints();
       const o = await getObject<KubeObj & { spec?: { kubeletConfig?: { registerWithTaints?: unknown[] } } }>(

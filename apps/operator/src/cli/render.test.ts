@@ -50,7 +50,7 @@ describe('render', () => {
         'ClusterRole/karpenter-core',
         'EC2NodeClass/default',
         'MachineConfigPool/karpenter-default',
-        'KubeletConfig/set-karpenter-taint',
+        'KubeletConfig/set-karpenter-taint-default',
       ]),
     );
     expect(notes.some((n) => n.includes('no Karpenter named default'))).toBe(true);

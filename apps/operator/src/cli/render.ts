@@ -91,8 +91,9 @@ export async function renderFrom(opts: RenderOptions): Promise<RenderResult> {
     notes.push(`EC2NodeClass default: ${describeSources(nodeClass.sources)}`);
     for (const u of nodeClass.unverified) notes.push(`EC2NodeClass default: unverified (offline, no cloud calls): ${u}`);
     notes.push(
-      'EC2NodeClass default: userData merges /config/worker until MCO has rendered pool karpenter-default, then /config/karpenter-default',
+      'EC2NodeClass default: userData merges /config/worker until MCO serves pool karpenter-default with the registration taint, then /config/karpenter-default',
     );
+    notes.push('KubeletConfig set-karpenter-taint-default: applied once MCO has configured pool karpenter-default');
 
     const cfg = cloud.operandCloudConfig(facts, opts.settings);
     const objects: KubeObject[] = [
@@ -109,7 +110,7 @@ export async function renderFrom(opts: RenderOptions): Promise<RenderResult> {
       }),
       nodeClass.object,
       renderPool(Names.defaultNodeClass, cloud.nodeClassLabel),
-      renderRegistrationTaint(),
+      renderRegistrationTaint(Names.defaultNodeClass),
     ];
     const filtered = opts.kind ? objects.filter((o) => o.kind.toLowerCase() === opts.kind!.toLowerCase()) : objects;
     if (opts.kind && filtered.length === 0) notes.push(`no object of kind ${opts.kind} would be applied`);

@@ -484,7 +484,7 @@ describe('install/ objects', () => {
         'nodeoverlays/',
         'certificatesigningrequests/',
         'machineconfigpools/',
-        'kubeletconfigs/set-karpenter-taint',
+        'kubeletconfigs/',
         'ec2nodeclasses/',
         'credentialsrequests/karpenter-cloud-credentials',
         'credentialsrequests/karpenter-node-identity-credentials',

@@ -97,10 +97,11 @@ describe('chaos: kill -9 while converging', () => {
     );
     // One pool per NodeClass, no orphan pool of a NodeClass that does not exist.
     expect(pools.map((p) => p.metadata.name).sort()).toEqual(ncs.map((n) => `karpenter-${n.metadata.name}`).sort());
-    const kubeletConfigs = (await listObjects(kc(), 'machineconfiguration.openshift.io/v1', 'KubeletConfig')).filter(
-      (k) => k.metadata.name === 'set-karpenter-taint',
+    // One registration-taint KubeletConfig per pool, none of a NodeClass that does not exist.
+    const kubeletConfigs = (await listObjects(kc(), 'machineconfiguration.openshift.io/v1', 'KubeletConfig')).filter((k) =>
+      k.metadata.name?.startsWith('set-karpenter-taint'),
     );
-    expect(kubeletConfigs).toHaveLength(1);
+    expect(kubeletConfigs.map((k) => k.metadata.name).sort()).toEqual(ncs.map((n) => `set-karpenter-taint-${n.metadata.name}`).sort());
     for (const name of RUNTIME_CRDS)
       expect(await getObject(kc(), 'apiextensions.k8s.io/v1', 'CustomResourceDefinition', name)).toBeDefined();
     const cr = await getObject(kc(), 'autoscaling.openshift.io/v1alpha1', 'Karpenter', 'default');

@@ -89,7 +89,7 @@ describe('what the operator owns, against foreign edits', () => {
         (await userDataOf('default')) !== undefined &&
         (await userDataOf('batch'))?.includes('22623/config/') &&
         (await getObject(kc(), MCO, 'MachineConfigPool', 'karpenter-default')) !== undefined &&
-        (await getObject(kc(), MCO, 'KubeletConfig', 'set-karpenter-taint')) !== undefined &&
+        (await getObject(kc(), MCO, 'KubeletConfig', 'set-karpenter-taint-default')) !== undefined &&
         (await getObject(kc(), 'apps/v1', 'Deployment', 'karpenter', OPERATOR_NS)) !== undefined,
       { timeoutMs: 90_000 },
     );
@@ -161,10 +161,10 @@ describe('what the operator owns, against foreign edits', () => {
       field: 'nodeSelector',
     },
     {
-      name: 'KubeletConfig set-karpenter-taint pool selector',
+      name: 'KubeletConfig set-karpenter-taint-default pool selector',
       resource: 'kubeletconfigs',
       kind: 'KubeletConfig',
-      obj: 'set-karpenter-taint',
+      obj: 'set-karpenter-taint-default',
       field: 'machineConfigPoolSelector',
     },
   ])('a key added to the $name is reverted within 5 s with one write', async ({ resource, kind, obj, field }) => {

@@ -228,8 +228,8 @@ describe('standalone operator on a real cluster, as its ServiceAccount', () => {
     );
     expect((pool.spec as { nodeSelector: unknown }).nodeSelector).toEqual({ matchLabels: { 'karpenter.k8s.aws/ec2nodeclass': 'default' } });
     await waitFor(
-      'KubeletConfig set-karpenter-taint',
-      () => getObject(kc(), 'machineconfiguration.openshift.io/v1', 'KubeletConfig', 'set-karpenter-taint'),
+      'KubeletConfig set-karpenter-taint-default',
+      () => getObject(kc(), 'machineconfiguration.openshift.io/v1', 'KubeletConfig', 'set-karpenter-taint-default'),
       { timeoutMs: 20_000 },
     );
   });

@@ -34,7 +34,10 @@ export async function crdEstablished(cluster: ClusterClient, name: string): Prom
   );
 }
 
-/** Converged: CRDs Established, operand Deployment applied, EC2NodeClass default and its pool, ClusterOperator AsExpected. */
+/**
+ * Converged: CRDs Established, operand Deployment applied, EC2NodeClass default, its pool and the pool's
+ * registration-taint KubeletConfig, ClusterOperator AsExpected.
+ */
 export async function isConverged(cluster: ClusterClient): Promise<boolean> {
   const kc = cluster.kubeConfig();
   for (const n of RUNTIME_CRDS) if (!(await crdEstablished(cluster, n))) return false;
@@ -42,6 +45,7 @@ export async function isConverged(cluster: ClusterClient): Promise<boolean> {
   const nc = await getObject(kc, 'karpenter.k8s.aws/v1', 'EC2NodeClass', 'default');
   if (!(nc?.spec as { amiFamily?: string } | undefined)?.amiFamily) return false;
   if (!(await getObject(kc, 'machineconfiguration.openshift.io/v1', 'MachineConfigPool', 'karpenter-default'))) return false;
+  if (!(await getObject(kc, 'machineconfiguration.openshift.io/v1', 'KubeletConfig', 'set-karpenter-taint-default'))) return false;
   const co = await clusterOperator(cluster);
   return conditionOf(co, 'Available')?.reason === 'AsExpected' && conditionOf(co, 'Progressing')?.status === 'False';
 }

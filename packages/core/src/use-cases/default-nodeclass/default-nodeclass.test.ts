@@ -131,12 +131,33 @@ class FakeCloud implements CloudProvider {
 
 const ref = (name: string) => ({ ...EC2NodeClass, name });
 
-/** MachineConfigPool `karpenter-<nodeClass>`, rendered by MCO unless `rendered` is false. */
-const pool = (nodeClass: string, rendered = true): KubeObject => ({
-  ...Types.MachineConfigPool,
-  metadata: { name: `karpenter-${nodeClass}`, labels: { 'karpenter-operator.openshift.io/managed': 'true' } },
-  spec: {},
-  status: rendered ? { configuration: { name: `rendered-karpenter-${nodeClass}-0123` } } : {},
+/**
+ * MachineConfigPool `karpenter-<nodeClass>` as MCO leaves it: rendered from the worker MachineConfigs and the
+ * one generated from its registration-taint KubeletConfig (`serving`), rendered without that one yet
+ * (`untainted`, MCO renders a new pool at once), or not rendered (`none`).
+ */
+const pool = (nodeClass: string, state: 'serving' | 'untainted' | 'none' = 'serving'): KubeObject => {
+  const source = [{ name: '00-worker' }, { name: '01-worker-kubelet' }];
+  if (state === 'serving') source.push({ name: `99-karpenter-${nodeClass}-generated-kubelet` });
+  const configuration = { name: `rendered-karpenter-${nodeClass}-${state === 'serving' ? '0123' : '4567'}`, source };
+  return {
+    ...Types.MachineConfigPool,
+    metadata: { name: `karpenter-${nodeClass}`, labels: { 'karpenter-operator.openshift.io/managed': 'true' } },
+    spec: state === 'none' ? {} : { configuration },
+    status: state === 'none' ? {} : { configuration },
+  };
+};
+
+/** KubeletConfig `set-karpenter-taint-<nodeClass>` as MCO's kubelet-config controller leaves it once synced. */
+const taintKubeletConfig = (nodeClass: string): KubeObject => ({
+  ...Types.KubeletConfig,
+  metadata: {
+    name: `set-karpenter-taint-${nodeClass}`,
+    labels: { 'karpenter-operator.openshift.io/managed': 'true' },
+    annotations: { 'machineconfiguration.openshift.io/mc-name-suffix': '' },
+    finalizers: [`99-karpenter-${nodeClass}-generated-kubelet`],
+  },
+  spec: { kubeletConfig: { registerWithTaints: [{ key: 'karpenter.sh/unregistered', value: 'true', effect: 'NoExecute' }] } },
 });
 
 interface World {
@@ -149,7 +170,13 @@ interface World {
 }
 
 function world(objects: KubeObject[] = [machineSet('worker-a', 'ami-0x86'), userDataSecret()]): World {
-  const store = new MemoryClusterStore([pool('default'), pool('gpu'), ...objects]);
+  const store = new MemoryClusterStore([
+    pool('default'),
+    pool('gpu'),
+    taintKubeletConfig('default'),
+    taintKubeletConfig('gpu'),
+    ...objects,
+  ]);
   const cloud = new FakeCloud();
   const clock = new FakeClock();
   const events = new RecordingEvents();
@@ -345,26 +372,41 @@ describe('ec2nodeclass.default', () => {
       { type: Types.ConfigMap, namespace: 'openshift-machine-config-operator', fieldSelector: 'metadata.name=coreos-bootimages' },
       { type: EC2NodeClass },
       { type: Types.MachineConfigPool, labels: { 'karpenter-operator.openshift.io/managed': 'true' } },
+      { type: Types.KubeletConfig },
       { type: Types.Node },
     ]);
+    expect(w.r.keysFor(taintKubeletConfig('gpu'))).toEqual(['gpu']);
+    expect(w.r.keysFor({ ...Types.KubeletConfig, metadata: { name: 'set-max-pods' } })).toEqual([]);
     expect(w.r.keysFor(pool('gpu'))).toEqual(['gpu']);
     expect(w.r.keysFor(pool('default'))).toEqual(['default']);
     expect(w.r.keysFor({ ...Types.MachineConfigPool, metadata: { name: 'worker' } })).toEqual([]);
   });
 
-  it('points userData at the NodeClass pool only once MCO rendered it, and stays there', async () => {
+  it('points userData at the NodeClass pool only once MCS serves it with the registration taint, and stays there', async () => {
     w = world();
-    w.store.seed(pool('default', false));
+    w.store.seed(pool('default', 'none'));
     expect((await twice(w)).second).toEqual([]);
     expect((await specOf(w, 'default')).userData).toBe(pointer('worker'));
-    w.store.seed(pool('default', true));
+    // Rendered at once, before MCO generated the taint's MachineConfig for it: a node booting from it
+    // would register untainted, so userData waits.
+    w.store.seed(pool('default', 'untainted'));
+    expect(await twice(w)).toEqual({ first: [], second: [] });
+    expect((await specOf(w, 'default')).userData).toBe(pointer('worker'));
+    w.store.seed(pool('default', 'serving'));
     const { first, second } = await twice(w);
     expect(first.map((x) => x.verb)).toEqual(['apply']);
     expect(second).toEqual([]);
     expect((await specOf(w, 'default')).userData).toBe(pointer('karpenter-default'));
     // A pool that is re-rendering (no configuration for a moment) must not flip userData back.
-    w.store.seed(pool('default', false));
+    w.store.seed(pool('default', 'none'));
     expect(await twice(w)).toEqual({ first: [], second: [] });
+  });
+
+  it('does not point userData at a pool whose taint KubeletConfig MCO has not synced', async () => {
+    w = world();
+    w.store.seed({ ...taintKubeletConfig('default'), metadata: { ...taintKubeletConfig('default').metadata, annotations: {} } });
+    await twice(w);
+    expect((await specOf(w, 'default')).userData).toBe(pointer('worker'));
   });
 
   it('resyncs default and every NodeClass', async () => {

@@ -10,7 +10,7 @@ import type { ClusterStore } from '../../ports/cluster-store.js';
 import type { EventRecorder } from '../../ports/event-recorder.js';
 import type { Logger } from '../../ports/logger.js';
 import type { Reconciler, Result, Watch } from '../../runtime/reconciler.js';
-import { isPoolRendered } from '../node-config/render.js';
+import { nodeClassOfRegistrationTaint, poolServing } from '../node-config/render.js';
 import type { StatusBoard } from '../status-board.js';
 import { discoveryNode, discoveryNodes, type DiscoveryNodeMemo } from './discovery-nodes.js';
 import { protectedFieldsPatch } from './protected-fields.js';
@@ -116,8 +116,9 @@ export class DefaultNodeClassReconciler implements Reconciler {
       { type: Types.Secret, namespace: Names.machineApiNamespace },
       { type: Types.ConfigMap, namespace: Names.mcoNamespace, fieldSelector: `metadata.name=${Names.bootImagesConfigMap}` },
       { type: deps.cloud.nodeClassType },
-      // A pool becoming rendered lets its NodeClass's userData point at it.
+      // A pool serving its registration taint lets its NodeClass's userData point at it.
       { type: Types.MachineConfigPool, labels: { [Names.managedLabel]: 'true' } },
+      { type: Types.KubeletConfig },
       // Without worker MachineSets, discovery reads the cluster's own Nodes: a worker joining or leaving
       // changes what `default` is derived from. (The same watch as node identity's: one shared informer.)
       { type: Types.Node },
@@ -131,6 +132,10 @@ export class DefaultNodeClassReconciler implements Reconciler {
       return obj.metadata.name.startsWith(prefix) && obj.metadata.name.length > prefix.length
         ? [obj.metadata.name.slice(prefix.length)]
         : [];
+    }
+    if (obj.apiVersion === Types.KubeletConfig.apiVersion && obj.kind === Types.KubeletConfig.kind) {
+      const owner = nodeClassOfRegistrationTaint(obj.metadata.name);
+      return owner ? [owner] : [];
     }
     if (obj.apiVersion === nc.apiVersion && obj.kind === nc.kind && obj.metadata.name !== Names.defaultNodeClass) {
       return [Names.defaultNodeClass, obj.metadata.name];
@@ -299,17 +304,21 @@ export class DefaultNodeClassReconciler implements Reconciler {
   }
 
   /**
-   * The MCS pool a NodeClass's userData should name: its own once rendered, and it stays there once it
-   * does (a pool that is re-rendering must not flip userData back and forth, which would drift nodes);
-   * `undefined` (the cluster's own userData, pool `worker`) before that.
+   * The MCS pool a NodeClass's userData should name: its own once MCS serves it with the registration
+   * taint (`poolServing`), and it stays there once it does (a pool that is re-rendering must not flip
+   * userData back and forth, which would drift nodes); `undefined` (the cluster's own userData, pool
+   * `worker`) before that.
    */
   private async poolFor(nodeClass: KubeObject): Promise<string | undefined> {
     if (this.deps.perNodeClassPools === false) return undefined;
     const pool = poolNameFor(nodeClass.metadata.name);
     const current = (nodeClass.spec as { userData?: unknown } | undefined)?.userData;
     if (typeof current === 'string' && ignitionPools(current).includes(pool)) return pool;
-    const mcp = await this.deps.store.get({ ...Types.MachineConfigPool, name: pool });
-    return isPoolRendered(mcp) ? pool : undefined;
+    const [mcp, kubeletConfigs] = await Promise.all([
+      this.deps.store.get({ ...Types.MachineConfigPool, name: pool }),
+      this.deps.store.list(Types.KubeletConfig),
+    ]);
+    return poolServing(nodeClass.metadata.name, mcp, kubeletConfigs).state === 'Serving' ? pool : undefined;
   }
 
   private ref(name: string): ObjectRef {

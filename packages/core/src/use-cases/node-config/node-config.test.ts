@@ -11,18 +11,21 @@ import { FakeClock } from '../../testing/fake-clock.js';
 import { MemoryClusterStore } from '../../testing/memory-cluster-store.js';
 import { RecordingEvents } from '../../testing/recording.js';
 import { NodeConfigReconciler } from './node-config.js';
-import { isPoolRendered, poolProblem, renderPool, renderRegistrationTaint } from './render.js';
+import { isPoolRendered, poolProblem, poolServing, renderPool, renderRegistrationTaint } from './render.js';
+import { StatusBoard } from '../status-board.js';
 
 const EC2NodeClass = { apiVersion: 'karpenter.k8s.aws/v1', kind: 'EC2NodeClass' } as const;
 
 const aNodeClass = (name: string): KubeObject => ({ ...EC2NodeClass, metadata: { name }, spec: { amiFamily: 'Custom' } });
 const poolRef = (name: string) => ({ ...Types.MachineConfigPool, name });
-const taintRef = { ...Types.KubeletConfig, name: Names.registrationTaintKubeletConfig };
+const taintRef = (nodeClass = 'default') => ({ ...Types.KubeletConfig, name: `set-karpenter-taint-${nodeClass}` });
+const TAINT = { key: 'karpenter.sh/unregistered', value: 'true', effect: 'NoExecute' };
 
 function world(initial: KubeObject[] = []) {
   const clock = new FakeClock();
   const store = new MemoryClusterStore(initial, () => isoNow(clock));
   const events = new RecordingEvents();
+  const board = new StatusBoard();
   const reconciler = new NodeConfigReconciler({
     store,
     nodeClassType: EC2NodeClass,
@@ -31,16 +34,39 @@ function world(initial: KubeObject[] = []) {
     events,
     logger: silentLogger,
     upgradePolicy: 'MachineConfigOperator',
+    board,
   });
   const poolNames = async () => (await store.list(Types.MachineConfigPool)).map((p) => p.metadata.name);
-  return { clock, store, events, reconciler, poolNames };
+  const kcNames = async () => (await store.list(Types.KubeletConfig)).map((p) => p.metadata.name);
+  /** What MCC's render controller does to a new pool: configure it (from the worker MachineConfigs only). */
+  const render = async (pool: string, extraSources: string[] = []) => {
+    const current = (await store.get(poolRef(pool)))!;
+    const configuration = { name: `rendered-${pool}-1`, source: [{ name: '00-worker' }, ...extraSources.map((name) => ({ name }))] };
+    store.seed({ ...current, spec: { ...(current.spec as object), configuration }, status: { configuration } });
+  };
+  /** What MCC's kubelet-config controller does once it synced a KubeletConfig: the suffix annotation, its finalizer. */
+  const syncKc = async (name: string, suffix = '') => {
+    const kc = (await store.get({ ...Types.KubeletConfig, name }))!;
+    const pool = `karpenter-${name.replace('set-karpenter-taint-', '')}`;
+    store.seed({
+      ...kc,
+      metadata: {
+        ...kc.metadata,
+        annotations: { 'machineconfiguration.openshift.io/mc-name-suffix': suffix },
+        finalizers: [`99-${pool}-generated-kubelet${suffix ? `-${suffix}` : ''}`],
+      },
+    });
+  };
+  return { clock, store, events, board, reconciler, poolNames, kcNames, render, syncKc };
 }
 
 describe('machineconfigpool.node-config', () => {
-  it('creates a pool per NodeClass and the registration-taint KubeletConfig; the second pass writes nothing', async () => {
+  it('creates a pool per NodeClass, and its registration-taint KubeletConfig once MCO configured it; then writes nothing', async () => {
     const w = world([aNodeClass('default'), aNodeClass('gpu')]);
     await w.reconciler.reconcile(w.reconciler.keysFor()[0]!);
     expect(await w.poolNames()).toEqual(['karpenter-default', 'karpenter-gpu']);
+    // MCO's kubelet-config controller refuses a pool it has not configured and never retries on a pool event.
+    expect(await w.kcNames()).toEqual([]);
 
     const pool = await w.store.get(poolRef('karpenter-gpu'));
     expect(pool!.metadata.labels).toEqual({
@@ -54,44 +80,124 @@ describe('machineconfigpool.node-config', () => {
       },
     });
     expect((pool!.spec as { paused?: boolean }).paused).toBeUndefined();
-
-    const kc = await w.store.get(taintRef);
-    expect(kc!.spec).toEqual({
-      machineConfigPoolSelector: { matchLabels: { [Names.managedLabel]: 'true' } },
-      kubeletConfig: { registerWithTaints: [{ key: 'karpenter.sh/unregistered', value: 'true', effect: 'NoExecute' }] },
-    });
     expect(w.events.events.map((e) => e.reason)).toEqual(['MachineConfigPoolCreated', 'MachineConfigPoolCreated']);
+
+    await w.render('karpenter-gpu');
+    await w.reconciler.reconcile('node-config');
+    expect(await w.kcNames()).toEqual(['set-karpenter-taint-gpu']);
+    const kc = await w.store.get(taintRef('gpu'));
+    expect(kc!.metadata.labels).toEqual({ [Names.managedLabel]: 'true' });
+    expect(kc!.spec).toEqual({
+      machineConfigPoolSelector: { matchLabels: { 'pools.operator.machineconfiguration.openshift.io/karpenter-gpu': '' } },
+      kubeletConfig: { registerWithTaints: [TAINT] },
+    });
+    await w.render('karpenter-default');
+    await w.reconciler.reconcile('node-config');
+    expect(await w.kcNames()).toEqual(['set-karpenter-taint-default', 'set-karpenter-taint-gpu']);
 
     w.store.clearWrites();
     await w.reconciler.reconcile('node-config');
     expect(w.store.writes).toEqual([]);
   });
 
-  it('pools follow NodeClasses: added, removed, and the KubeletConfig goes with the last one', async () => {
+  it('pools and their KubeletConfigs follow NodeClasses: added, removed', async () => {
     const w = world([aNodeClass('default')]);
+    await w.reconciler.reconcile('node-config');
+    await w.render('karpenter-default');
     await w.reconciler.reconcile('node-config');
     w.store.seed(aNodeClass('arm'));
     await w.reconciler.reconcile('node-config');
+    await w.render('karpenter-arm');
+    await w.reconciler.reconcile('node-config');
     expect(await w.poolNames()).toEqual(['karpenter-arm', 'karpenter-default']);
+    expect(await w.kcNames()).toEqual(['set-karpenter-taint-arm', 'set-karpenter-taint-default']);
 
     w.store.remove({ ...EC2NodeClass, name: 'default' });
     await w.reconciler.reconcile('node-config');
     expect(await w.poolNames()).toEqual(['karpenter-arm']);
-    expect(await w.store.get(taintRef)).toBeDefined();
+    expect(await w.kcNames()).toEqual(['set-karpenter-taint-arm']);
 
     w.store.remove({ ...EC2NodeClass, name: 'arm' });
     w.store.clearWrites();
     await w.reconciler.reconcile('node-config');
     expect(await w.poolNames()).toEqual([]);
-    expect(await w.store.get(taintRef)).toBeUndefined();
+    expect(await w.kcNames()).toEqual([]);
     expect(w.store.writes.map((x) => [x.verb, x.ref.kind, x.ref.name])).toEqual([
       ['delete', 'MachineConfigPool', 'karpenter-arm'],
-      ['delete', 'KubeletConfig', 'set-karpenter-taint'],
+      ['delete', 'KubeletConfig', 'set-karpenter-taint-arm'],
     ]);
 
     w.store.clearWrites();
     await w.reconciler.reconcile('node-config');
     expect(w.store.writes).toEqual([]);
+  });
+
+  it('deletes the shared KubeletConfig of an earlier release only once every pool has its own synced', async () => {
+    const legacy: KubeObject = {
+      ...Types.KubeletConfig,
+      metadata: { name: Names.registrationTaintKubeletConfig, labels: { [Names.managedLabel]: 'true' } },
+      spec: {
+        machineConfigPoolSelector: { matchLabels: { [Names.managedLabel]: 'true' } },
+        kubeletConfig: { registerWithTaints: [TAINT] },
+      },
+    };
+    const w = world([aNodeClass('default'), legacy]);
+    await w.reconciler.reconcile('node-config');
+    await w.render('karpenter-default', ['99-karpenter-default-generated-kubelet']);
+    await w.reconciler.reconcile('node-config');
+    expect(await w.kcNames()).toEqual(['set-karpenter-taint', 'set-karpenter-taint-default']);
+    await w.syncKc('set-karpenter-taint-default', '1');
+    await w.reconciler.reconcile('node-config');
+    expect(await w.kcNames()).toEqual(['set-karpenter-taint-default']);
+  });
+
+  it("MachineConfigPoolsReady names the pool and MCC's reason when MCO cannot serve a pool with the taint", async () => {
+    const w = world([aNodeClass('default')]);
+    await w.reconciler.reconcile('node-config');
+    await w.render('karpenter-default');
+    await w.reconciler.reconcile('node-config');
+    // Waiting for MCO is not a failure.
+    expect(w.board.get('machineconfigpool.node-config')?.condition).toMatchObject({ type: 'MachineConfigPoolsReady', status: 'True' });
+
+    const kc = (await w.store.get(taintRef()))!;
+    w.store.seed({
+      ...kc,
+      metadata: { ...kc.metadata, generation: 2 },
+      status: {
+        observedGeneration: 2,
+        conditions: [{ type: 'Failure', status: 'False', message: 'Error: KubeletConfiguration: bad value' }],
+      },
+    });
+    await w.reconciler.reconcile('node-config');
+    expect(w.board.get('machineconfigpool.node-config')?.condition).toEqual({
+      type: 'MachineConfigPoolsReady',
+      status: 'False',
+      reason: 'RegistrationTaintKubeletConfigFailed',
+      message:
+        'KubeletConfig set-karpenter-taint-default for MachineConfigPool karpenter-default failed: Error: KubeletConfiguration: bad value',
+    });
+
+    const pool = (await w.store.get(poolRef('karpenter-default')))!;
+    w.store.seed({
+      ...pool,
+      status: {
+        ...(pool.status as object),
+        conditions: [
+          {
+            type: 'RenderDegraded',
+            status: 'True',
+            reason: '',
+            message: 'Failed to render configuration for pool karpenter-default: bad MC',
+          },
+        ],
+      },
+    });
+    await w.reconciler.reconcile('node-config');
+    expect(w.board.get('machineconfigpool.node-config')?.condition).toMatchObject({
+      status: 'False',
+      reason: 'MachineConfigPoolRenderDegraded',
+      message: 'MachineConfigPool karpenter-default cannot be rendered: Failed to render configuration for pool karpenter-default: bad MC',
+    });
   });
 
   it.each([
@@ -116,13 +222,19 @@ describe('machineconfigpool.node-config', () => {
     },
     {
       name: 'a key added to the KubeletConfig pool selector',
-      ref: taintRef,
-      edit: { machineConfigPoolSelector: { matchLabels: { [Names.managedLabel]: 'true', 'team.example.com/zone': 'a' } } },
+      ref: taintRef(),
+      edit: {
+        machineConfigPoolSelector: {
+          matchLabels: { 'pools.operator.machineconfiguration.openshift.io/karpenter-default': '', 'team.example.com/zone': 'a' },
+        },
+      },
       field: 'machineConfigPoolSelector',
       removed: undefined,
     },
   ])('reverts $name with one write, then writes nothing', async ({ ref, edit, field, removed }) => {
     const w = world([aNodeClass('default')]);
+    await w.reconciler.reconcile('node-config');
+    await w.render('karpenter-default');
     await w.reconciler.reconcile('node-config');
     const before = await w.store.get(ref);
     w.store.seed({ ...before!, spec: { ...(before!.spec as object), ...edit } });
@@ -159,7 +271,8 @@ describe('machineconfigpool.node-config', () => {
 
     await w.reconciler.reconcile('node-config');
     await w.reconciler.reconcile('node-config');
-    expect(w.store.writes.map((x) => [x.verb, x.ref.kind, x.ref.name])).toEqual([['apply', 'KubeletConfig', 'set-karpenter-taint']]);
+    // The squatter's pool is not the operator's: no KubeletConfig would be proven to reach it either.
+    expect(w.store.writes).toEqual([]);
     expect(await w.store.get(poolRef('karpenter-default'))).toMatchObject({ spec: { paused: true } });
     expect((await w.store.get(poolRef('karpenter-default')))!.metadata.labels).toBeUndefined();
     expect(await w.poolNames()).toEqual(['karpenter-default', 'karpenter-legacy', 'worker']);
@@ -169,19 +282,88 @@ describe('machineconfigpool.node-config', () => {
     w.store.remove({ ...EC2NodeClass, name: 'default' });
     w.store.clearWrites();
     await w.reconciler.reconcile('node-config');
-    expect(w.store.writes.map((x) => [x.verb, x.ref.name])).toEqual([['delete', 'set-karpenter-taint']]);
+    expect(w.store.writes).toEqual([]);
     expect(await w.store.get({ ...Types.KubeletConfig, name: 'set-max-pods' })).toBeDefined();
   });
 
-  it('leaves an unmanaged KubeletConfig named set-karpenter-taint alone', async () => {
-    const theirs: KubeObject = {
+  it.each([Names.registrationTaintKubeletConfig, 'set-karpenter-taint-default'])(
+    'leaves an unmanaged KubeletConfig named %s alone',
+    async (name) => {
+      const theirs: KubeObject = { ...Types.KubeletConfig, metadata: { name }, spec: { kubeletConfig: {} } };
+      const w = world([aNodeClass('default'), theirs]);
+      await w.reconciler.reconcile('node-config');
+      await w.render('karpenter-default');
+      await w.reconciler.reconcile('node-config');
+      w.store.remove({ ...EC2NodeClass, name: 'default' });
+      await w.reconciler.reconcile('node-config');
+      expect(w.store.writes.filter((x) => x.ref.name === name)).toEqual([]);
+      const after = await w.store.get({ ...Types.KubeletConfig, name });
+      expect(after?.spec).toEqual(theirs.spec);
+      expect(after?.metadata.labels).toBeUndefined();
+    },
+  );
+
+  describe("poolServing: whether MCS boots the pool's nodes with the registration taint", () => {
+    const kc = (name: string, suffix: string | undefined, taints: unknown[] | undefined, finalizers: string[] = []): KubeObject => ({
       ...Types.KubeletConfig,
-      metadata: { name: Names.registrationTaintKubeletConfig },
-      spec: { kubeletConfig: {} },
-    };
-    const w = world([aNodeClass('default'), theirs]);
-    await w.reconciler.reconcile('node-config');
-    expect(w.store.writes.map((x) => [x.verb, x.ref.kind])).toEqual([['apply', 'MachineConfigPool']]);
+      metadata: {
+        name,
+        ...(suffix === undefined ? {} : { annotations: { 'machineconfiguration.openshift.io/mc-name-suffix': suffix } }),
+        finalizers,
+      },
+      spec: { kubeletConfig: taints ? { registerWithTaints: taints } : { maxPods: 500 } },
+    });
+    const ours = kc('set-karpenter-taint-default', '', [TAINT], ['99-karpenter-default-generated-kubelet']);
+    const served = (sources: string[], extra: Record<string, unknown> = {}): KubeObject => ({
+      ...renderPool('default', 'karpenter.k8s.aws/ec2nodeclass'),
+      spec: { configuration: { name: 'rendered-karpenter-default-new', source: sources.map((name) => ({ name })) } },
+      status: { configuration: { name: 'rendered-karpenter-default-old', source: sources.map((name) => ({ name })) }, ...extra },
+    });
+    const withTaint = ['00-worker', '99-karpenter-default-generated-kubelet', '99-worker-generated-kubelet'];
+
+    it('serves once the served configuration is rendered from the taint MachineConfig', () => {
+      expect(poolServing('default', served(withTaint), [ours])).toEqual({
+        state: 'Serving',
+        renderedConfig: 'rendered-karpenter-default-old',
+      });
+      expect(poolServing('default', served(['00-worker']), [ours]).state).toBe('Waiting');
+      expect(poolServing('default', undefined, [ours]).state).toBe('Waiting');
+      expect(poolServing('default', served(withTaint), []).state).toBe('Waiting');
+      expect(poolServing('default', served(withTaint), [kc('set-karpenter-taint-default', undefined, [TAINT])]).state).toBe('Waiting');
+    });
+
+    it('reads the configuration MCS serves: spec once a node of the pool has updated', () => {
+      const pool = served(withTaint, { updatedMachineCount: 1 });
+      expect(poolServing('default', pool, [ours])).toEqual({ state: 'Serving', renderedConfig: 'rendered-karpenter-default-new' });
+      (pool.spec as { configuration: { source: unknown[] } }).configuration.source = [{ name: '00-worker' }];
+      expect(poolServing('default', pool, [ours]).state).toBe('Waiting');
+    });
+
+    it('follows the suffix MCO gave the generated MachineConfig', () => {
+      const suffixed = kc('set-karpenter-taint-default', '1', [TAINT], ['99-karpenter-default-generated-kubelet-1']);
+      expect(poolServing('default', served(['00-worker', '99-karpenter-default-generated-kubelet-1']), [suffixed]).state).toBe('Serving');
+      expect(poolServing('default', served(['00-worker', '99-karpenter-default-generated-kubelet']), [suffixed]).state).toBe('Waiting');
+    });
+
+    it('fails when another KubeletConfig of the pool replaces the kubelet configuration without the taint', () => {
+      const sources = [...withTaint, '99-karpenter-default-generated-kubelet-1'];
+      const theirs = kc('max-pods-karpenter', '1', undefined, ['99-karpenter-default-generated-kubelet-1']);
+      expect(poolServing('default', served(sources), [ours, theirs])).toEqual({
+        state: 'Failed',
+        reason: 'RegistrationTaintOverridden',
+        message:
+          'MachineConfig 99-karpenter-default-generated-kubelet-1 (KubeletConfig max-pods-karpenter) replaces the kubelet configuration of ' +
+          '99-karpenter-default-generated-kubelet in MachineConfigPool karpenter-default without registerWithTaints ' +
+          'karpenter.sh/unregistered:NoExecute; nodes would register untainted',
+      });
+      // One that registers the taint too keeps the pool serving.
+      const keeps = kc('max-pods-karpenter', '1', [TAINT], ['99-karpenter-default-generated-kubelet-1']);
+      expect(poolServing('default', served(sources), [ours, keeps]).state).toBe('Serving');
+      // One that sorts before the operator's is replaced by it.
+      const earlier = kc('set-karpenter-taint-default', '1', [TAINT], ['99-karpenter-default-generated-kubelet-1']);
+      const first = kc('max-pods-karpenter', '', undefined, ['99-karpenter-default-generated-kubelet']);
+      expect(poolServing('default', served(sources), [earlier, first]).state).toBe('Serving');
+    });
   });
 
   it.each([
@@ -264,7 +446,7 @@ describe.each([
   },
   {
     name: 'KubeletConfig',
-    object: renderRegistrationTaint(),
+    object: renderRegistrationTaint('default'),
     file: crdFile('kubeletconfigs', '0000_80_machine-config_01_kubeletconfigs.crd.yaml'),
   },
 ])('$name validates against its CRD', ({ object, file }) => {

@@ -78,31 +78,164 @@ export function renderPool(nodeClass: string, nodeClassLabel: string): KubeObjec
  */
 export const poolOwnedWhole: readonly OwnedPath[] = [...wholeSelector('spec.nodeSelector'), ...wholeSelector('spec.machineConfigSelector')];
 
-/** What the operator owns whole on the registration-taint KubeletConfig: the pool selector. */
+/** What the operator owns whole on a registration-taint KubeletConfig: the pool selector. */
 export const registrationTaintOwnedWhole: readonly OwnedPath[] = wholeSelector('spec.machineConfigPoolSelector');
 
 /**
- * KubeletConfig `set-karpenter-taint`: registers the nodes of every managed pool with
+ * KubeletConfig `set-karpenter-taint-<nc>`: registers the nodes of pool `karpenter-<nc>` with
  * `karpenter.sh/unregistered:NoExecute`, which Karpenter removes once it has matched the Node to its
- * NodeClaim. It must select only the managed pools: on the plain `worker` pool it would taint MachineSet
- * nodes forever. Pure.
+ * NodeClaim. One per pool, selecting that pool alone by the label MCO's own pools carry, because MCO's
+ * kubelet-config controller reacts only to KubeletConfig changes: a pool created after a shared KubeletConfig
+ * last synced would be rendered without it, and its nodes would register untainted. It must never select the
+ * plain `worker` pool, where it would taint MachineSet nodes forever. Pure.
  */
-export function renderRegistrationTaint(): KubeObject {
+export function renderRegistrationTaint(nodeClass: string): KubeObject {
+  const pool = poolNameFor(nodeClass);
   return {
     ...Types.KubeletConfig,
-    metadata: { name: Names.registrationTaintKubeletConfig, labels: { [Names.managedLabel]: 'true' } },
+    metadata: { name: registrationTaintNameFor(nodeClass), labels: { [Names.managedLabel]: 'true' } },
     spec: {
-      machineConfigPoolSelector: { matchLabels: { [Names.managedLabel]: 'true' } },
+      machineConfigPoolSelector: { matchLabels: { [poolSelectorLabel(pool)]: '' } },
       kubeletConfig: { registerWithTaints: [{ ...RegistrationTaint }] },
     },
   };
 }
 
+/** The KubeletConfig that taints the nodes of one NodeClass's pool. */
+export const registrationTaintNameFor = (nodeClass: string): string => `${Names.registrationTaintKubeletConfig}-${nodeClass}`;
+
+/** The NodeClass whose registration-taint KubeletConfig this name is, or undefined. Pure. */
+export function nodeClassOfRegistrationTaint(name: string): string | undefined {
+  const prefix = `${Names.registrationTaintKubeletConfig}-`;
+  return name.startsWith(prefix) && name.length > prefix.length ? name.slice(prefix.length) : undefined;
+}
+
 /**
  * True once MCO has rendered a configuration for the pool (`status.configuration.name`): only then does
- * the Machine Config Server answer `/config/<pool>`, so a NodeClass's userData may point there. Pure.
+ * the Machine Config Server answer `/config/<pool>`. Pure.
  */
 export function isPoolRendered(pool: KubeObject | undefined): boolean {
   const name = (pool?.status as { configuration?: { name?: unknown } } | undefined)?.configuration?.name;
   return typeof name === 'string' && name !== '';
+}
+
+/** The MachineConfig annotation MCO's kubelet-config controller sets: the suffix of its generated MachineConfig. */
+export const MCNameSuffixAnnotation = 'machineconfiguration.openshift.io/mc-name-suffix';
+
+interface Condition {
+  type?: string;
+  status?: string;
+  reason?: string;
+  message?: string;
+}
+interface PoolShape {
+  spec?: { configuration?: { name?: string; source?: Array<{ name?: string }> } };
+  status?: {
+    updatedMachineCount?: number;
+    configuration?: { name?: string; source?: Array<{ name?: string }> };
+    conditions?: Condition[];
+  };
+}
+interface KubeletConfigShape {
+  metadata: { name: string; generation?: number; annotations?: Record<string, string>; finalizers?: string[]; deletionTimestamp?: string };
+  spec?: { machineConfigPoolSelector?: unknown; kubeletConfig?: { registerWithTaints?: unknown } };
+  status?: { observedGeneration?: number; conditions?: Condition[] };
+}
+
+/**
+ * The MachineConfig MCO generated from a KubeletConfig for a pool: `99-<pool>-generated-kubelet`, with
+ * `-<suffix>` when the KubeletConfig's `mc-name-suffix` annotation says so; undefined before MCO synced it.
+ * Pure.
+ */
+export function generatedKubeletMachineConfig(pool: string, kc: KubeObject | undefined): string | undefined {
+  const suffix = kc?.metadata.annotations?.[MCNameSuffixAnnotation];
+  if (suffix === undefined) return undefined;
+  return `99-${pool}-generated-kubelet${suffix ? `-${suffix}` : ''}`;
+}
+
+/** Where a pool stands for booting nodes that register with the registration taint. */
+export type PoolServing =
+  | { state: 'Serving'; renderedConfig: string }
+  /** Not yet: MCO is still rendering or syncing. Nothing is wrong. */
+  | { state: 'Waiting'; message: string }
+  /** MCO cannot get there without a change: the reason and MCC's own words. */
+  | { state: 'Failed'; reason: string; message: string };
+
+export const PoolServingReasons = {
+  RenderDegraded: 'MachineConfigPoolRenderDegraded',
+  KubeletConfigFailed: 'RegistrationTaintKubeletConfigFailed',
+  Overridden: 'RegistrationTaintOverridden',
+} as const;
+
+const hasTaint = (kc: KubeletConfigShape): boolean => {
+  const taints = kc.spec?.kubeletConfig?.registerWithTaints;
+  return (
+    Array.isArray(taints) &&
+    taints.some(
+      (t: { key?: unknown; value?: unknown; effect?: unknown } | null) =>
+        t?.key === RegistrationTaint.key && t.effect === RegistrationTaint.effect,
+    )
+  );
+};
+
+/**
+ * Whether the Machine Config Server serves pool `karpenter-<nc>` with the registration taint, proven from
+ * MCO's own records, never assumed:
+ *
+ * 1. the configuration MCS serves for a new node (`spec.configuration` once a node of the pool has updated,
+ *    else `status.configuration`) is rendered;
+ * 2. it is rendered from the MachineConfig MCO generated from the pool's registration-taint KubeletConfig
+ *    (listed in that configuration's `source`);
+ * 3. no other generated kubelet MachineConfig of the pool sorts after it, unless the KubeletConfig it comes
+ *    from (the one holding its name as a finalizer) registers the taint too: each such MachineConfig carries
+ *    a whole kubelet configuration and the last one by name wins.
+ *
+ * `Failed` when MCC says it cannot render the pool (`RenderDegraded`) or sync the KubeletConfig (a
+ * `Failure` condition for its current generation). Pure.
+ */
+export function poolServing(nodeClass: string, pool: KubeObject | undefined, kubeletConfigs: readonly KubeObject[]): PoolServing {
+  const poolName = poolNameFor(nodeClass);
+  const kcName = registrationTaintNameFor(nodeClass);
+  if (!pool) return { state: 'Waiting', message: `MachineConfigPool ${poolName} does not exist yet` };
+  const p = pool as unknown as PoolShape;
+  const renderDegraded = p.status?.conditions?.find((c) => c.type === 'RenderDegraded' && c.status === 'True');
+  if (renderDegraded) {
+    return {
+      state: 'Failed',
+      reason: PoolServingReasons.RenderDegraded,
+      message:
+        `MachineConfigPool ${poolName} cannot be rendered: ${renderDegraded.reason ? `${renderDegraded.reason}: ` : ''}${renderDegraded.message ?? ''}`.trimEnd(),
+    };
+  }
+  const kc = kubeletConfigs.find((k) => k.metadata.name === kcName) as unknown as KubeletConfigShape | undefined;
+  const latest = kc?.status?.conditions?.at(-1);
+  if (kc && latest?.type === 'Failure' && (kc.status?.observedGeneration ?? 0) >= (kc.metadata.generation ?? 0)) {
+    return {
+      state: 'Failed',
+      reason: PoolServingReasons.KubeletConfigFailed,
+      message: `KubeletConfig ${kcName} for MachineConfigPool ${poolName} failed: ${latest.message ?? latest.reason ?? 'no message'}`,
+    };
+  }
+  const served = (p.status?.updatedMachineCount ?? 0) > 0 ? p.spec?.configuration : p.status?.configuration;
+  if (!served?.name) return { state: 'Waiting', message: `MachineConfigPool ${poolName} is not rendered yet` };
+  const ours = generatedKubeletMachineConfig(poolName, kc as unknown as KubeObject | undefined);
+  if (!ours) return { state: 'Waiting', message: `KubeletConfig ${kcName} is not synced by MCO yet` };
+  const sources = (served.source ?? []).map((s) => s.name).filter((n): n is string => typeof n === 'string');
+  if (!sources.includes(ours)) {
+    return { state: 'Waiting', message: `${served.name} of MachineConfigPool ${poolName} is not rendered from ${ours} yet` };
+  }
+  const generatedPrefix = `99-${poolName}-generated-kubelet`;
+  const later = sources.filter((n) => n !== ours && n.startsWith(generatedPrefix) && n > ours).sort();
+  for (const other of later) {
+    const owner = kubeletConfigs.find((k) => (k.metadata.finalizers ?? []).includes(other)) as unknown as KubeletConfigShape | undefined;
+    if (owner && hasTaint(owner)) continue;
+    return {
+      state: 'Failed',
+      reason: PoolServingReasons.Overridden,
+      message:
+        `MachineConfig ${other}${owner ? ` (KubeletConfig ${owner.metadata.name})` : ''} replaces the kubelet configuration of ${ours} in ` +
+        `MachineConfigPool ${poolName} without registerWithTaints ${RegistrationTaint.key}:${RegistrationTaint.effect}; nodes would register untainted`,
+    };
+  }
+  return { state: 'Serving', renderedConfig: served.name };
 }

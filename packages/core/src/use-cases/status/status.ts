@@ -65,7 +65,7 @@ export function relatedObjects(namespace: string, providerObjects: readonly Rela
     { group: 'karpenter.sh', resource: 'nodeoverlays', name: '' },
     { group: 'certificates.k8s.io', resource: 'certificatesigningrequests', name: '' },
     { group: 'machineconfiguration.openshift.io', resource: 'machineconfigpools', name: '' },
-    { group: 'machineconfiguration.openshift.io', resource: 'kubeletconfigs', name: Names.registrationTaintKubeletConfig },
+    { group: 'machineconfiguration.openshift.io', resource: 'kubeletconfigs', name: '' },
     ...providerObjects,
   ];
 }
