@@ -9,6 +9,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import type { ClusterClient } from './access.js';
 import { KWOK_NODE_ANNOTATION, KWOK_NODE_ANNOTATION_VALUE } from './cluster.js';
 import { kubeRequest } from './kube-request.js';
+import { fetchServedConfig, pointerOf, servedKubelet, type ServedKubelet } from './ignition.js';
 import { createKubeletClientCsr, type KubeletCsr } from './pki.js';
 import { getObject, listObjects, type KubeObj } from './resources.js';
 
@@ -20,14 +21,20 @@ import { getObject, listObjects, type KubeObj } from './resources.js';
  *    trailing dot), private IP, zone, instance type.
  * 2. Read the Ignition pointer config the machine boots with (the instance's userData, else its
  *    NodeClass's) and check it merges from the MCS path of its NodeClass's pool, `/config/karpenter-<nc>`.
- * 3. Read the registration taints from the KubeletConfig the MCO would render into the kubelet
- *    (`set-karpenter-taint-<nc>`): never hard-coded.
- * 4. Submit a client CSR as `openshift-machine-config-operator/node-bootstrapper` (a token of that SA):
+ * 3. With `machineConfigServer`: fetch that source from the real Machine Config Server as Ignition does
+ *    (the pointer's CA, an Ignition 3 `Accept`, retrying while MCS answers 500) and take the registration
+ *    taints (`/etc/kubernetes/kubelet.conf`), the node labels (`kubelet.service`) and the bootstrap token
+ *    (`/etc/kubernetes/kubeconfig`) from what it serves. Without it: the taints of KubeletConfig
+ *    `set-karpenter-taint-<nc>` and a minted node-bootstrapper token. Never hard-coded.
+ * 4. Submit a client CSR as `openshift-machine-config-operator/node-bootstrapper` (that token):
  *    CN `system:node:<name>`, O `system:nodes`, no SANs, usages digital signature + client auth.
  * 5. Wait for the approval and the signed certificate, then create the Node *with that certificate*
  *    (NodeRestriction applies): providerID of the NodeClaim, the registration taints, kubelet-settable
  *    labels, capacity; KWOK keeps it Ready from then on.
  * 6. Submit the serving CSR as the node (SANs: its DNS name and IP) and wait for its approval.
+ * 7. With `machineConfigServer`, play the machine-config daemon (there is none here): the first boot's
+ *    `currentConfig`/`desiredConfig`/`state: Done` annotations from the served rendered config, and later
+ *    each `desiredConfig` or `desiredDrain` the node controller sets is taken as applied.
  *
  * Knobs let a test withhold the CSR, also submit forged ones, or delay the Node.
  */
@@ -63,6 +70,11 @@ export interface KubeletSimulatorOptions {
    * `undefined`: not there yet.
    */
   registrationTaints?: () => Promise<unknown[] | undefined>;
+  /**
+   * Where the real Machine Config Server listens on this machine: the pointer's host name resolves there
+   * (step 3). Absent: the KubeletConfig-and-minted-token path.
+   */
+  machineConfigServer?: { host: string; port: number };
 }
 
 /** A client CSR for a machine's node name that the real kubelet would not send. */
@@ -89,6 +101,10 @@ export interface SimulatedKubelet {
   /** The forged CSRs submitted for this machine, in the order `forgeCsr` listed them. */
   forgedCsrs: string[];
   servingCsr?: string;
+  /** The taints the kubelet registered the Node with. */
+  registeredTaints?: unknown[];
+  /** What the machine booted from: the MCS answer's kubelet settings (with `machineConfigServer`). */
+  served?: ServedKubelet;
   /** Why the machine did not join (phase `failed`). */
   error?: string;
   /** Milliseconds from first seeing the NodeClaim to each step. */
@@ -105,6 +121,9 @@ const BOOTSTRAPPER = 'node-bootstrapper';
 const CLIENT_SIGNER = 'kubernetes.io/kube-apiserver-client-kubelet';
 const CLIENT_USAGES = ['digital signature', 'client auth'];
 const SERVING_SIGNER = 'kubernetes.io/kubelet-serving';
+const CURRENT_CONFIG = 'machineconfiguration.openshift.io/currentConfig';
+const DESIRED_CONFIG = 'machineconfiguration.openshift.io/desiredConfig';
+const MCD_STATE = 'machineconfiguration.openshift.io/state';
 
 type NodeClaim = KubeObj & {
   spec?: { nodeClassRef?: { name?: string } };
@@ -119,7 +138,7 @@ export function startKubeletSimulator(opts: KubeletSimulatorOptions): KubeletSim
   const kubelets = new Map<string, SimulatedKubelet>();
   const tasks = new Set<Promise<void>>();
   let stopped = false;
-  let bootstrapper: KubeConfig | undefined;
+  let minted: KubeConfig | undefined;
 
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
   /** Polls until `probe` yields a value; undefined when the simulator stops or the NodeClaim is gone first. */
@@ -177,9 +196,13 @@ export function startKubeletSimulator(opts: KubeletSimulatorOptions): KubeletSim
         `the Ignition pointer merges from ${pointer || '(nothing)'}, not ${opts.pointerMatches ? 'the source' : `the pool (${pool})`} of NodeClass ${nodeClass}`,
       );
 
-    // 3. Registration taints.
+    // 3. Registration taints: from what MCS serves, else from the KubeletConfig.
+    const served = opts.machineConfigServer ? await bootFromMcs(k, nodeClass, opts.machineConfigServer) : undefined;
+    if (opts.machineConfigServer && !served) return;
+    k.served = served;
     const kcName = opts.kubeletConfigName ?? `set-karpenter-taint-${nodeClass}`;
     const taints = await until(k, async () => {
+      if (served) return served.registerWithTaints;
       if (opts.registrationTaints) return opts.registrationTaints();
       const o = await getObject<KubeObj & { spec?: { kubeletConfig?: { registerWithTaints?: unknown[] } } }>(
         kc,
@@ -197,7 +220,9 @@ export function startKubeletSimulator(opts: KubeletSimulatorOptions): KubeletSim
       log(`${k.nodeClaim}: client CSR withheld (${nodeName})`);
       return;
     }
-    bootstrapper ??= await opts.cluster.kubeConfigFor(MCO, BOOTSTRAPPER, { expirationSeconds: 48 * 3600 });
+    const bootstrapper = served
+      ? bootstrapKubeConfig(served)
+      : (minted ??= await opts.cluster.kubeConfigFor(MCO, BOOTSTRAPPER, { expirationSeconds: 48 * 3600 }));
     for (const forged of opts.forgeCsr?.(k.nodeClaim, nodeName) ?? []) {
       const as = forged.requester === 'admin' ? kc : bootstrapper;
       k.forgedCsrs.push(
@@ -226,13 +251,16 @@ export function startKubeletSimulator(opts: KubeletSimulatorOptions): KubeletSim
       contexts: [{ name: 'node', cluster: 'local', user: 'node' }],
       currentContext: 'node',
     });
-    const node = await nodeObject(k, claim, instance, taints);
+    const node = await nodeObject(k, claim, instance, taints, served?.nodeLabels ?? {});
+    k.registeredTaints = taints;
     const created = await kubeRequest(asNode, 'POST', '/api/v1/nodes', { body: node });
     if (created.status !== 201 && created.status !== 409)
       throw new Error(`creating Node ${nodeName} as the node: HTTP ${created.status}: ${created.text.slice(0, 300)}`);
     k.timings.nodeCreated = Date.now() - t0;
     k.phase = 'serving-csr-pending';
     log(`${k.nodeClaim}: Node ${nodeName} registered`);
+    // The machine-config daemon's first boot: the served annotations, only on a Node that has none yet.
+    if (served && Object.keys(served.nodeAnnotations).length) await daemonAnnotate(nodeName, served.nodeAnnotations, true);
 
     // 6. Serving CSR.
     const serving = await createKubeletClientCsr(nodeName, { dnsNames: [nodeName], ipAddresses: [ip] });
@@ -243,8 +271,89 @@ export function startKubeletSimulator(opts: KubeletSimulatorOptions): KubeletSim
     log(`${k.nodeClaim}: serving CSR ${k.servingCsr} approved; ${nodeName} joined`);
   };
 
+  /** Step 3 with the real MCS: the served config, fetched as Ignition fetches it (500 is retried). */
+  const bootFromMcs = async (
+    k: SimulatedKubelet,
+    nodeClass: string,
+    mcs: { host: string; port: number },
+  ): Promise<ServedKubelet | undefined> => {
+    const text = await userDataText(k.instanceId, nodeClass);
+    const pointer = pointerOf(text);
+    if (!pointer) throw new Error(`the Ignition pointer of ${k.instanceId} names no merge source with a CA`);
+    let last = '';
+    const cfg = await until(
+      k,
+      async () => {
+        const r = await fetchServedConfig(pointer, mcs);
+        if (r.status === 200 && r.config) return r.config;
+        if (String(r.status) !== last) log(`${k.nodeClaim}: ${pointer.source}: HTTP ${r.status} (Ignition retries)`);
+        last = String(r.status);
+        return undefined;
+      },
+      2000,
+    );
+    if (!cfg) return undefined;
+    const served = servedKubelet(cfg);
+    log(`${k.nodeClaim}: booted from ${pointer.source} (${served.renderedConfig ?? 'rendered config unknown'})`);
+    return served;
+  };
+
+  /**
+   * The machine-config daemon's writes to its Node (it runs as its own ServiceAccount, here as admin).
+   * `firstBoot`: only when the Node has no `currentConfig` yet, as the daemon does.
+   */
+  const daemonAnnotate = async (nodeName: string, annotations: Record<string, string>, firstBoot = false): Promise<void> => {
+    if (firstBoot) {
+      const node = await getObject(kc, 'v1', 'Node', nodeName);
+      if (node?.metadata.annotations?.[CURRENT_CONFIG]) return;
+    }
+    const r = await kubeRequest(kc, 'PATCH', `/api/v1/nodes/${encodeURIComponent(nodeName)}`, {
+      body: { metadata: { annotations } },
+      contentType: 'application/merge-patch+json',
+    });
+    if (r.status !== 200)
+      throw new Error(`annotating Node ${nodeName} as the machine-config daemon: HTTP ${r.status}: ${r.text.slice(0, 200)}`);
+  };
+
+  /** The daemon's updates: a `desiredConfig` the node controller set is taken as applied at once (no reboot here). */
+  const playDaemon = async () => {
+    const names = new Set([...kubelets.values()].filter((k) => k.served && k.nodeName).map((k) => k.nodeName!));
+    if (!names.size) return;
+    const nodes = await listObjects(kc, 'v1', 'Node').catch(() => []);
+    for (const n of nodes) {
+      const a = n.metadata.annotations ?? {};
+      if (!names.has(n.metadata.name) || !a[DESIRED_CONFIG] || !a[CURRENT_CONFIG]) continue;
+      if (a[DESIRED_CONFIG] === a[CURRENT_CONFIG] && a[MCD_STATE] === 'Done') continue;
+      await daemonAnnotate(n.metadata.name, { [CURRENT_CONFIG]: a[DESIRED_CONFIG]!, [MCD_STATE]: 'Done' }).catch(() => undefined);
+      log(`Node ${n.metadata.name}: machine-config daemon applied ${a[DESIRED_CONFIG]}`);
+    }
+  };
+
+  /** The node bootstrapper as the served kubeconfig has it, pointed at this cluster's API server. */
+  const bootstrapKubeConfig = (served: ServedKubelet): KubeConfig => {
+    const out = new KubeConfig();
+    out.loadFromOptions({
+      clusters: [{ name: 'local', server: opts.cluster.info.server, caFile: opts.cluster.info.caFile }],
+      users: [{ name: 'bootstrap', token: served.bootstrap.token }],
+      contexts: [{ name: 'bootstrap', cluster: 'local', user: 'bootstrap' }],
+      currentContext: 'bootstrap',
+    });
+    return out;
+  };
+
   /** `ignition.config.merge[0].source` of what the machine boots with. */
   const pointerSource = async (instanceId: string, nodeClass: string): Promise<string> => {
+    const text = await userDataText(instanceId, nodeClass);
+    try {
+      const cfg = JSON.parse(text) as { ignition?: { config?: { merge?: Array<{ source?: string }> } } };
+      return cfg.ignition?.config?.merge?.[0]?.source ?? '';
+    } catch {
+      return '';
+    }
+  };
+
+  /** The userData the machine boots with: the instance's, else its NodeClass's (moto keeps fleet userData only sometimes). */
+  const userDataText = async (instanceId: string, nodeClass: string): Promise<string> => {
     let b64: string | undefined;
     try {
       b64 = (await ec2.send(new DescribeInstanceAttributeCommand({ InstanceId: instanceId, Attribute: 'userData' }))).UserData?.Value;
@@ -256,12 +365,7 @@ export function startKubeletSimulator(opts: KubeletSimulatorOptions): KubeletSim
       const nc = await getObject<KubeObj & { spec?: { userData?: string } }>(kc, 'karpenter.k8s.aws/v1', 'EC2NodeClass', nodeClass);
       text = nc?.spec?.userData ?? '';
     }
-    try {
-      const cfg = JSON.parse(text) as { ignition?: { config?: { merge?: Array<{ source?: string }> } } };
-      return cfg.ignition?.config?.merge?.[0]?.source ?? '';
-    } catch {
-      return '';
-    }
+    return text;
   };
 
   const nodeObject = async (
@@ -269,6 +373,7 @@ export function startKubeletSimulator(opts: KubeletSimulatorOptions): KubeletSim
     claim: NodeClaim,
     instance: Instance,
     taints: unknown[],
+    servedLabels: Record<string, string>,
   ): Promise<Record<string, unknown>> => {
     const type = instance.InstanceType ?? '';
     const info = (await ec2.send(new DescribeInstanceTypesCommand({ InstanceTypes: [type] as never }))).InstanceTypes?.[0];
@@ -300,6 +405,9 @@ export function startKubeletSimulator(opts: KubeletSimulatorOptions): KubeletSim
           'topology.kubernetes.io/region': opts.cluster.info.region,
           'topology.kubernetes.io/zone': zone,
           'node.openshift.io/os_id': 'rhcos',
+          // The served --node-labels, less what NodeRestriction refuses a kubelet (OpenShift's API server lets
+          // node-role.kubernetes.io/worker through; the upstream one here does not).
+          ...Object.fromEntries(Object.entries(servedLabels).filter(([key]) => kubeletMaySet(key))),
         },
         annotations: { [KWOK_NODE_ANNOTATION]: KWOK_NODE_ANNOTATION_VALUE },
       },
@@ -347,6 +455,7 @@ export function startKubeletSimulator(opts: KubeletSimulatorOptions): KubeletSim
       tasks.add(task);
     }
     for (const [uid, k] of kubelets) if (!seen.has(uid)) k.phase = 'gone';
+    if (opts.machineConfigServer) await playDaemon();
   };
 
   let timer: NodeJS.Timeout | undefined;
@@ -369,4 +478,27 @@ export function startKubeletSimulator(opts: KubeletSimulatorOptions): KubeletSim
       ec2.destroy();
     },
   };
+}
+
+/** Whether NodeRestriction lets a kubelet set this label on its own Node (upstream rules). */
+export function kubeletMaySet(key: string): boolean {
+  const [prefix, name] = key.includes('/') ? [key.slice(0, key.indexOf('/')), key.slice(key.indexOf('/') + 1)] : ['', key];
+  if (!name) return false;
+  const kubeNamespace = (p: string) => p === 'kubernetes.io' || p.endsWith('.kubernetes.io') || p === 'k8s.io' || p.endsWith('.k8s.io');
+  if (!kubeNamespace(prefix)) return true;
+  if (prefix === 'kubelet.kubernetes.io' || prefix.endsWith('.kubelet.kubernetes.io')) return true;
+  if (prefix === 'node.kubernetes.io' || prefix.endsWith('.node.kubernetes.io')) return true;
+  return [
+    'kubernetes.io/hostname',
+    'kubernetes.io/arch',
+    'kubernetes.io/os',
+    'beta.kubernetes.io/instance-type',
+    'node.kubernetes.io/instance-type',
+    'failure-domain.beta.kubernetes.io/region',
+    'failure-domain.beta.kubernetes.io/zone',
+    'topology.kubernetes.io/region',
+    'topology.kubernetes.io/zone',
+    'beta.kubernetes.io/arch',
+    'beta.kubernetes.io/os',
+  ].includes(key);
 }
