@@ -5,7 +5,6 @@ import { join, relative } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { ClusterHandle } from './cluster.js';
 import { startCredentialsMinter } from './credentials-minter.js';
-import { startMachineConfigRenderer } from './mco-standin.js';
 import { isLocalClusterError } from './errors.js';
 import { startKubeletSimulator, type KubeletSimulator } from './kubelet-simulator.js';
 import { startKarpenterRunner, type DeploymentRunner } from './operand-runner.js';
@@ -61,7 +60,6 @@ async function main(): Promise<void> {
     operatorSup?: ProcessSupervisor;
     workers?: Workers;
     stopMinter?: () => void;
-    stopRenderer?: () => void;
   } = {};
   let stopping = false;
   const shutdown = async (code: number) => {
@@ -69,7 +67,6 @@ async function main(): Promise<void> {
     stopping = true;
     say('stopping...');
     live.stopMinter?.();
-    live.stopRenderer?.();
     await live.workers?.kubelets?.stop().catch(() => undefined);
     await live.workers?.karpenter?.stop().catch(() => undefined);
     await live.operatorSup?.stopAll().catch(() => undefined);
@@ -107,8 +104,6 @@ async function main(): Promise<void> {
   // The local cluster stands in for the cloud-credential operator: it mints the Secrets the
   // CredentialsRequests of install/ ask for, pointing at the emulator.
   live.stopMinter = startCredentialsMinter(cluster, { log: say });
-  // ... and for the MCO's render step, so NodeClass userData can point at its own pool.
-  live.stopRenderer = startMachineConfigRenderer(cluster, { log: say });
   const workers: Workers = { operator };
   live.workers = workers;
   let karpenterState: string;

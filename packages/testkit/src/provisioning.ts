@@ -1,7 +1,6 @@
 import { DescribeInstancesCommand, EC2Client, type Instance } from '@aws-sdk/client-ec2';
 import type { ClusterClient } from './access.js';
 import { startKubeletSimulator, type KubeletSimulator, type KubeletSimulatorOptions } from './kubelet-simulator.js';
-import { startMachineConfigRenderer } from './mco-standin.js';
 import { startKarpenterRunner, type DeploymentRunner } from './operand-runner.js';
 import type { KubeObj } from './resources.js';
 
@@ -32,12 +31,11 @@ export interface RealOperandOptions {
 }
 
 /**
- * The MCO render step (so the NodeClass's userData may point at its own pool), the operand Deployment run as
- * processes of the real controller, and a simulated kubelet for every launched instance.
+ * The operand Deployment run as processes of the real controller, and a simulated kubelet for every launched
+ * instance (the MCO's render step runs beside the cluster: `startOpenShiftAwsCluster`).
  */
 export function startRealOperand(opts: RealOperandOptions): RealOperand {
   const prefixed = (who: string) => (opts.log ? (line: string) => opts.log!(`${who}: ${line}`) : undefined);
-  const stopRenderer = startMachineConfigRenderer(opts.cluster, { log: prefixed('mco') });
   const runner = startKarpenterRunner({
     cluster: opts.cluster,
     karpenterBinary: opts.karpenterBinary,
@@ -51,7 +49,6 @@ export function startRealOperand(opts: RealOperandOptions): RealOperand {
     kubelets,
     stop: async () => {
       await kubelets.stop();
-      stopRenderer();
       await runner.stop();
     },
   };

@@ -21,6 +21,7 @@ import {
 } from '../cluster.js';
 import { ec2ClientConfig, iamCall, type MotoAmi } from '../ec2-emulator.js';
 import { applyObject, applyStatus, installCrds, listObjects, type KubeObj } from '../resources.js';
+import { startMachineConfigRenderer } from '../mco-standin.js';
 import { waitFor } from '../wait.js';
 
 /**
@@ -649,7 +650,18 @@ export async function startOpenShiftAwsCluster(
     const t = Date.now();
     const world = await seedCluster(cluster, f);
     (cluster.timings as Record<string, number>).seed = (Date.now() - t) / 1000;
-    return { cluster, world };
+    // The MCO's render step runs beside every cluster (the operator points a NodeClass only at a rendered pool).
+    const stopRenderer = startMachineConfigRenderer(cluster, { log: opts.log ? (l) => opts.log!(`mco: ${l}`) : undefined });
+    const stop = cluster.stop.bind(cluster);
+    return {
+      cluster: Object.assign(cluster, {
+        stop: async () => {
+          stopRenderer();
+          await stop();
+        },
+      }),
+      world,
+    };
   } catch (e) {
     await cluster.stop();
     throw e;
