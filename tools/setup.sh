@@ -8,7 +8,8 @@
 #   5. a Python virtualenv with moto[server] (the EC2 emulator)
 #   6. promtool from the pinned Prometheus module (tools/cluster/build-promtool.sh, cached per version)
 #   7. manifest-inclusion, the CVO's manifest filter from the pinned library-go (tools/cluster/build-manifest-inclusion.sh)
-#   8. .local/toolchain.json: where all of that is, for packages/testkit
+#   8. the Machine Config Operator's controller and server from its Go module (tools/cluster/build-mco.sh)
+#   9. .local/toolchain.json: where all of that is, for packages/testkit
 # Long builds print a progress line every 30 s (elapsed, the previous build's duration, the log).
 set -euo pipefail
 KO_SCRIPT=setup
@@ -70,7 +71,16 @@ if ! manifest_inclusion_bin=$(bash tools/cluster/build-manifest-inclusion.sh); t
   ko_fail "building manifest-inclusion failed: see the lines above; re-run with: bash tools/cluster/build-manifest-inclusion.sh"
 fi
 
-# 8. What packages/testkit reads to find the toolchain.
+# 8. The Machine Config Operator's controller and server, which every local cluster runs (about 10 minutes cold).
+if ! mco_out=$(bash tools/cluster/build-mco.sh); then
+  ko_fail "building machine-config-controller/server failed: see the lines above; re-run with: bash tools/cluster/build-mco.sh"
+fi
+mco_controller=$(printf '%s\n' "$mco_out" | sed -n 's/^controller=//p')
+mco_server=$(printf '%s\n' "$mco_out" | sed -n 's/^server=//p')
+mco_templates=$(printf '%s\n' "$mco_out" | sed -n 's/^templates=//p')
+ko_log "machine-config-controller/server $MCO_VERSION: $(dirname "$mco_controller")"
+
+# 9. What packages/testkit reads to find the toolchain.
 cat > "$ko_local_dir/toolchain.json.tmp" <<JSON
 {
   "binDir": "$bin_dir",
@@ -80,6 +90,9 @@ cat > "$ko_local_dir/toolchain.json.tmp" <<JSON
   "motoServer": "$ko_venv_dir/bin/moto_server",
   "promtool": "$promtool_bin",
   "manifestInclusion": "$manifest_inclusion_bin",
+  "mcoController": "$mco_controller",
+  "mcoServer": "$mco_server",
+  "mcoTemplates": "$mco_templates",
   "versions": {
     "kubernetes": "$K8S_VERSION",
     "etcd": "$ETCD_VERSION",
@@ -89,7 +102,8 @@ cat > "$ko_local_dir/toolchain.json.tmp" <<JSON
     "hypershiftApi": "$HYPERSHIFT_API_VERSION",
     "cloudCredentialOperator": "$CCO_VERSION",
     "moto": "$MOTO_VERSION",
-    "prometheus": "$PROMETHEUS_VERSION"
+    "prometheus": "$PROMETHEUS_VERSION",
+    "mco": "$MCO_VERSION"
   }
 }
 JSON

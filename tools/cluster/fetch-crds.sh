@@ -8,7 +8,7 @@ KO_SCRIPT=fetch-crds
 # shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-stamp="openshift-api=$OPENSHIFT_API_VERSION karpenter-aws=$KARPENTER_AWS_VERSION hypershift-api=$HYPERSHIFT_API_VERSION controller-tools=$CONTROLLER_TOOLS_VERSION cco=$CCO_VERSION kwok=$KWOK_VERSION prometheus-operator=$PROMETHEUS_OPERATOR_VERSION cluster-api=$CLUSTER_API_VERSION layout=4"
+stamp="openshift-api=$OPENSHIFT_API_VERSION karpenter-aws=$KARPENTER_AWS_VERSION hypershift-api=$HYPERSHIFT_API_VERSION controller-tools=$CONTROLLER_TOOLS_VERSION cco=$CCO_VERSION kwok=$KWOK_VERSION prometheus-operator=$PROMETHEUS_OPERATOR_VERSION cluster-api=$CLUSTER_API_VERSION mco=$MCO_VERSION layout=5"
 if [ -f "$ko_crd_dir/.stamp" ] && [ "$(cat "$ko_crd_dir/.stamp")" = "$stamp" ] && [ -f "$ko_kwok_stages" ]; then
   echo "$ko_crd_dir"; exit 0
 fi
@@ -21,6 +21,12 @@ cco=$(ko_go_module_dir github.com/openshift/cloud-credential-operator "$CCO_VERS
 kwok=$(ko_go_module_dir sigs.k8s.io/kwok "$KWOK_VERSION")
 promop=$(ko_go_module_dir github.com/prometheus-operator/prometheus-operator "$PROMETHEUS_OPERATOR_VERSION")
 capi=$(ko_go_module_dir sigs.k8s.io/cluster-api "$CLUSTER_API_VERSION")
+# The machine-config-controller runs against the openshift/api its own go.mod pins: its machineconfiguration
+# CRDs, and the config/operator CRDs its informers list (a CRD missing makes the controller wait forever).
+mco=$(ko_go_module_dir github.com/openshift/machine-config-operator "$MCO_VERSION")
+MCO_OPENSHIFT_API_VERSION=$(awk '$1 == "github.com/openshift/api" { print $2; exit }' "$mco/go.mod")
+[ -n "$MCO_OPENSHIFT_API_VERSION" ] || ko_fail "cannot read the openshift/api version from $mco/go.mod"
+mco_api=$(ko_go_module_dir github.com/openshift/api "$MCO_OPENSHIFT_API_VERSION")
 
 mkdir -p "$(dirname "$ko_crd_dir")"
 tmp=$(mktemp -d "$(dirname "$ko_crd_dir")/.crds.XXXXXX")
@@ -55,10 +61,20 @@ copy openshift featuregates.config.openshift.io "$openshift" "$o" "$cfg/*_featur
 mach=machine/v1beta1/zz_generated.crd-manifests
 copy openshift machinesets.machine.openshift.io "$openshift" "$o" "$mach/*_machinesets-Default.crd.yaml" "$mach/*_machinesets.crd.yaml"
 copy openshift machines.machine.openshift.io "$openshift" "$o" "$mach/*_machines-Default.crd.yaml" "$mach/*_machines.crd.yaml"
+
+# The Machine Config Operator's kinds, and what its controller watches, from the openshift/api MCO pins.
+m=github.com/openshift/api@$MCO_OPENSHIFT_API_VERSION
 mc=machineconfiguration/v1/zz_generated.crd-manifests
-copy openshift machineconfigpools.machineconfiguration.openshift.io "$openshift" "$o" "$mc/*_machineconfigpools-Default.crd.yaml" "$mc/*_machineconfigpools.crd.yaml"
-copy openshift machineconfigs.machineconfiguration.openshift.io "$openshift" "$o" "$mc/*_machineconfigs-Default.crd.yaml" "$mc/*_machineconfigs.crd.yaml"
-copy openshift kubeletconfigs.machineconfiguration.openshift.io "$openshift" "$o" "$mc/*_kubeletconfigs-Default.crd.yaml" "$mc/*_kubeletconfigs.crd.yaml"
+for kind in machineconfigpools machineconfigs kubeletconfigs controllerconfigs containerruntimeconfigs; do
+  copy openshift "$kind.machineconfiguration.openshift.io" "$mco_api" "$m" "$mc/*_$kind-Default.crd.yaml" "$mc/*_$kind.crd.yaml"
+done
+copy openshift machineconfigurations.operator.openshift.io "$mco_api" "$m" \
+  "operator/v1/zz_generated.crd-manifests/*_machineconfigurations-Default.crd.yaml" "operator/v1/zz_generated.crd-manifests/*_machineconfigurations.crd.yaml"
+copy openshift imagecontentsourcepolicies.operator.openshift.io "$mco_api" "$m" \
+  "operator/v1alpha1/zz_generated.crd-manifests/*_imagecontentsourcepolicies.crd.yaml"
+for kind in apiservers images imagedigestmirrorsets imagetagmirrorsets nodes schedulers proxies networks dnses; do
+  copy openshift "$kind.config.openshift.io" "$mco_api" "$m" "$cfg/*_$kind-Default.crd.yaml" "$cfg/*_$kind.crd.yaml"
+done
 
 k=github.com/aws/karpenter-provider-aws@$KARPENTER_AWS_VERSION
 copy karpenter nodepools.karpenter.sh "$karpenter" "$k" "pkg/apis/crds/karpenter.sh_nodepools.yaml"

@@ -18,5 +18,6 @@ export * from './operand-runner.js';
 export * from './kubelet-simulator.js';
 export * from './credentials-minter.js';
 export * from './mco-standin.js';
+export * from './mco.js';
 export * from './seed/openshift-aws.js';
 export * from './provisioning.js';

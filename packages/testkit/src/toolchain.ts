@@ -17,6 +17,10 @@ export interface Toolchain {
   promtool: string;
   /** The CVO's manifest filter (`tools/cluster/build-manifest-inclusion.sh`); checked by `manifestInclusionBinary()`. */
   manifestInclusion: string;
+  /** The Machine Config Operator's controller, server and templates (`tools/cluster/build-mco.sh`); checked by `mcoBinaries()`. */
+  mcoController: string;
+  mcoServer: string;
+  mcoTemplates: string;
   versions: Record<string, string>;
 }
 
@@ -64,6 +68,9 @@ export function loadToolchain(repoRoot = findRepoRoot()): Toolchain {
     karpenterBinary: process.env.KO_KARPENTER_BINARY ?? raw.karpenterBinary ?? '',
     promtool: process.env.KO_PROMTOOL ?? raw.promtool ?? '',
     manifestInclusion: process.env.KO_MANIFEST_INCLUSION ?? raw.manifestInclusion ?? '',
+    mcoController: process.env.KO_MCO_CONTROLLER ?? raw.mcoController ?? '',
+    mcoServer: process.env.KO_MCO_SERVER ?? raw.mcoServer ?? '',
+    mcoTemplates: process.env.KO_MCO_TEMPLATES ?? raw.mcoTemplates ?? '',
     versions: raw.versions ?? {},
   };
   for (const b of CLUSTER_BINARIES) assertExecutable(join(tc.binDir, b), `binary ${b}`);
@@ -109,6 +116,29 @@ export function promtoolBinary(tc: Toolchain = loadToolchain()): string {
     throw new LocalClusterError(`promtool is missing (${tc.promtool}): ${build}`);
   }
   return tc.promtool;
+}
+
+/**
+ * machine-config-controller, machine-config-server and MCO's templates directory, or a LocalClusterError in one
+ * line naming the command that builds them. Env overrides: `KO_MCO_CONTROLLER`, `KO_MCO_SERVER`, `KO_MCO_TEMPLATES`.
+ */
+export function mcoBinaries(tc: Toolchain = loadToolchain()): { controller: string; server: string; templates: string; version: string } {
+  const build = 'build them with `bash tools/cluster/build-mco.sh` (or `npm run setup`; about 10 minutes cold)';
+  if (!tc.mcoController || !tc.mcoServer || !tc.mcoTemplates) {
+    throw new LocalClusterError(`the Machine Config Operator binaries are not in .local/toolchain.json: ${build}`);
+  }
+  for (const [path, what] of [
+    [tc.mcoController, 'machine-config-controller'],
+    [tc.mcoServer, 'machine-config-server'],
+  ] as const) {
+    try {
+      accessSync(path, constants.X_OK);
+    } catch {
+      throw new LocalClusterError(`${what} is missing (${path}): ${build}`);
+    }
+  }
+  if (!existsSync(tc.mcoTemplates)) throw new LocalClusterError(`MCO's templates are missing (${tc.mcoTemplates}): ${build}`);
+  return { controller: tc.mcoController, server: tc.mcoServer, templates: tc.mcoTemplates, version: tc.versions.mco ?? '' };
 }
 
 /**

@@ -21,6 +21,7 @@ import {
 } from '../cluster.js';
 import { ec2ClientConfig, iamCall, type MotoAmi } from '../ec2-emulator.js';
 import { applyObject, applyStatus, installCrds, listObjects, type KubeObj } from '../resources.js';
+import { startMachineConfigOperator, type MachineConfigOperator } from '../mco.js';
 import { startMachineConfigRenderer } from '../mco-standin.js';
 import { waitFor } from '../wait.js';
 
@@ -173,6 +174,20 @@ export function aClusterVersion(f: OpenShiftAwsFacts = openShiftAws): KubeObj {
   };
 }
 
+/**
+ * Every gate the Machine Config Operator's controller asks about (library-go panics on a gate the FeatureGate
+ * does not list); all off here, so it neither rewrites the MachineSets' boot images nor runs on-cluster builds.
+ */
+export const MCO_FEATURE_GATES = [
+  'MachineConfigNodes',
+  'ManagedBootImages',
+  'ManagedBootImagesAWS',
+  'NodeDisruptionPolicy',
+  'OnClusterBuild',
+  'PinnedImages',
+  'SigstoreImageVerification',
+];
+
 export function aFeatureGate(f: OpenShiftAwsFacts = openShiftAws): KubeObj {
   return {
     apiVersion: 'config.openshift.io/v1',
@@ -184,7 +199,7 @@ export function aFeatureGate(f: OpenShiftAwsFacts = openShiftAws): KubeObj {
         {
           version: f.version,
           enabled: f.enabledFeatureGates.map((name) => ({ name })),
-          disabled: [{ name: 'ClusterAPIInstall' }],
+          disabled: ['ClusterAPIInstall', ...MCO_FEATURE_GATES].map((name) => ({ name })),
         },
       ],
     },
@@ -641,26 +656,46 @@ async function seedInstanceProfile(endpoint: string, f: OpenShiftAwsFacts): Prom
 }
 
 /** `startCluster` with the world's AMI catalogue, then `seedCluster`. */
+export interface OpenShiftAwsClusterOptions extends StartClusterOptions {
+  /**
+   * What renders MachineConfigPools and serves their configs: the stand-in (default: pools rendered at once,
+   * no server) or the real machine-config-controller and machine-config-server (`mco.ts`).
+   */
+  machineConfig?: 'stand-in' | 'real';
+}
+
 export async function startOpenShiftAwsCluster(
-  opts: StartClusterOptions = {},
+  opts: OpenShiftAwsClusterOptions = {},
   f: OpenShiftAwsFacts = openShiftAws,
-): Promise<{ cluster: ClusterHandle; world: SeededWorld }> {
-  const cluster = await startCluster({ region: f.region, amis: rhcosAmis(f), ...opts });
+): Promise<{ cluster: ClusterHandle; world: SeededWorld; mco?: MachineConfigOperator }> {
+  const { machineConfig = 'stand-in', ...clusterOpts } = opts;
+  const cluster = await startCluster({ region: f.region, amis: rhcosAmis(f), ...clusterOpts });
   try {
     const t = Date.now();
     const world = await seedCluster(cluster, f);
     (cluster.timings as Record<string, number>).seed = (Date.now() - t) / 1000;
-    // The MCO's render step runs beside every cluster (the operator points a NodeClass only at a rendered pool).
-    const stopRenderer = startMachineConfigRenderer(cluster, { log: opts.log ? (l) => opts.log!(`mco: ${l}`) : undefined });
+    const log = opts.log ? (l: string) => opts.log!(`mco: ${l}`) : undefined;
+    let stopMco: () => Promise<void> | void;
+    let mco: MachineConfigOperator | undefined;
+    if (machineConfig === 'real') {
+      const t1 = Date.now();
+      mco = await startMachineConfigOperator(cluster, { baseDir: join(cluster.info.baseDir, 'mco'), facts: f, log });
+      (cluster.timings as Record<string, number>).mco = (Date.now() - t1) / 1000;
+      stopMco = mco.stop;
+    } else {
+      // The MCO's render step (the operator points a NodeClass only at a rendered pool).
+      stopMco = startMachineConfigRenderer(cluster, { log });
+    }
     const stop = cluster.stop.bind(cluster);
     return {
       cluster: Object.assign(cluster, {
         stop: async () => {
-          stopRenderer();
+          await stopMco();
           await stop();
         },
       }),
       world,
+      ...(mco ? { mco } : {}),
     };
   } catch (e) {
     await cluster.stop();
