@@ -47,7 +47,8 @@ const b64 = (s: string) => Buffer.from(s, 'utf8').toString('base64');
  */
 export function mcoSeedObjects(caPem: string, mcoVersion: string, f: OpenShiftAwsFacts = openShiftAws): KubeObj[] {
   const infra = anInfrastructure(f);
-  const image = (name: string) => `quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:${Buffer.from(name).toString('hex').padEnd(64, '0').slice(0, 64)}`;
+  const image = (name: string) =>
+    `quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:${Buffer.from(name).toString('hex').padEnd(64, '0').slice(0, 64)}`;
   const dns = { apiVersion: 'config.openshift.io/v1', kind: 'DNS', metadata: { name: 'cluster' }, spec: { baseDomain: f.clusterDomain } };
   const network = {
     clusterNetwork: [{ cidr: '10.128.0.0/14', hostPrefix: 23 }],
@@ -75,7 +76,12 @@ export function mcoSeedObjects(caPem: string, mcoVersion: string, f: OpenShiftAw
     cluster('Proxy'),
     cluster('Network', network),
     dns,
-    { apiVersion: 'operator.openshift.io/v1', kind: 'MachineConfiguration', metadata: { name: 'cluster' }, spec: { managementState: 'Managed' } },
+    {
+      apiVersion: 'operator.openshift.io/v1',
+      kind: 'MachineConfiguration',
+      metadata: { name: 'cluster' },
+      spec: { managementState: 'Managed' },
+    },
     {
       apiVersion: MC_API,
       kind: 'ControllerConfig',
@@ -244,7 +250,13 @@ export async function startMachineConfigOperator(cluster: ClusterClient, opts: S
       'machine-config-server to serve /config/worker to the worker pointer config',
       async () => {
         died(serverProcess)();
-        const secret = await getObject<KubeObj & { data?: Record<string, string> }>(kc, 'v1', 'Secret', f.userDataSecret, 'openshift-machine-api');
+        const secret = await getObject<KubeObj & { data?: Record<string, string> }>(
+          kc,
+          'v1',
+          'Secret',
+          f.userDataSecret,
+          'openshift-machine-api',
+        );
         const userData = Buffer.from(secret?.data?.userData ?? '', 'base64').toString('utf8');
         const pointer = pointerOf(userData);
         if (!pointer) return false;
