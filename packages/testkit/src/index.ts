@@ -19,5 +19,6 @@ export * from './kubelet-simulator.js';
 export * from './credentials-minter.js';
 export * from './mco-standin.js';
 export * from './mco.js';
+export * from './ignition.js';
 export * from './seed/openshift-aws.js';
 export * from './provisioning.js';

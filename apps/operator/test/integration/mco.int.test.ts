@@ -1,36 +1,300 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parse as parseYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  aNodePool,
+  aPoolWorkload,
+  applyObject,
+  deleteObject,
+  fetchServedConfig,
   getObject,
+  ignitionFile,
+  karpenterBinary,
   listObjects,
+  loadToolchain,
+  pointerOf,
+  servedKubelet,
   startOpenShiftAwsCluster,
+  startRealOperand,
+  waitFor,
   type ClusterHandle,
+  type IgnitionConfig,
   type KubeObj,
   type MachineConfigOperator,
+  type RealOperand,
 } from '@karpenter-operator/testkit';
+import { conditionOf, type Cond } from '../support/k8s.js';
+import { installManifests, REPO, startOperator, type OperatorProcess } from '../support/operator-process.js';
+import { applyKarpenterAndCredentials, isConverged } from '../support/scenario.js';
+
+/**
+ * The real Machine Config Operator in the loop: machine-config-controller (MCC) and machine-config-server (MCS)
+ * built from MCO's Go module (`npm run setup`) render and serve the pools the operator creates, and a machine
+ * the real Karpenter launches boots from what MCS serves. A cluster of its own (MCO's controllers would
+ * otherwise act on every other file's pools).
+ *
+ * Time bounds are several times what a loaded two-core machine needed: MCO up 25 s, a new pool rendered with
+ * its taint 10–20 s, Karpenter up and its NodeClass Ready 110–150 s, pending pod → Running 15–40 s.
+ */
+const MC_API = 'machineconfiguration.openshift.io/v1';
+const NC = ['karpenter.k8s.aws/v1', 'EC2NodeClass'] as const;
+const NODECLAIM = ['karpenter.sh/v1', 'NodeClaim'] as const;
+const TAINT = { key: 'karpenter.sh/unregistered', value: 'true', effect: 'NoExecute' };
+const SECOND = 'second';
+const POOL = 'mco-e2e';
+const WORKLOAD_NS = 'mco-e2e';
+
+type Pool = KubeObj & {
+  spec?: { configuration?: { name?: string; source?: Array<{ name?: string }> } };
+  status?: { configuration?: { name?: string; source?: Array<{ name?: string }> }; conditions?: Cond[] };
+};
+type MachineConfig = KubeObj & { spec?: { config?: IgnitionConfig } };
+type WithConditions = KubeObj & { status?: { conditions?: Cond[]; providerID?: string; nodeName?: string } };
 
 let cluster: ClusterHandle;
 let mco: MachineConfigOperator;
+let op: OperatorProcess | undefined;
+let operand: RealOperand | undefined;
+let runnerDir: string | undefined;
+const kc = () => cluster.kubeConfig();
+const harnessLog: string[] = [];
+
+async function eventually<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs: number): Promise<T> {
+  try {
+    return await waitFor(what, probe, {
+      timeoutMs,
+      intervalMs: 1000,
+      abort: () => (op?.exited() ? `the operator exited:\n${op.logs().slice(-3000)}` : undefined),
+    });
+  } catch (e) {
+    const pools = await listObjects<Pool>(kc(), MC_API, 'MachineConfigPool').catch(() => [] as Pool[]);
+    const claims = await listObjects<WithConditions>(kc(), ...NODECLAIM).catch(() => [] as WithConditions[]);
+    throw new Error(
+      [
+        (e as Error).message,
+        `pools: ${pools.map((p) => `${p.metadata.name} spec=${p.spec?.configuration?.name ?? '-'} status=${p.status?.configuration?.name ?? '-'} [${(p.status?.configuration?.source ?? []).map((s) => s.name).join(',')}]`).join('\n  ')}`,
+        `NodeClaims: ${claims.map((c) => `${c.metadata.name} ${(c.status?.conditions ?? []).map((x) => `${x.type}=${x.status}`).join(' ')}`).join('\n  ') || 'none'}`,
+        `kubelets: ${JSON.stringify(operand?.kubelets.kubelets().map((k) => ({ claim: k.nodeClaim, phase: k.phase, error: k.error })) ?? [])}`,
+        `harness:\n${harnessLog.slice(-20).join('\n')}`,
+        `operator log:\n${op?.logs().split('\n').slice(-20).join('\n') ?? ''}`,
+      ].join('\n'),
+      { cause: e },
+    );
+  }
+}
+
+const userDataOf = async (nc: string) =>
+  (await getObject<KubeObj & { spec?: { userData?: string } }>(kc(), ...NC, nc))?.spec?.userData ?? '';
+
+/** `registerWithTaints` of the kubelet configuration a MachineConfig writes (`undefined`: it writes none). */
+function kubeletTaintsOf(mc: MachineConfig | undefined): unknown[] | undefined {
+  const text = mc?.spec?.config ? ignitionFile(mc.spec.config, '/etc/kubernetes/kubelet.conf') : undefined;
+  if (text === undefined) return undefined;
+  return (parseYaml(text) as { registerWithTaints?: unknown[] } | null)?.registerWithTaints ?? [];
+}
+
+/** The pool's rendered configuration once it lists `mc` in its source. */
+async function renderedWith(pool: string, mc: string, timeoutMs: number): Promise<{ name: string; source: string[] }> {
+  return eventually(
+    `MachineConfigPool ${pool} rendered by MCC from ${mc}`,
+    async () => {
+      const p = await getObject<Pool>(kc(), MC_API, 'MachineConfigPool', pool);
+      const c = p?.status?.configuration;
+      const source = (c?.source ?? []).map((s) => s.name ?? '');
+      return c?.name?.startsWith(`rendered-${pool}-`) && source.includes(mc) ? { name: c.name, source } : undefined;
+    },
+    timeoutMs,
+  );
+}
 
 describe('the real Machine Config Operator renders and serves the Karpenter pools', () => {
   beforeAll(async () => {
-    const started = await startOpenShiftAwsCluster({
-      machineConfig: 'real',
-      log: (l) => console.log(l),
-      ...(process.env.KO_MCO_DEBUG_DIR ? { baseDir: process.env.KO_MCO_DEBUG_DIR, keepBaseDir: true } : {}),
-    });
+    const binary = karpenterBinary(loadToolchain());
+    const started = await startOpenShiftAwsCluster({ machineConfig: 'real' });
     cluster = started.cluster;
     mco = started.mco!;
-  }, 300_000);
+    await installManifests(cluster);
+    op = await startOperator(cluster, {
+      name: 'karpenter-operator-mco',
+      leaderElect: false,
+      env: {
+        OPERATOR_IMAGE: 'quay.io/openshift/origin-karpenter-operator:test',
+        OPERAND_AWS_ENDPOINT_URL_EC2: cluster.info.ec2Endpoint!,
+        AWS_ENDPOINT_URL_SQS: cluster.info.ec2Endpoint!,
+      },
+    });
+    await applyKarpenterAndCredentials(cluster, {});
+    await eventually('convergence', async () => isConverged(cluster), 180_000);
+    runnerDir = mkdtempSync(join(tmpdir(), 'ko-mco-operand-'));
+    operand = startRealOperand({
+      cluster,
+      karpenterBinary: binary,
+      operatorEntry: join(REPO, 'apps/operator/dist/main.js'),
+      baseDir: runnerDir,
+      log: (l) => harnessLog.push(`${new Date().toISOString()} ${l}`),
+      kubelets: { machineConfigServer: mco.server },
+    });
+    await applyObject(kc(), { apiVersion: 'v1', kind: 'Namespace', metadata: { name: WORKLOAD_NS } });
+  }, 420_000);
 
   afterAll(async () => {
+    await deleteObject(kc(), 'v1', 'Namespace', WORKLOAD_NS).catch(() => false);
+    await deleteObject(kc(), 'karpenter.sh/v1', 'NodePool', POOL).catch(() => false);
+    await operand?.stop();
+    await op?.stop();
     await cluster?.stop();
-  }, 120_000);
+    if (runnerDir) rmSync(runnerDir, { recursive: true, force: true });
+  }, 180_000);
 
-  it('renders worker', async () => {
-    const mcs = await listObjects(cluster.kubeConfig(), 'machineconfiguration.openshift.io/v1', 'MachineConfig');
-    console.log(mcs.map((m) => m.metadata.name));
-    const pool = await getObject<KubeObj & { status?: unknown }>(cluster.kubeConfig(), 'machineconfiguration.openshift.io/v1', 'MachineConfigPool', 'worker');
-    console.log(JSON.stringify(pool?.status));
-    expect(mco.server.port).toBeGreaterThan(0);
-  });
+  it('KubeletConfig set-karpenter-taint-default: Success, its MachineConfig taints pool karpenter-default only', async () => {
+    const kcObj = await eventually(
+      'KubeletConfig set-karpenter-taint-default synced by MCC (Success)',
+      async () => {
+        const o = await getObject<WithConditions>(kc(), MC_API, 'KubeletConfig', 'set-karpenter-taint-default');
+        return o?.status?.conditions?.at(-1)?.type === 'Success' && o.status.conditions.at(-1)?.status === 'True' ? o : undefined;
+      },
+      120_000,
+    );
+    expect(kcObj.metadata.finalizers).toContain('99-karpenter-default-generated-kubelet');
+    const mc = await getObject<MachineConfig>(kc(), MC_API, 'MachineConfig', '99-karpenter-default-generated-kubelet');
+    expect(mc, 'MachineConfig 99-karpenter-default-generated-kubelet').toBeDefined();
+    expect(mc!.metadata.labels?.['machineconfiguration.openshift.io/role']).toBe('karpenter-default');
+    expect(kubeletTaintsOf(mc)).toContainEqual(TAINT);
+    // The worker pool's kubelet configurations (MCO's own and generated ones) register no Karpenter taint.
+    const workerKubelet = (await listObjects<MachineConfig>(kc(), MC_API, 'MachineConfig')).filter(
+      (m) => m.metadata.labels?.['machineconfiguration.openshift.io/role'] === 'worker' && kubeletTaintsOf(m) !== undefined,
+    );
+    expect(workerKubelet.length).toBeGreaterThan(0);
+    for (const m of workerKubelet) expect(JSON.stringify(kubeletTaintsOf(m)), m.metadata.name).not.toContain(TAINT.key);
+  }, 180_000);
+
+  it('pool karpenter-default is rendered by MCC from the worker MachineConfigs and the taint MachineConfig', async () => {
+    const r = await renderedWith('karpenter-default', '99-karpenter-default-generated-kubelet', 120_000);
+    expect(r.source).toEqual(expect.arrayContaining(['00-worker', '01-worker-kubelet', '01-worker-container-runtime']));
+    // MCC names rendered configs by the MD5 of their content.
+    expect(r.name).toMatch(/^rendered-karpenter-default-[0-9a-f]{32}$/);
+    const worker = await getObject<Pool>(kc(), MC_API, 'MachineConfigPool', 'worker');
+    expect((worker?.status?.configuration?.source ?? []).map((s) => s.name)).not.toContain('99-karpenter-default-generated-kubelet');
+  }, 180_000);
+
+  it('MCS serves the pool to the NodeClass pointer: Ignition 3 with the taint, 2.2 without Accept, 500 for an unknown pool', async () => {
+    const userData = await eventually(
+      'EC2NodeClass default pointing at /config/karpenter-default',
+      async () => {
+        const u = await userDataOf('default');
+        return u.includes('/config/karpenter-default"') ? u : undefined;
+      },
+      120_000,
+    );
+    const pointer = pointerOf(userData);
+    expect(pointer, 'an Ignition pointer config in userData').toBeDefined();
+    const v3 = await fetchServedConfig(pointer!, mco.server);
+    expect(v3.status, v3.body.slice(0, 300)).toBe(200);
+    expect(v3.config?.ignition?.version).toMatch(/^3\./);
+    const served = servedKubelet(v3.config!);
+    expect(served.registerWithTaints).toContainEqual(TAINT);
+    expect(served.nodeLabels).toHaveProperty('node-role.kubernetes.io/worker');
+    expect(served.bootstrap.token.length).toBeGreaterThan(0);
+
+    const v2 = await fetchServedConfig(pointer!, mco.server, { accept: null });
+    expect(v2.status).toBe(200);
+    expect(v2.config?.ignition?.version).toBe('2.2.0');
+
+    const unknown = await fetchServedConfig(
+      { ...pointer!, source: pointer!.source.replace(/\/config\/[^/]+$/, '/config/karpenter-nosuch') },
+      mco.server,
+    );
+    expect(unknown.status).toBe(500);
+  }, 180_000);
+
+  it('a second NodeClass made later: its pool renders with its own taint before its userData points there', async () => {
+    const base = (await getObject<KubeObj & { spec: Record<string, unknown> }>(kc(), ...NC, 'default'))!.spec;
+    const { userData: _drop, ...spec } = base;
+    // Watch the NodeClass from the moment it exists: it must never point at a pool whose served config lacks the taint.
+    const seen: { status: number; taints: unknown[] }[] = [];
+    let watching = true;
+    const watch = (async () => {
+      while (watching) {
+        const u = await userDataOf(SECOND).catch(() => '');
+        const p = pointerOf(u);
+        if (p?.source.endsWith(`/config/karpenter-${SECOND}`) && seen.length === 0) {
+          const r = await fetchServedConfig(p, mco.server).catch((e: Error) => ({ status: 0, body: e.message, config: undefined }));
+          const taints = r.config ? servedKubelet(r.config).registerWithTaints : [];
+          seen.push({ status: r.status, taints: taints ?? [] });
+        }
+        await new Promise((res) => setTimeout(res, 200));
+      }
+    })();
+    await applyObject(kc(), { apiVersion: NC[0], kind: NC[1], metadata: { name: SECOND }, spec });
+    try {
+      const r = await renderedWith(`karpenter-${SECOND}`, `99-karpenter-${SECOND}-generated-kubelet`, 180_000);
+      expect(r.source).toContain('00-worker');
+      await eventually(
+        `EC2NodeClass ${SECOND} pointing at /config/karpenter-${SECOND}`,
+        async () => (await userDataOf(SECOND)).includes(`/config/karpenter-${SECOND}"`),
+        120_000,
+      );
+      await eventually('the watcher to have fetched the first served config', async () => seen.length >= 1, 30_000);
+    } finally {
+      watching = false;
+      await watch;
+    }
+    expect(seen[0], 'what MCS served when the NodeClass first pointed at the pool').toEqual({ status: 200, taints: [TAINT] });
+    const generated = await getObject<MachineConfig>(kc(), MC_API, 'MachineConfig', `99-karpenter-${SECOND}-generated-kubelet`);
+    expect(kubeletTaintsOf(generated)).toContainEqual(TAINT);
+  }, 400_000);
+
+  it('the real Karpenter launches a node of the second NodeClass; it boots from MCS, registers tainted, joins, the pod runs', async () => {
+    await eventually(
+      'two operand replicas running the real controller',
+      async () => operand!.runner.replicas().filter((r) => r.state === 'running').length === 2,
+      360_000,
+    );
+    await eventually(
+      `EC2NodeClass ${SECOND} Ready`,
+      async () => conditionOf(await getObject<WithConditions>(kc(), ...NC, SECOND), 'Ready')?.status === 'True',
+      360_000,
+    );
+    const userDataBefore = { default: await userDataOf('default'), second: await userDataOf(SECOND) };
+    await applyObject(kc(), aNodePool(POOL, { arch: 'amd64', nodeClass: SECOND, instanceTypes: ['m6i.large', 'm5.large'] }));
+    await applyObject(kc(), aPoolWorkload('inflate', WORKLOAD_NS, { pool: POOL, replicas: 1, cpu: '1', memory: '1Gi' }));
+    const ready = await eventually(
+      'a NodeClaim of the pool Registered, Initialized and Ready',
+      async () =>
+        (await listObjects<WithConditions>(kc(), ...NODECLAIM)).find(
+          (c) =>
+            c.metadata.labels?.['karpenter.sh/nodepool'] === POOL &&
+            ['Registered', 'Initialized', 'Ready'].every((t) => conditionOf(c, t)?.status === 'True'),
+        ),
+      480_000,
+    );
+    const sim = operand!.kubelets.kubelets().find((k) => k.nodeClaim === ready.metadata.name)!;
+    expect(sim.served, 'the machine booted from what MCS served').toBeDefined();
+    expect(sim.served!.renderedConfig ?? '').toMatch(new RegExp(`^rendered-karpenter-${SECOND}-`));
+    expect(sim.registeredTaints).toContainEqual(TAINT);
+    const csr = await getObject<WithConditions>(kc(), 'certificates.k8s.io/v1', 'CertificateSigningRequest', sim.clientCsr!);
+    expect(conditionOf(csr, 'Approved')?.status).toBe('True');
+    await eventually(
+      'the pod Running on the new node',
+      async () => {
+        const pods = await listObjects<KubeObj & { spec: { nodeName?: string }; status?: { phase?: string } }>(
+          kc(),
+          'v1',
+          'Pod',
+          WORKLOAD_NS,
+          'app=inflate',
+        );
+        return pods.some((p) => p.spec.nodeName === ready.status!.nodeName && p.status?.phase === 'Running');
+      },
+      180_000,
+    );
+    // MCC's certificate rotation ran before the operator copied the pointer; nothing rewrote it since, and no
+    // NodeClaim is drifted.
+    await new Promise((r) => setTimeout(r, 20_000));
+    expect({ default: await userDataOf('default'), second: await userDataOf(SECOND) }).toEqual(userDataBefore);
+    const drifted = (await listObjects<WithConditions>(kc(), ...NODECLAIM)).filter((c) => conditionOf(c, 'Drifted')?.status === 'True');
+    expect(drifted.map((c) => c.metadata.name)).toEqual([]);
+  }, 1_200_000);
 });
