@@ -80,8 +80,8 @@ async function main(): Promise<void> {
   process.on('SIGHUP', () => void shutdown(0));
 
   const started = Date.now();
-  say('starting the local OpenShift-on-AWS cluster (etcd, kube-apiserver, controllers, KWOK, EC2 emulator)');
-  const { cluster } = await startOpenShiftAwsCluster({ baseDir, keepBaseDir: true, log: (l) => say(l) });
+  say('starting the local OpenShift-on-AWS cluster (etcd, kube-apiserver, controllers, KWOK, EC2 emulator, MCO)');
+  const { cluster, mco } = await startOpenShiftAwsCluster({ baseDir, keepBaseDir: true, machineConfig: 'real', log: (l) => say(l) });
   live.cluster = cluster;
   const kubeconfig = join(devDir, 'kubeconfig');
   copyFileSync(cluster.info.kubeconfigPath, kubeconfig);
@@ -116,7 +116,12 @@ async function main(): Promise<void> {
       baseDir: join(baseDir, 'karpenter'),
       log: (l) => say(`karpenter: ${l}`),
     });
-    workers.kubelets = startKubeletSimulator({ cluster, log: (l) => say(`kubelet: ${l}`) });
+    // Machines boot from what the real machine-config-server serves for their NodeClass's pool.
+    workers.kubelets = startKubeletSimulator({
+      cluster,
+      log: (l) => say(`kubelet: ${l}`),
+      ...(mco ? { machineConfigServer: mco.server } : {}),
+    });
     karpenterState = `runs Deployment ${OPERATOR_NS}/karpenter with ${relative(root, binary)}`;
   } catch (e) {
     karpenterState = `not running: ${(e as Error).message}`;
