@@ -21,25 +21,20 @@ import {
   listObjects,
   loadToolchain,
   spotInterruptionWarning,
+  startOpenShiftAwsCluster,
   startRealOperand,
   waitFor,
+  type ClusterHandle,
   type DeploymentRunner,
   type ForgedCsr,
   type KubeletSimulator,
   type KubeObj,
+  type MachineConfigOperator,
   type RealOperand,
+  type SeededWorld,
 } from '@karpenter-operator/testkit';
-import { seededWorld, testCluster } from '@karpenter-operator/testkit/vitest';
 import { adminRequest, conditionOf, type Cond } from '../support/k8s.js';
-import {
-  ensureBuilt,
-  installManifests,
-  OPERATOR_NS,
-  REPO,
-  resetOperatorWorld,
-  startOperator,
-  type OperatorProcess,
-} from '../support/operator-process.js';
+import { ensureBuilt, installManifests, OPERATOR_NS, REPO, startOperator, type OperatorProcess } from '../support/operator-process.js';
 import { applyKarpenterAndCredentials, KARPENTER } from '../support/scenario.js';
 
 /**
@@ -47,8 +42,10 @@ import { applyKarpenterAndCredentials, KARPENTER } from '../support/scenario.js'
  * (built from its Go module by `npm run setup`) running the Deployment the operator rendered, under the
  * RBAC the operator applied: a pending pod becomes a Ready node, that node goes away when it is no longer
  * needed, a spot interruption warning on the CR's interruption queue replaces it, and deleting the Karpenter
- * CR leaves nothing behind. EC2 and SQS are the emulator; machines are simulated kubelets that bootstrap
- * through the node-bootstrapper CSR the operator approves.
+ * CR leaves nothing behind. EC2 and SQS are the emulator; machines are simulated kubelets that boot from what
+ * the real machine-config-server serves for their NodeClass's pool (rendered by the real
+ * machine-config-controller) and bootstrap through the node-bootstrapper CSR the operator approves. A cluster
+ * of its own: MCO's controllers would otherwise act on every other file's pools.
  *
  * Time bounds are several times what a loaded two-core machine needed (load average 14: Karpenter up and the
  * NodeClass Ready in 110–153 s, pod pending → Running 7–14 s, a new log level until a new process leads 139 s,
@@ -58,7 +55,10 @@ import { applyKarpenterAndCredentials, KARPENTER } from '../support/scenario.js'
  * sigs.k8s.io/karpenter v1.14.1 (pkg/controllers/nodeclaim/lifecycle/liveness.go): no flag or env shortens it,
  * so the withheld-CSR case asserts what is visible well before it and does what Karpenter does at it.
  */
-const cluster = testCluster();
+let cluster: ClusterHandle;
+let world: SeededWorld;
+let mco: MachineConfigOperator;
+const seededWorld = () => world;
 const kc = () => cluster.kubeConfig();
 const OPERAND_USER = `system:serviceaccount:${OPERATOR_NS}:karpenter`;
 const POOL = 'e2e';
@@ -170,10 +170,10 @@ describe('the real Karpenter provisions an OpenShift node through this operator'
     // One line naming the command that builds it when it is missing: never a silent skip.
     const binary = karpenterBinary(loadToolchain());
     ensureBuilt();
+    const started = await startOpenShiftAwsCluster({ machineConfig: 'real' });
+    ({ cluster, world } = started);
+    mco = started.mco!;
     await installManifests(cluster);
-    await resetOperatorWorld(cluster);
-    // Other files may have edited the default NodeClass and the MachineSets: start from the seed.
-    await resetNodeClassWorld();
     op = await startOperator(cluster, {
       name: 'karpenter-operator-real-operand',
       env: {
@@ -193,6 +193,7 @@ describe('the real Karpenter provisions an OpenShift node through this operator'
       baseDir: runnerDir,
       log: note('harness'),
       kubelets: {
+        machineConfigServer: mco.server,
         withholdCsr: (_claim, labels) => labels['karpenter.sh/nodepool'] === WITHHELD_POOL,
         // The first machine also gets forged client CSRs for its instance, each wrong in one way.
         forgeCsr: (claim) => {
@@ -210,21 +211,22 @@ describe('the real Karpenter provisions an OpenShift node through this operator'
     } finally {
       sqs.destroy();
     }
-  }, 300_000);
+  }, 480_000);
 
   afterAll(async () => {
     await deleteObject(kc(), 'v1', 'Namespace', WORKLOAD_NS).catch(() => false);
     for (const pool of [POOL, WITHHELD_POOL]) await deleteObject(kc(), 'karpenter.sh/v1', 'NodePool', pool).catch(() => false);
     await operand?.stop();
     await op?.stop();
-    await resetOperatorWorld(cluster).catch(() => undefined);
-    await dropKarpenterFinalizers();
-    const sqs = sqsClient();
-    await sqs
-      .send(new GetQueueUrlCommand({ QueueName: QUEUE }))
-      .then((r) => sqs.send(new DeleteQueueCommand({ QueueUrl: r.QueueUrl })))
-      .catch(() => undefined)
-      .finally(() => sqs.destroy());
+    if (cluster) {
+      const sqs = sqsClient();
+      await sqs
+        .send(new GetQueueUrlCommand({ QueueName: QUEUE }))
+        .then((r) => sqs.send(new DeleteQueueCommand({ QueueUrl: r.QueueUrl })))
+        .catch(() => undefined)
+        .finally(() => sqs.destroy());
+      await cluster.stop();
+    }
     // The operand's logs stay with the cluster's when it is kept.
     if (runnerDir && process.env.KO_KEEP_CLUSTER !== '1') rmSync(runnerDir, { recursive: true, force: true });
   }, 120_000);
@@ -583,66 +585,3 @@ describe('the real Karpenter provisions an OpenShift node through this operator'
     expect(denied.map((e) => `${e.verb} ${e.requestURI}`)).toEqual([]);
   });
 });
-
-/**
- * The default NodeClass re-derived from the seed's MachineSets (other files edit both), and no Node or
- * NodeClaim of another file's fake Karpenter nodes: Karpenter waits for every Node labelled with a
- * NodePool to have its NodeClaim before it provisions anything ("waiting on cluster sync").
- */
-async function resetNodeClassWorld(): Promise<void> {
-  for (const c of await nodeClaims().catch(() => [] as WithConditions[])) {
-    await adminRequest(
-      cluster,
-      'PATCH',
-      `/apis/karpenter.sh/v1/nodeclaims/${c.metadata.name}`,
-      { metadata: { finalizers: null } },
-      'application/merge-patch+json',
-    );
-    await deleteObject(kc(), ...NODECLAIM, c.metadata.name).catch(() => false);
-  }
-  for (const n of await listObjects(kc(), 'v1', 'Node', undefined, 'karpenter.sh/nodepool').catch(() => [] as KubeObj[])) {
-    await adminRequest(
-      cluster,
-      'PATCH',
-      `/api/v1/nodes/${n.metadata.name}`,
-      { metadata: { finalizers: null } },
-      'application/merge-patch+json',
-    );
-    await deleteObject(kc(), 'v1', 'Node', n.metadata.name).catch(() => false);
-  }
-  const { aWorkerMachineSet, SEED_FIELD_MANAGER } = await import('@karpenter-operator/testkit');
-  const world = seededWorld();
-  for (const zone of world.facts.zones) await applyObject(kc(), aWorkerMachineSet(zone, world.facts), { fieldManager: SEED_FIELD_MANAGER });
-  for (const nc of await listObjects(kc(), ...NC).catch(() => [] as KubeObj[])) {
-    await adminRequest(
-      cluster,
-      'PATCH',
-      `/apis/karpenter.k8s.aws/v1/ec2nodeclasses/${nc.metadata.name}`,
-      { metadata: { finalizers: null } },
-      'application/merge-patch+json',
-    );
-    await deleteObject(kc(), ...NC, nc.metadata.name);
-  }
-}
-
-/**
- * With Karpenter gone nobody would release its finalizers: files after this one must be able to delete
- * NodeClasses, and a failed run must not leave NodeClaims or Nodes of this pool behind.
- */
-async function dropKarpenterFinalizers(): Promise<void> {
-  const strip = async (path: string) =>
-    adminRequest(cluster, 'PATCH', path, { metadata: { finalizers: null } }, 'application/merge-patch+json').catch(() => undefined);
-  for (const nc of await listObjects(kc(), ...NC).catch(() => [] as KubeObj[]))
-    await strip(`/apis/karpenter.k8s.aws/v1/ec2nodeclasses/${nc.metadata.name}`);
-  for (const c of await nodeClaims().catch(() => [] as WithConditions[])) {
-    if (!ofPool(c) && !ofPool(c, WITHHELD_POOL)) continue;
-    await strip(`/apis/karpenter.sh/v1/nodeclaims/${c.metadata.name}`);
-    await deleteObject(kc(), ...NODECLAIM, c.metadata.name).catch(() => false);
-  }
-  for (const n of await listObjects(kc(), 'v1', 'Node', undefined, `karpenter.sh/nodepool in (${POOL},${WITHHELD_POOL})`).catch(
-    () => [] as KubeObj[],
-  )) {
-    await strip(`/api/v1/nodes/${n.metadata.name}`);
-    await deleteObject(kc(), 'v1', 'Node', n.metadata.name).catch(() => false);
-  }
-}
