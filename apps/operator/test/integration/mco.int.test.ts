@@ -27,7 +27,7 @@ import {
 } from '@karpenter-operator/testkit';
 import { conditionOf, type Cond } from '../support/k8s.js';
 import { installManifests, REPO, startOperator, type OperatorProcess } from '../support/operator-process.js';
-import { applyKarpenterAndCredentials, isConverged } from '../support/scenario.js';
+import { applyKarpenterAndCredentials, isConverged, KARPENTER } from '../support/scenario.js';
 
 /**
  * The real Machine Config Operator in the loop: machine-config-controller (MCC) and machine-config-server (MCS)
@@ -297,4 +297,83 @@ describe('the real Machine Config Operator renders and serves the Karpenter pool
     const drifted = (await listObjects<WithConditions>(kc(), ...NODECLAIM)).filter((c) => conditionOf(c, 'Drifted')?.status === 'True');
     expect(drifted.map((c) => c.metadata.name)).toEqual([]);
   }, 1_200_000);
+
+  /** `MachineConfigPoolsReady` of the Karpenter CR and ClusterOperator `karpenter`'s Degraded, once `ok` holds for both. */
+  async function poolsReport(what: string, ok: (ready: Cond | undefined, degraded: Cond | undefined) => boolean) {
+    return eventually(
+      what,
+      async () => {
+        const cr = await getObject<WithConditions>(kc(), KARPENTER.apiVersion, KARPENTER.kind, 'default');
+        const co = await getObject<WithConditions>(kc(), 'config.openshift.io/v1', 'ClusterOperator', 'karpenter');
+        const ready = conditionOf(cr, 'MachineConfigPoolsReady');
+        const degraded = conditionOf(co, 'Degraded');
+        return ok(ready, degraded) ? { ready: ready!, degraded: degraded! } : undefined;
+      },
+      180_000,
+    );
+  }
+
+  it("a MachineConfig MCC cannot render into the second pool: the NodeClass keeps its userData, the CR and ClusterOperator name the pool and MCC's words", async () => {
+    const before = await userDataOf(SECOND);
+    const bad = {
+      apiVersion: MC_API,
+      kind: 'MachineConfig',
+      metadata: { name: '50-bad-kernel', labels: { 'machineconfiguration.openshift.io/role': `karpenter-${SECOND}` } },
+      spec: { kernelType: 'bogus', config: { ignition: { version: '3.2.0' } } },
+    };
+    await applyObject(kc(), bad);
+    try {
+      const r = await poolsReport(
+        `MachineConfigPoolsReady=False (MachineConfigPoolRenderDegraded) and ClusterOperator Degraded`,
+        (ready, degraded) => ready?.status === 'False' && ready.reason === 'MachineConfigPoolRenderDegraded' && degraded?.status === 'True',
+      );
+      expect(r.ready.message).toContain(`karpenter-${SECOND}`);
+      expect(r.ready.message).toContain('kernelType=bogus is invalid');
+      expect(r.degraded.message).toContain(`karpenter-${SECOND}`);
+      expect(await userDataOf(SECOND)).toBe(before);
+    } finally {
+      await deleteObject(kc(), MC_API, 'MachineConfig', bad.metadata.name);
+    }
+    await poolsReport(
+      'MachineConfigPoolsReady=True and not Degraded once the MachineConfig is gone',
+      (ready, degraded) => ready?.status === 'True' && degraded?.status === 'False',
+    );
+    expect(await userDataOf(SECOND)).toBe(before);
+  }, 400_000);
+
+  it('an admin KubeletConfig on the second pool without the taint is reported as overriding it; repeating the taint is accepted', async () => {
+    const before = await userDataOf(SECOND);
+    const admin = (taints: unknown[] | undefined) => ({
+      apiVersion: MC_API,
+      kind: 'KubeletConfig',
+      metadata: { name: 'admin-max-pods' },
+      spec: {
+        machineConfigPoolSelector: { matchLabels: { [`pools.operator.machineconfiguration.openshift.io/karpenter-${SECOND}`]: '' } },
+        kubeletConfig: { maxPods: 200, ...(taints ? { registerWithTaints: taints } : {}) },
+      },
+    });
+    await applyObject(kc(), admin(undefined));
+    try {
+      const r = await poolsReport(
+        'MachineConfigPoolsReady=False (RegistrationTaintOverridden)',
+        (ready, degraded) => ready?.status === 'False' && ready.reason === 'RegistrationTaintOverridden' && degraded?.status === 'True',
+      );
+      // MCC names the second KubeletConfig's MachineConfig with a suffix: it sorts after the operator's.
+      expect(r.ready.message).toContain(`99-karpenter-${SECOND}-generated-kubelet-1`);
+      expect(r.ready.message).toContain('KubeletConfig admin-max-pods');
+      expect(await userDataOf(SECOND)).toBe(before);
+
+      // As docs/node-configuration.md says: an admin KubeletConfig for Karpenter pools repeats the taint.
+      await applyObject(kc(), admin([TAINT]));
+      await poolsReport(
+        'MachineConfigPoolsReady=True once the admin KubeletConfig repeats the taint',
+        (ready, degraded) => ready?.status === 'True' && degraded?.status === 'False',
+      );
+      const mc = await getObject<MachineConfig>(kc(), MC_API, 'MachineConfig', `99-karpenter-${SECOND}-generated-kubelet-1`);
+      expect(kubeletTaintsOf(mc)).toContainEqual(TAINT);
+    } finally {
+      await deleteObject(kc(), MC_API, 'KubeletConfig', 'admin-max-pods').catch(() => false);
+    }
+    expect(await userDataOf(SECOND)).toBe(before);
+  }, 400_000);
 });
