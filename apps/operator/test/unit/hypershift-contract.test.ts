@@ -25,7 +25,7 @@ import { containerStart, hypershiftObjects, operatorContainer, secretFileAt } fr
 /**
  * HyperShift's contract for starting this operator, from its rendered Deployment and Role
  * (test/fixtures/hypershift/karpenter-operator.yaml): the operator accepts exactly what HyperShift passes and
- * derives the right facts from it; what HyperShift's Role lacks for it is named here and in the README.
+ * derives the right facts from it; what HyperShift's Role lacks for it is named here and in docs/hypershift.md.
  */
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '../../../..');
 const objects = hypershiftObjects();
@@ -215,7 +215,7 @@ describe("HyperShift's karpenter-operator Deployment", () => {
     const { missing } = coversRules(role.rules, operatorManagementRules({ leaderElect: parsed().leaderElect }));
     // HyperShift grants no Events: the operator's Events on the HCP and the operand are dropped (403) until it
     // does; nor the GET of its own namespace: the operand then runs without the namespace's UID, logged at
-    // start-up (README, "What HyperShift must change").
+    // start-up (docs/hypershift.md, "What HyperShift must change").
     expect(missing).toEqual([
       { apiGroups: [''], resources: ['namespaces'], verbs: ['get'] },
       { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create'] },
