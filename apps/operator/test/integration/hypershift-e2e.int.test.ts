@@ -24,6 +24,7 @@ import {
 } from '@karpenter-operator/testkit';
 import { seededWorld, testCluster } from '@karpenter-operator/testkit/vitest';
 import { GUEST_OPERATOR_SUBJECT } from '../../src/manifests/hypershift-rbac.js';
+import { eventuallyWith } from '../support/eventually.js';
 import { conditionOf, type Cond } from '../support/k8s.js';
 import { operatorContainer } from '../support/hypershift-deployment.js';
 import {
@@ -118,25 +119,14 @@ async function timed<T>(what: string, step: () => Promise<T>): Promise<T> {
 }
 
 /** `waitFor` whose failure carries the diagnostics; records how long it took under `what`. */
-async function eventually<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs: number): Promise<T> {
-  const t0 = Date.now();
-  try {
-    const v = await waitFor(what, probe, {
-      timeoutMs,
-      intervalMs: 1000,
-      abort: () =>
-        op?.exited()
-          ? `the operator exited:\n${op.logs().slice(-3000)}`
-          : adapter?.exited()
-            ? `the adapter exited:\n${adapter.logs().slice(-3000)}`
-            : undefined,
-    });
-    took[what] = Math.round((Date.now() - t0) / 1000);
-    return v;
-  } catch (e) {
-    throw new Error(`${(e as Error).message}\n${await diagnostics()}`, { cause: e });
-  }
-}
+const eventually = eventuallyWith({
+  processes: [
+    { name: 'operator', get: () => op },
+    { name: 'adapter', get: () => adapter },
+  ],
+  diagnostics,
+  took,
+});
 
 /**
  * `service-network-admin-kubeconfig` as HyperShift writes it in the HCP namespace (key `kubeconfig`, the guest

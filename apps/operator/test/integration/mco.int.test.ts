@@ -18,13 +18,13 @@ import {
   servedKubelet,
   startOpenShiftAwsCluster,
   startRealOperand,
-  waitFor,
   type ClusterHandle,
   type IgnitionConfig,
   type KubeObj,
   type MachineConfigOperator,
   type RealOperand,
 } from '@karpenter-operator/testkit';
+import { eventuallyWith } from '../support/eventually.js';
 import { conditionOf, type Cond } from '../support/k8s.js';
 import { installManifests, REPO, startOperator, type OperatorProcess } from '../support/operator-process.js';
 import { applyKarpenterAndCredentials, isConverged, KARPENTER } from '../support/scenario.js';
@@ -61,29 +61,19 @@ let runnerDir: string | undefined;
 const kc = () => cluster.kubeConfig();
 const harnessLog: string[] = [];
 
-async function eventually<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs: number): Promise<T> {
-  try {
-    return await waitFor(what, probe, {
-      timeoutMs,
-      intervalMs: 1000,
-      abort: () => (op?.exited() ? `the operator exited:\n${op.logs().slice(-3000)}` : undefined),
-    });
-  } catch (e) {
-    const pools = await listObjects<Pool>(kc(), MC_API, 'MachineConfigPool').catch(() => [] as Pool[]);
-    const claims = await listObjects<WithConditions>(kc(), ...NODECLAIM).catch(() => [] as WithConditions[]);
-    throw new Error(
-      [
-        (e as Error).message,
-        `pools: ${pools.map((p) => `${p.metadata.name} spec=${p.spec?.configuration?.name ?? '-'} status=${p.status?.configuration?.name ?? '-'} [${(p.status?.configuration?.source ?? []).map((s) => s.name).join(',')}]`).join('\n  ')}`,
-        `NodeClaims: ${claims.map((c) => `${c.metadata.name} ${(c.status?.conditions ?? []).map((x) => `${x.type}=${x.status}`).join(' ')}`).join('\n  ') || 'none'}`,
-        `kubelets: ${JSON.stringify(operand?.kubelets.kubelets().map((k) => ({ claim: k.nodeClaim, phase: k.phase, error: k.error })) ?? [])}`,
-        `harness:\n${harnessLog.slice(-20).join('\n')}`,
-        `operator log:\n${op?.logs().split('\n').slice(-20).join('\n') ?? ''}`,
-      ].join('\n'),
-      { cause: e },
-    );
-  }
+async function diagnostics(): Promise<string> {
+  const pools = await listObjects<Pool>(kc(), MC_API, 'MachineConfigPool').catch(() => [] as Pool[]);
+  const claims = await listObjects<WithConditions>(kc(), ...NODECLAIM).catch(() => [] as WithConditions[]);
+  return [
+    `pools: ${pools.map((p) => `${p.metadata.name} spec=${p.spec?.configuration?.name ?? '-'} status=${p.status?.configuration?.name ?? '-'} [${(p.status?.configuration?.source ?? []).map((s) => s.name).join(',')}]`).join('\n  ')}`,
+    `NodeClaims: ${claims.map((c) => `${c.metadata.name} ${(c.status?.conditions ?? []).map((x) => `${x.type}=${x.status}`).join(' ')}`).join('\n  ') || 'none'}`,
+    `kubelets: ${JSON.stringify(operand?.kubelets.kubelets().map((k) => ({ claim: k.nodeClaim, phase: k.phase, error: k.error })) ?? [])}`,
+    `harness:\n${harnessLog.slice(-20).join('\n')}`,
+    `operator log:\n${op?.logs().split('\n').slice(-20).join('\n') ?? ''}`,
+  ].join('\n');
 }
+
+const eventually = eventuallyWith({ processes: [{ name: 'operator', get: () => op }], diagnostics });
 
 const userDataOf = async (nc: string) =>
   (await getObject<KubeObj & { spec?: { userData?: string } }>(kc(), ...NC, nc))?.spec?.userData ?? '';

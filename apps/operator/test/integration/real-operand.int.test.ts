@@ -23,7 +23,6 @@ import {
   spotInterruptionWarning,
   startOpenShiftAwsCluster,
   startRealOperand,
-  waitFor,
   type ClusterHandle,
   type DeploymentRunner,
   type ForgedCsr,
@@ -33,6 +32,7 @@ import {
   type RealOperand,
   type SeededWorld,
 } from '@karpenter-operator/testkit';
+import { eventuallyWith } from '../support/eventually.js';
 import { adminRequest, conditionOf, type Cond } from '../support/k8s.js';
 import { ensureBuilt, installManifests, OPERATOR_NS, REPO, startOperator, type OperatorProcess } from '../support/operator-process.js';
 import { applyKarpenterAndCredentials, KARPENTER } from '../support/scenario.js';
@@ -58,7 +58,6 @@ import { applyKarpenterAndCredentials, KARPENTER } from '../support/scenario.js'
 let cluster: ClusterHandle;
 let world: SeededWorld;
 let mco: MachineConfigOperator;
-const seededWorld = () => world;
 const kc = () => cluster.kubeConfig();
 const OPERAND_USER = `system:serviceaccount:${OPERATOR_NS}:karpenter`;
 const POOL = 'e2e';
@@ -113,17 +112,7 @@ async function diagnostics(): Promise<string> {
 }
 
 /** `waitFor` whose failure carries the diagnostics above. */
-async function eventually<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs: number): Promise<T> {
-  try {
-    return await waitFor(what, probe, {
-      timeoutMs,
-      intervalMs: 1000,
-      abort: () => (op?.exited() ? `the operator exited:\n${op.logs().slice(-3000)}` : undefined),
-    });
-  } catch (e) {
-    throw new Error(`${(e as Error).message}\n${await diagnostics()}`, { cause: e });
-  }
-}
+const eventually = eventuallyWith({ processes: [{ name: 'operator', get: () => op }], diagnostics });
 
 const nodeClaims = () => listObjects<WithConditions>(kc(), ...NODECLAIM);
 const condTrue = (o: WithConditions | undefined, type: string) => conditionOf(o, type)?.status === 'True';
@@ -267,7 +256,6 @@ describe('the real Karpenter provisions an OpenShift node through this operator'
   }, 900_000);
 
   it('a pod only a new node can host becomes Running on a node Karpenter launched and the operator let join', async () => {
-    const world = seededWorld();
     await applyObject(kc(), aNodePool(POOL, { arch: 'amd64', instanceTypes: INSTANCE_TYPES }));
     await setWorkloadReplicas(1);
 
@@ -400,7 +388,7 @@ describe('the real Karpenter provisions an OpenShift node through this operator'
     expect(nodes.filter((n) => n.spec?.providerID === launched.status!.providerID).map((n) => n.metadata.name)).toEqual([]);
     const [instance] = (await instancesOfPool(WITHHELD_POOL)).filter((i) => i.InstanceId === instanceId);
     expect(instance?.State?.Name, `instance ${instanceId}`).toMatch(/^(pending|running)$/);
-    expect(instance!.Tags).toContainEqual({ Key: seededWorld().facts.clusterTagKey, Value: 'owned' });
+    expect(instance!.Tags).toContainEqual({ Key: world.facts.clusterTagKey, Value: 'owned' });
 
     // What Karpenter does at the deadline: delete the NodeClaim; its termination then terminates the instance.
     await deleteObject(kc(), 'apps/v1', 'Deployment', 'withheld', WORKLOAD_NS);
