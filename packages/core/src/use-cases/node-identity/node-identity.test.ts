@@ -3,7 +3,7 @@ import { webcrypto } from 'node:crypto';
 import { Pkcs10CertificateRequestGenerator, SubjectAlternativeNameExtension, type JsonGeneralName } from '@peculiar/x509';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { parseCertificateRequestPem } from '../../policy/csr-parse.js';
-import { ForbiddenError, InvalidInputError, TransientError } from '../../errors.js';
+import { ConflictError, ForbiddenError, InvalidInputError, TransientError } from '../../errors.js';
 import type { ClusterFacts } from '../../model/cluster.js';
 import type { KubeObject } from '../../model/kube.js';
 import { Types } from '../../model/kube.js';
@@ -188,6 +188,71 @@ describe('certificatesigningrequest.node-identity', () => {
     for (const n of ['serving-2', 'serving-7', 'serving-2-evil']) await w.reconciler.reconcile(n);
     expect(w.store.writes).toEqual([]);
     expect(w.events.events).toHaveLength(3);
+  });
+
+  describe("beside cluster-machine-approver, which may approve a Karpenter node's serving CSR first", () => {
+    async function servingWorld() {
+      const w = world();
+      w.store.seed(aNodeClaim(3, { nodeName: dnsOf(3) }));
+      w.store.seed({ ...Types.Node, metadata: { name: dnsOf(3) }, spec: { providerID: FakeCloudProvider.providerIdFor(idOf(3)) } });
+      w.cloud.putInstance(anInstance(3));
+      w.store.seed(await aServingCsr('serving-3', dnsOf(3), [{ type: 'dns', value: dnsOf(3) }]));
+      return w;
+    }
+    /** What cluster-machine-approver writes when it approves (its reason, its condition). */
+    async function approveElsewhere(w: Awaited<ReturnType<typeof servingWorld>>) {
+      const csr = (await w.store.get({ ...Types.CertificateSigningRequest, name: 'serving-3' }))!;
+      w.store.seed({
+        ...csr,
+        status: { conditions: [{ type: 'Approved', status: 'True', reason: 'NodeCSRApprove', message: 'approved by machine-approver' }] },
+      });
+    }
+    const approvedConditions = async (w: Awaited<ReturnType<typeof servingWorld>>) =>
+      (
+        (await w.store.get({ ...Types.CertificateSigningRequest, name: 'serving-3' }))!.status as {
+          conditions?: Array<{ type: string; reason: string }>;
+        }
+      )
+        .conditions!.filter((c) => c.type === 'Approved')
+        .map((c) => c.reason);
+
+    it('approved before the reconcile read it: done, no write, no event', async () => {
+      const w = await servingWorld();
+      await approveElsewhere(w);
+      expect(await w.reconciler.reconcile('serving-3')).toEqual({});
+      expect(w.approvals()).toEqual([]);
+      expect(w.events.events).toEqual([]);
+      expect(await approvedConditions(w)).toEqual(['NodeCSRApprove']);
+    });
+
+    it('approved between the decision and the approval: done, no Approved event of ours, no second condition', async () => {
+      const w = await servingWorld();
+      const approve = w.store.approveCertificateSigningRequest.bind(w.store);
+      vi.spyOn(w.store, 'approveCertificateSigningRequest').mockImplementationOnce(async (...args) => {
+        await approveElsewhere(w);
+        return approve(...args);
+      });
+      expect(await w.reconciler.reconcile('serving-3')).toEqual({});
+      expect(w.approvals()).toEqual([]);
+      expect(w.events.events).toEqual([]);
+      expect(w.metrics.counters.get(`${CsrDecisionsMetric}{outcome=approve,reason=ServingCsrVerified}`)).toBeUndefined();
+      expect(await approvedConditions(w)).toEqual(['NodeCSRApprove']);
+      w.store.clearWrites();
+      expect(await w.reconciler.reconcile('serving-3')).toEqual({});
+      expect(w.store.writes).toEqual([]);
+    });
+
+    it('a 409 on the approval (approved meanwhile) is no error: requeued, then done without a second approval', async () => {
+      const w = await servingWorld();
+      w.store.failNext(new ConflictError('the object has been modified'), 'approve');
+      const first = await w.reconciler.reconcile('serving-3');
+      expect(first.requeueAfterMs).toBeGreaterThan(0);
+      await approveElsewhere(w);
+      expect(await w.reconciler.reconcile('serving-3')).toEqual({});
+      expect(w.approvals()).toEqual([]);
+      expect(w.events.events).toEqual([]);
+      expect(await approvedConditions(w)).toEqual(['NodeCSRApprove']);
+    });
   });
 
   it('leaves forged CSRs pending, with no cloud call for a malformed request', async () => {

@@ -1,4 +1,4 @@
-import { describeError, isForbiddenError, isInvalidInputError, isNotFoundError } from '../../errors.js';
+import { describeError, isConflictError, isForbiddenError, isInvalidInputError, isNotFoundError } from '../../errors.js';
 import type { ClusterFacts } from '../../model/cluster.js';
 import type { KubeObject, ObjectRef } from '../../model/kube.js';
 import { Types } from '../../model/kube.js';
@@ -412,15 +412,29 @@ export class NodeIdentityReconciler implements Reconciler {
     }
 
     if (decision.decision === 'approve') {
+      let written: boolean;
       try {
-        await store.approveCertificateSigningRequest(name, decision.reason, decision.message);
+        written = (await store.approveCertificateSigningRequest(name, decision.reason, decision.message)).changed;
       } catch (e) {
         if (claimKey !== undefined) this.approvedHere.get(claimKey)?.delete(name);
         if (isNotFoundError(e)) {
           this.forget(name, false);
           return {};
         }
+        // The CSR changed between the live read and the approval (cluster-machine-approver approving it, most
+        // often): not a failure. The change wakes the CSR again; the requeue covers a missed event.
+        if (isConflictError(e)) {
+          log.debug('CSR changed while approving; deciding again', { node: decision.nodeName });
+          return { requeueAfterMs: limits.waitRequeueMs ?? Defaults.waitRequeueMs };
+        }
         throw e;
+      }
+      if (!written) {
+        // Approved by another approver since the cache was read (cluster-machine-approver approves serving
+        // renewals it can match to a Machine): done, and not ours to report as approved.
+        log.info('CSR already approved by another approver', { node: decision.nodeName, nodeClaim: decision.nodeClaim });
+        this.forget(name, true);
+        return {};
       }
       this.report(csr, decision, log, claimsGeneration);
       this.forget(name, true);
