@@ -359,8 +359,18 @@ describe('the real Machine Config Operator renders and serves the Karpenter pool
         'MachineConfigPoolsReady=True once the admin KubeletConfig repeats the taint',
         (ready, degraded) => ready?.status === 'True' && degraded?.status === 'False',
       );
-      const mc = await getObject<MachineConfig>(kc(), MC_API, 'MachineConfig', `99-karpenter-${SECOND}-generated-kubelet-1`);
-      expect(kubeletTaintsOf(mc)).toContainEqual(TAINT);
+      // The operator reads the KubeletConfig's spec; MCC regenerates its MachineConfig from it a moment later.
+      await eventually(
+        `MachineConfig 99-karpenter-${SECOND}-generated-kubelet-1 registering the taint`,
+        async () => {
+          const mc = await getObject<MachineConfig>(kc(), MC_API, 'MachineConfig', `99-karpenter-${SECOND}-generated-kubelet-1`);
+          return (kubeletTaintsOf(mc) ?? []).some((t) => {
+            const x = t as Record<string, unknown>;
+            return x['key'] === TAINT.key && x['value'] === TAINT.value && x['effect'] === TAINT.effect;
+          });
+        },
+        120_000,
+      );
     } finally {
       await deleteObject(kc(), MC_API, 'KubeletConfig', 'admin-max-pods').catch(() => false);
     }

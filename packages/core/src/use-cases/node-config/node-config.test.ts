@@ -304,14 +304,26 @@ describe('machineconfigpool.node-config', () => {
   );
 
   describe("poolServing: whether MCS boots the pool's nodes with the registration taint", () => {
-    const kc = (name: string, suffix: string | undefined, taints: unknown[] | undefined, finalizers: string[] = []): KubeObject => ({
+    const kc = (
+      name: string,
+      suffix: string | undefined,
+      taints: unknown[] | undefined,
+      finalizers: string[] = [],
+      sync: { generation: number; observedGeneration: number; latest: string } = {
+        generation: 1,
+        observedGeneration: 1,
+        latest: 'Success',
+      },
+    ): KubeObject => ({
       ...Types.KubeletConfig,
       metadata: {
         name,
+        generation: sync.generation,
         ...(suffix === undefined ? {} : { annotations: { 'machineconfiguration.openshift.io/mc-name-suffix': suffix } }),
         finalizers,
       },
       spec: { kubeletConfig: taints ? { registerWithTaints: taints } : { maxPods: 500 } },
+      status: { observedGeneration: sync.observedGeneration, conditions: [{ type: sync.latest, status: 'True' }] },
     });
     const ours = kc('set-karpenter-taint-default', '', [TAINT], ['99-karpenter-default-generated-kubelet']);
     const served = (sources: string[], extra: Record<string, unknown> = {}): KubeObject => ({
@@ -359,6 +371,23 @@ describe('machineconfigpool.node-config', () => {
       // One that registers the taint too keeps the pool serving.
       const keeps = kc('max-pods-karpenter', '1', [TAINT], ['99-karpenter-default-generated-kubelet-1']);
       expect(poolServing('default', served(sources), [ours, keeps]).state).toBe('Serving');
+      // One whose spec gained the taint, before MCC regenerated its MachineConfig from it: not yet.
+      const editing = kc('max-pods-karpenter', '1', [TAINT], ['99-karpenter-default-generated-kubelet-1'], {
+        generation: 2,
+        observedGeneration: 1,
+        latest: 'Success',
+      });
+      expect(poolServing('default', served(sources), [ours, editing])).toEqual({
+        state: 'Waiting',
+        message:
+          'KubeletConfig max-pods-karpenter registers the taint, but MCO has not regenerated 99-karpenter-default-generated-kubelet-1 from its generation 2 yet',
+      });
+      const failing = kc('max-pods-karpenter', '1', [TAINT], ['99-karpenter-default-generated-kubelet-1'], {
+        generation: 2,
+        observedGeneration: 2,
+        latest: 'Failure',
+      });
+      expect(poolServing('default', served(sources), [ours, failing]).state).toBe('Waiting');
       // One that sorts before the operator's is replaced by it.
       const earlier = kc('set-karpenter-taint-default', '1', [TAINT], ['99-karpenter-default-generated-kubelet-1']);
       const first = kc('max-pods-karpenter', '', undefined, ['99-karpenter-default-generated-kubelet']);

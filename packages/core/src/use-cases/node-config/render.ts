@@ -179,6 +179,13 @@ const hasTaint = (kc: KubeletConfigShape): boolean => {
 };
 
 /**
+ * MCC's own test that a KubeletConfig's MachineConfigs are generated from its current spec (the kubelet-config
+ * controller skips a sync on the same condition): its generation observed, and its latest condition `Success`.
+ */
+const syncedByMco = (kc: KubeletConfigShape): boolean =>
+  (kc.status?.observedGeneration ?? 0) >= (kc.metadata.generation ?? 0) && kc.status?.conditions?.at(-1)?.type === 'Success';
+
+/**
  * Whether the Machine Config Server serves pool `karpenter-<nc>` with the registration taint, proven from
  * MCO's own records, never assumed:
  *
@@ -187,8 +194,9 @@ const hasTaint = (kc: KubeletConfigShape): boolean => {
  * 2. it is rendered from the MachineConfig MCO generated from the pool's registration-taint KubeletConfig
  *    (listed in that configuration's `source`);
  * 3. no other generated kubelet MachineConfig of the pool sorts after it, unless the KubeletConfig it comes
- *    from (the one holding its name as a finalizer) registers the taint too: each such MachineConfig carries
- *    a whole kubelet configuration and the last one by name wins.
+ *    from (the one holding its name as a finalizer) registers the taint too and MCO has generated it from
+ *    that spec (`syncedByMco`): each such MachineConfig carries a whole kubelet configuration and the last
+ *    one by name wins.
  *
  * `Failed` when MCC says it cannot render the pool (`RenderDegraded`) or sync the KubeletConfig (a
  * `Failure` condition for its current generation). Pure.
@@ -228,7 +236,14 @@ export function poolServing(nodeClass: string, pool: KubeObject | undefined, kub
   const later = sources.filter((n) => n !== ours && n.startsWith(generatedPrefix) && n > ours).sort();
   for (const other of later) {
     const owner = kubeletConfigs.find((k) => (k.metadata.finalizers ?? []).includes(other)) as unknown as KubeletConfigShape | undefined;
-    if (owner && hasTaint(owner)) continue;
+    if (owner && hasTaint(owner)) {
+      if (syncedByMco(owner)) continue;
+      // Its spec registers the taint, but MachineConfig `other` may still carry the configuration before that edit.
+      return {
+        state: 'Waiting',
+        message: `KubeletConfig ${owner.metadata.name} registers the taint, but MCO has not regenerated ${other} from its generation ${owner.metadata.generation ?? 0} yet`,
+      };
+    }
     return {
       state: 'Failed',
       reason: PoolServingReasons.Overridden,
