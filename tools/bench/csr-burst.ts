@@ -52,6 +52,7 @@ import { KubeClusterStore } from '../../apps/operator/src/kube/kube-cluster-stor
 import { ResourceResolver } from '../../apps/operator/src/kube/resources.js';
 import { createKubeTransport } from '../../apps/operator/src/kube/transport.js';
 import { ControllerRuntime } from '../../apps/operator/src/runtime/controller-runtime.js';
+import { pendingSweep, pool, quantile } from './src/stats.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -85,7 +86,20 @@ interface RunResult {
   notApproved: Array<{ name: string; lastDecision?: string }>;
   /** Where each CSR's latency went (see `breakdown`). */
   phases: Record<string, PhaseFigures>;
+  /**
+   * The most CSRs of the burst pending at once (created, approval not yet seen): what cluster-machine-approver
+   * counts toward its cap of `max(machines, nodes) + 100` pending CSRs, above which it approves nothing.
+   */
+  peakPending: number;
+  /** How long more than `MACHINE_APPROVER_CAP` of them were pending: cluster-machine-approver approved nothing then. */
+  msAboveMachineApproverCap: number;
 }
+
+/**
+ * cluster-machine-approver's cap on a cluster of three control-plane and three worker Machines:
+ * `max(machines, nodes) + 100`. The burst's own nodes raise it once they register; not counted here.
+ */
+const MACHINE_APPROVER_CAP = 6 + 100;
 
 /** One phase of a CSR's latency over all approved CSRs, and its mean among the slowest 1%. */
 interface PhaseFigures {
@@ -120,15 +134,6 @@ function breakdown(names: string[], marks: Record<string, Map<string, number>>, 
   return out;
 }
 
-async function pool<T>(items: T[], concurrency: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(concurrency, items.length) }, async () => {
-      while (next < items.length) await fn(items[next++]!);
-    }),
-  );
-}
-
 /**
  * The kubelets' side: submits `csrs` from a child process (kubelets are other machines; their TLS
  * handshakes and request encoding are not the operator's event loop's work), `SUBMIT_CONCURRENCY` at a
@@ -161,8 +166,6 @@ async function submitter(): Promise<void> {
   });
   process.stdout.write(JSON.stringify(started));
 }
-
-const quantile = (sorted: number[], q: number): number => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? NaN;
 
 async function main(): Promise<void> {
   process.env.AWS_ACCESS_KEY_ID ??= 'testing';
@@ -373,6 +376,9 @@ async function bench(
       describeInstancesCallMs: env.counts.durations,
       notApproved: [...names].filter((n) => !approvedAt.has(n)).map((name) => ({ name, lastDecision: lastDecision.get(name) })),
       phases,
+      ...((sweep) => ({ peakPending: sweep.peak, msAboveMachineApproverCap: sweep.msAboveCap }))(
+        pendingSweep(created, approvedAt, MACHINE_APPROVER_CAP),
+      ),
     };
     log(`${label}: ${JSON.stringify(result)}`);
     return result;
@@ -486,6 +492,7 @@ async function bench(
       'Latency: client-side time before the create request (in the submitter process) to the first informer event showing the CSR approved.',
       "Phases: per CSR, the deciding call is the first DescribeInstances call that asked for its instance, sent after the CSR was seen and answered before its approval was seen; 'slowestMeanMs' is a phase's mean among the CSRs at or above the p99 latency.",
       'Events are recorded in memory in both runs; both runs use the same runtime, informers and store.',
+      "peakPending: the most CSRs of the burst pending at once, by the submitter's create time and the informer's approval time; cluster-machine-approver stops approving any CSR while more than max(machines, nodes) + 100 are pending; msAboveMachineApproverCap is how long more than 106 (a six-Machine cluster) were, the burst's own nodes not counted.",
     ],
   };
 }

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { AuditEvent } from '@karpenter-operator/testkit';
 import { summarizeAuditWindow } from './audit-window.js';
 import { anonymousMappings, byLabel, memoryBreakdown, parsePromText, residentSplit, sumOf } from './prom.js';
-import { median, pool, quantile, ratio, summarize } from './stats.js';
+import { median, pendingSweep, pool, quantile, ratio, summarize } from './stats.js';
 
 describe('quantile', () => {
   it.each([
@@ -184,5 +184,22 @@ describe('anonymousMappings', () => {
 
   it('is empty for a process that does not exist', () => {
     expect(anonymousMappings(2 ** 30)).toEqual({});
+  });
+});
+
+describe('pendingSweep', () => {
+  const m = (o: Record<string, number>) => new Map(Object.entries(o));
+  it('counts the most CSRs pending at once and the time more than the cap were', () => {
+    // a: 0–10, b: 2–6, c: 4–12, d: 5 and never approved (open to the last edge, 12).
+    const r = pendingSweep(m({ a: 0, b: 2, c: 4, d: 5 }), m({ a: 10, b: 6, c: 12 }), 2);
+    expect(r.peak).toBe(4);
+    // More than 2 pending from 4 (c) to 10 (a approved, leaving c and d).
+    expect(r.msAboveCap).toBe(6);
+  });
+  it('an approval at the instant of the next creation does not overlap it', () => {
+    expect(pendingSweep(m({ a: 0, b: 5 }), m({ a: 5, b: 9 }), 0)).toEqual({ peak: 1, msAboveCap: 9 });
+  });
+  it('nothing created: nothing pending', () => {
+    expect(pendingSweep(new Map(), new Map(), 100)).toEqual({ peak: 0, msAboveCap: 0 });
   });
 });

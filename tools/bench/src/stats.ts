@@ -62,3 +62,34 @@ export async function pool<T>(items: readonly T[], concurrency: number, fn: (ite
     }),
   );
 }
+
+/**
+ * Sweeps the intervals [created, approved) of the burst's CSRs (one never approved stays open to the end):
+ * the most open at once, and how long more than `cap` were open.
+ */
+export function pendingSweep(
+  created: ReadonlyMap<string, number>,
+  approved: ReadonlyMap<string, number>,
+  cap: number,
+): { peak: number; msAboveCap: number } {
+  const edges: Array<[number, number]> = [];
+  for (const [name, at] of created) {
+    edges.push([at, 1]);
+    const done = approved.get(name);
+    if (done !== undefined) edges.push([done, -1]);
+  }
+  // At equal times the approval closes before a creation opens: a CSR approved as the next one is created
+  // is not pending with it.
+  edges.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  let open = 0;
+  let peak = 0;
+  let msAboveCap = 0;
+  let prev = edges[0]?.[0] ?? 0;
+  for (const [at, d] of edges) {
+    if (open > cap) msAboveCap += at - prev;
+    prev = at;
+    open += d;
+    peak = Math.max(peak, open);
+  }
+  return { peak, msAboveCap: Math.round(msAboveCap) };
+}

@@ -95,7 +95,7 @@ describe('node identity: forged client CSRs stay pending, real ones are approved
       await ec2()
         .send(new TerminateInstancesCommand({ InstanceIds: instances }))
         .catch(() => undefined);
-    for (const n of ['ni-spelling', 'ni-shared', 'ni-terminated', 'ni-early', 'ni-flood', 'ni-flood-launching']) {
+    for (const n of ['ni-spelling', 'ni-shared', 'ni-terminated', 'ni-early', 'ni-elsewhere', 'ni-flood', 'ni-flood-launching']) {
       await adminRequest(cluster, 'DELETE', `/apis/karpenter.sh/v1/nodeclaims/${n}`).catch(() => undefined);
     }
     await op?.stop();
@@ -153,6 +153,46 @@ describe('node identity: forged client CSRs stay pending, real ones are approved
     // Well under a second on a quiet machine; the bound only tells "woken by the NodeClaim" from "found by
     // the periodic resync", with room for a loaded two-core machine.
     expect(ms).toBeLessThan(30_000);
+  });
+
+  it('a CSR another approver approved while the operator waited is done: one Approved condition, no approval event, no error', async () => {
+    // cluster-machine-approver approves what it can match to a Machine, Karpenter nodes' serving renewals
+    // among them; here an approver acts while the operator still waits for the NodeClaim's providerID.
+    const inst = await runInstance();
+    await nodeClaim('ni-elsewhere');
+    const csr = await submit(`system:node:${inst.dns}`);
+    await waitFor(`CSR ${csr} decided`, async () => (await eventReasons(csr)).length > 0, { timeoutMs: 30_000, intervalMs: 250 });
+    const live = await certificates().readCertificateSigningRequest({ name: csr });
+    const now = new Date();
+    await certificates().replaceCertificateSigningRequestApproval({
+      name: csr,
+      body: {
+        ...live,
+        status: {
+          conditions: [
+            {
+              type: 'Approved',
+              status: 'True',
+              reason: 'NodeCSRApprove',
+              message: 'approved by another approver',
+              lastUpdateTime: now,
+              lastTransitionTime: now,
+            },
+          ],
+        },
+      },
+    });
+    const before = await eventReasons(csr);
+    const logFrom = op.logs().length;
+    await nodeClaim('ni-elsewhere', inst.providerID);
+    // A NodeClaim event maps to its CSRs within a second (the case above); give it several, then look.
+    await new Promise((r) => setTimeout(r, 5_000));
+    const after = await certificates().readCertificateSigningRequest({ name: csr });
+    expect((after.status?.conditions ?? []).filter((c) => c.type === 'Approved').map((c) => c.reason)).toEqual(['NodeCSRApprove']);
+    expect(await eventReasons(csr), `the operator's events on CSR ${csr}`).toEqual(before);
+    const logs = op.logs().slice(logFrom);
+    expect(logs, 'operator log after the NodeClaim got its providerID').not.toMatch(/reconcile failed/);
+    expect(logs).not.toContain(`"csr":"${csr}"`);
   });
 
   it('a flood of 500 unmatchable CSRs does not delay a legitimate approval, and shows without Degraded', async () => {
