@@ -99,7 +99,12 @@ async function renderCommand(argv: string[], env: NodeJS.ProcessEnv): Promise<nu
       from: o.from,
       output: o.output,
       settings,
-      providerFor: (p) => providerFor(p, { crdDir: settings.crdDir }),
+      // The operand's EC2 endpoint is rendered into its Deployment: read as by `run`.
+      providerFor: (p) =>
+        providerFor(p, {
+          crdDir: settings.crdDir,
+          ...(env.OPERAND_AWS_ENDPOINT_URL_EC2 ? { operandEndpoint: env.OPERAND_AWS_ENDPOINT_URL_EC2 } : {}),
+        }),
       ...(o.kind ? { kind: o.kind } : {}),
     });
     for (const n of r.notes) process.stderr.write(`render: ${n}\n`);

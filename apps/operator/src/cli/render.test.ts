@@ -186,4 +186,22 @@ describe('render through a pipe', () => {
     const parsed = JSON.parse(r.stdout) as { items?: unknown[] } | unknown[];
     expect(Array.isArray(parsed) ? parsed.length : (parsed.items ?? []).length).toBeGreaterThan(5);
   }, 90_000);
+
+  it('renders the operand with the EC2 endpoint of OPERAND_AWS_ENDPOINT_URL_EC2, as run applies it', async () => {
+    const { spawnSync } = await import('node:child_process');
+    const repo = join(import.meta.dirname, '../../../..');
+    const r = spawnSync(
+      join(repo, 'node_modules/.bin/node'),
+      [join(repo, 'apps/operator/dist/main.js'), 'render', '--from', dirWith(seed()), '--kind', 'Deployment', '--output', 'json'],
+      { encoding: 'utf8', timeout: 60_000, env: { ...process.env, OPERAND_AWS_ENDPOINT_URL_EC2: 'http://ec2.example.invalid:4566' } },
+    );
+    expect(r.status, r.stderr).toBe(0);
+    const dep = JSON.parse(r.stdout) as {
+      spec: { template: { spec: { containers: Array<{ env?: Array<{ name: string; value?: string }> }> } } };
+    };
+    expect(dep.spec.template.spec.containers[0]!.env).toContainEqual({
+      name: 'AWS_ENDPOINT_URL_EC2',
+      value: 'http://ec2.example.invalid:4566',
+    });
+  }, 90_000);
 });
