@@ -364,6 +364,7 @@ async function bench(
       marks,
       sentAt.size ? ['created', 'seen', 'sent', 'answered', 'approved'] : ['created', 'seen', 'approved'],
     );
+    const sweep = pendingSweep(created, approvedAt, MACHINE_APPROVER_CAP);
     const result: RunResult = {
       approved: approvedAt.size,
       expected: csrs.length,
@@ -376,9 +377,8 @@ async function bench(
       describeInstancesCallMs: env.counts.durations,
       notApproved: [...names].filter((n) => !approvedAt.has(n)).map((name) => ({ name, lastDecision: lastDecision.get(name) })),
       phases,
-      ...((sweep) => ({ peakPending: sweep.peak, msAboveMachineApproverCap: sweep.msAboveCap }))(
-        pendingSweep(created, approvedAt, MACHINE_APPROVER_CAP),
-      ),
+      peakPending: sweep.peak,
+      msAboveMachineApproverCap: sweep.msAboveCap,
     };
     log(`${label}: ${JSON.stringify(result)}`);
     return result;
