@@ -20,12 +20,14 @@ for (const root of roots) {
 const vendor = ['@aws-sdk/*', '@azure/*', '@kubernetes/client-node', '@kubernetes/client-node/*', 'inversify', 'inversify/*'];
 const names = (pred) => projects.filter(pred).map((p) => p.name);
 
+const corePatterns = (p) => [
+  { group: vendor, message: 'packages/core is vendor-free: no cloud SDK, client-node or inversify (house rule 1).' },
+  { group: names((q) => q.name !== p.name).flatMap((n) => [n, `${n}/*`]), message: 'core imports no other project.' },
+];
+
 const boundaries = projects.map((p) => {
   const patterns = [];
-  if (p.tags.includes('type:core')) {
-    patterns.push({ group: vendor, message: 'packages/core is vendor-free: no cloud SDK, client-node or inversify (house rule 1).' });
-    patterns.push({ group: names((q) => q.name !== p.name).flatMap((n) => [n, `${n}/*`]), message: 'core imports no other project.' });
-  }
+  if (p.tags.includes('type:core')) patterns.push(...corePatterns(p));
   if (p.tags.includes('type:adapter')) {
     const others = names((q) => q.name !== p.name && (q.tags.includes('type:adapter') || q.tags.includes('type:app')));
     if (others.length)
@@ -35,15 +37,67 @@ const boundaries = projects.map((p) => {
       });
     patterns.push({ group: ['@kubernetes/client-node'], message: 'adapters reach the cluster through the ClusterStore port.' });
   }
-  if (p.tags.includes('type:app') || p.tags.includes('type:adapter')) {
+  if (p.tags.includes('type:adapter')) {
+    const runtimes = names((q) => q.tags.includes('type:runtime'));
+    if (runtimes.length)
+      patterns.push({
+        group: runtimes.flatMap((n) => [n, `${n}/*`]),
+        message: 'adapters reach the cluster through the ClusterStore port, not the controller runtime.',
+      });
+  }
+  // The controller runtime is a library under the app: it implements core's ports and knows none of core's
+  // decisions. It imports core only through `@karpenter-operator/core/ports` (ports, model, errors), never the
+  // root entry (which carries the use-cases and policy), and no other project of this repository.
+  const paths = [];
+  if (p.tags.includes('type:runtime')) {
+    paths.push({
+      name: '@karpenter-operator/core',
+      message: 'the controller runtime imports core only through @karpenter-operator/core/ports: never a use-case or a decision.',
+    });
+    patterns.push({
+      group: [
+        ...names((q) => q.name !== p.name && !q.tags.includes('type:core')).flatMap((n) => [n, `${n}/*`]),
+        '@karpenter-operator/core/testing',
+      ],
+      message: 'the controller runtime imports no adapter, app or testkit, and no fake in production code.',
+    });
+    patterns.push({
+      group: ['inversify', 'inversify/*'],
+      message: 'the controller runtime is wired by the app; it needs no DI container.',
+    });
+  }
+  if (p.tags.includes('type:app') || p.tags.includes('type:adapter') || p.tags.includes('type:runtime')) {
     patterns.push({ group: names((q) => q.tags.includes('type:testkit')), message: 'production code does not import the testkit.' });
   }
   return {
     files: [`${p.dir}/src/**/*.ts`],
     ignores: ['**/*.test.ts'],
-    rules: patterns.length ? { 'no-restricted-imports': ['error', { patterns }] } : {},
+    rules: patterns.length || paths.length ? { 'no-restricted-imports': ['error', { paths, patterns }] } : {},
   };
 });
+
+// `@karpenter-operator/core/ports` (src/ports/index.ts) and what it re-exports reach no use-case and no
+// topology: that entry point is all the controller runtime may see of core.
+const corePortsEntry = projects
+  .filter((p) => p.tags.includes('type:core'))
+  .map((p) => ({
+    files: [`${p.dir}/src/ports/**/*.ts`, `${p.dir}/src/model/**/*.ts`, `${p.dir}/src/runtime/**/*.ts`, `${p.dir}/src/errors.ts`],
+    ignores: ['**/*.test.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            ...corePatterns(p),
+            {
+              group: ['**/use-cases/**', '**/topology/**'],
+              message: 'core/ports (ports, model, errors, the reconciler contract) depends on no use-case and no topology.',
+            },
+          ],
+        },
+      ],
+    },
+  }));
 
 // inversify is allowed in exactly one file per adapter package (house rule 3).
 const moduleOnly = projects
@@ -121,6 +175,7 @@ export default tseslint.config(
     },
   },
   ...boundaries,
+  ...corePortsEntry,
   ...moduleOnly,
   ...coreVocabulary,
 );

@@ -47,11 +47,13 @@ import {
 } from '@karpenter-operator/testkit';
 import { KubeletClientSigner, csrState } from '../../packages/core/src/policy/csr.js';
 import { NodeIdentityReconciler } from '../../packages/core/src/use-cases/node-identity/node-identity.js';
-import { InformerFactory } from '../../apps/operator/src/kube/informer.js';
-import { KubeClusterStore } from '../../apps/operator/src/kube/kube-cluster-store.js';
-import { ResourceResolver } from '../../apps/operator/src/kube/resources.js';
-import { createKubeTransport } from '../../apps/operator/src/kube/transport.js';
-import { ControllerRuntime } from '../../apps/operator/src/runtime/controller-runtime.js';
+import {
+  ControllerRuntime,
+  createKubeTransport,
+  InformerFactory,
+  KubeClusterStore,
+  ResourceResolver,
+} from '@karpenter-operator/kube-runtime';
 import { pendingSweep, pool, quantile } from './src/stats.js';
 
 const { values: args } = parseArgs({

@@ -44,11 +44,16 @@ import {
   type Reconciler,
 } from '@karpenter-operator/core';
 import { FakeCloudProvider } from '@karpenter-operator/core/testing';
-import { InformerFactory } from '../../apps/operator/src/kube/informer.js';
-import { KubeClusterStore } from '../../apps/operator/src/kube/kube-cluster-store.js';
-import { ResourceResolver } from '../../apps/operator/src/kube/resources.js';
-import type { KubeRequest, KubeTransport, KubeWatchRequest, WatchHandle } from '../../apps/operator/src/kube/transport.js';
-import { ControllerRuntime } from '../../apps/operator/src/runtime/controller-runtime.js';
+import {
+  ControllerRuntime,
+  InformerFactory,
+  KubeClusterStore,
+  ResourceResolver,
+  type KubeRequest,
+  type KubeTransport,
+  type KubeWatchRequest,
+  type WatchHandle,
+} from '@karpenter-operator/kube-runtime';
 import { nodeLifecycleReconcilers } from '../../apps/operator/src/node-lifecycle.js';
 import { median } from './src/stats.js';
 

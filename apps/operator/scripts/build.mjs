@@ -72,7 +72,7 @@ const nodeHttpWithoutUndici = {
 
 // @kubernetes/client-node imports undici (`fetch`, `Agent`, `ProxyAgent`) at the top of config.js, watch.js and
 // its fetch library, so loading KubeConfig evaluated all of undici: a second HTTP stack beside node:https, which
-// the operator's transport uses (apps/operator/src/kube/transport.ts); client-node's undici paths are never
+// the operator's transport uses (packages/kube-runtime/src/kube/transport.ts); client-node's undici paths are never
 // taken. Those imports resolve to a module that require()s undici inside each function and constructor, the
 // first time one is called. undici itself is built apart, into OUTDIR/node_modules/undici (found by that
 // require from main.js and chunks/ alike), so its ~1 MB of source is not part of a chunk V8 keeps in memory

@@ -19,11 +19,22 @@ import { loadObjects } from './cli/load-objects.js';
 import { DEFAULT_ADDRESSES, parseAdapterConfig } from './config.js';
 import { providerFor } from './providers.js';
 import { startHttpServer } from './http/server.js';
-import { createKubeCluster, isConnectionFailure, KubeEventRecorder, loadKubeConfig, toCoreError, WatchedKubeConfig } from './kube/index.js';
+import {
+  ControllerRuntime,
+  createKubeCluster,
+  ExitCodes,
+  isConnectionFailure,
+  KubeEventRecorder,
+  loadKubeConfig,
+  Manager,
+  routeByCluster,
+  runMain,
+  toCoreError,
+  WatchedKubeConfig,
+} from '@karpenter-operator/kube-runtime';
 import { createLogger } from './observability/logger.js';
+import { AllMetricDefinitions } from './observability/metric-definitions.js';
 import { PromMetrics } from './observability/metrics.js';
-import { AllMetricDefinitions, ControllerRuntime, routeByCluster } from './runtime/index.js';
-import { ExitCodes, Manager, runMain } from './runtime/manager.js';
 
 const USAGE = `Usage: karpenter-operator-hypershift-adapter [run] --namespace NS --guest-kubeconfig FILE [--kubeconfig FILE] [--hcp-name NAME]
        [--metrics-bind-address [host]:port (${DEFAULT_ADDRESSES.adapter.metrics})] [--health-probe-bind-address [host]:port (${DEFAULT_ADDRESSES.adapter.health})]

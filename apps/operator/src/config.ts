@@ -5,7 +5,7 @@
 
 import type { Command } from 'commander';
 import { boolFlag, flagCommand, parseFlags } from './cli/flags.js';
-import { electionTimingProblem, type ElectionTiming } from './kube/leader-election.js';
+import { electionTimingProblem, type ElectionTiming } from '@karpenter-operator/kube-runtime';
 import { readProxyEnv } from './egress.js';
 import { releaseVersionPlaceholder } from './manifests/cvo.js';
 

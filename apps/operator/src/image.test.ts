@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments, stringify } from 'yaml';
 import { openShiftAwsObjects } from '@karpenter-operator/testkit';
-import { ExitCodes } from './runtime/manager.js';
+import { ExitCodes } from '@karpenter-operator/kube-runtime';
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 const node = join(repo, 'node_modules/.bin/node');

@@ -2,10 +2,10 @@ import { Option, type Command } from 'commander';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describeError, systemClock, type OperatorSettings } from '@karpenter-operator/core';
+import { ExitCodes, runMain } from '@karpenter-operator/kube-runtime';
 import { parseConfig, UNKNOWN_RELEASE_VERSION } from './config.js';
 import { clusterEgressProblems, readIfPresent, readProxyEnv } from './egress.js';
 import { flagCommand, parseFlags } from './cli/flags.js';
-import { ExitCodes, runMain } from './runtime/manager.js';
 import { providerFor } from './providers.js';
 // Static, unlike the offline commands' modules: the image warms Node's compile cache by running `--help`
 // (images/operator.Containerfile), and the cache holds only the modules a run loads, so everything the

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Logger } from '@karpenter-operator/core';
-import type { KubeRequest, KubeTransport } from '../kube/index.js';
+import type { KubeRequest, KubeTransport } from '@karpenter-operator/kube-runtime';
 import { hostedControlPlaneName, hostedControlPlaneRunAsUser, managementKindsServed } from './hosted-control-plane.js';
 
 const hcp = (name: string, namespace = 'clusters-demo') => ({

@@ -7,7 +7,7 @@ import {
   HostedControlPlaneType,
   soleHostedControlPlaneName,
 } from '@karpenter-operator/topology-hypershift';
-import { httpStatusOf, type KubeTransport } from '../kube/index.js';
+import { httpStatusOf, type KubeTransport } from '@karpenter-operator/kube-runtime';
 
 /**
  * Management-cluster mode: the HCP's name. HCP_NAME when set; otherwise HyperShift's Deployment names it

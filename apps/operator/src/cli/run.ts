@@ -1,6 +1,7 @@
 import {
   decodeInfrastructure,
   isInvalidInputError,
+  ManagedCrdsWatch,
   Names,
   STATUS_KEY,
   systemClock,
@@ -33,14 +34,20 @@ import {
   WatchedKubeConfig,
   type KubeCluster,
   type KubeTransport,
-} from '../kube/index.js';
-import { AllMetricDefinitions, routeByCluster, type CacheFactory } from '../runtime/index.js';
+  routeByCluster,
+  type CacheFactory,
+  retryDelay,
+  startupBackoff,
+  ControllerRuntime,
+  ExitCodes,
+  Manager,
+  sleep,
+  systemTimers,
+  type Timers,
+} from '@karpenter-operator/kube-runtime';
 import { createLogger } from '../observability/logger.js';
+import { AllMetricDefinitions } from '../observability/metric-definitions.js';
 import { PromMetrics } from '../observability/metrics.js';
-import { retryDelay, startupBackoff } from '../runtime/backoff.js';
-import { ControllerRuntime } from '../runtime/controller-runtime.js';
-import { ExitCodes, Manager } from '../runtime/manager.js';
-import { sleep, systemTimers, type Timers } from '../runtime/timers.js';
 
 /** The status-board entry of the proxy and CA check. */
 const CLUSTER_EGRESS_ENTRY = 'cluster-egress';
@@ -144,6 +151,7 @@ async function guestCluster(
       clock: systemClock,
       userAgent: replicaUserAgent(config),
       onActivity: deps.metrics.loopActivity,
+      informer: { crdWatch: ManagedCrdsWatch },
     }),
     kubeconfig,
   };
@@ -167,6 +175,7 @@ export async function runOperator(config: OperatorConfig, env: Record<string, st
     clock,
     userAgent: replicaUserAgent(config),
     onActivity: metrics.loopActivity,
+    informer: { crdWatch: ManagedCrdsWatch },
     ...(onUnauthorized ? { onUnauthorized } : {}),
   });
   const identity = leaderIdentity(config.podName);

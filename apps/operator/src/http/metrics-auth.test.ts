@@ -1,6 +1,6 @@
 import { silentLogger } from '@karpenter-operator/core';
 import { describe, expect, it } from 'vitest';
-import type { KubeRequest, KubeTransport } from '../kube/index.js';
+import type { KubeRequest, KubeTransport } from '@karpenter-operator/kube-runtime';
 import { DelegatingMetricsAuth, MetricsAuthCache } from './metrics-auth.js';
 
 /** An API server answering TokenReviews from `tokens` and SubjectAccessReviews from `allowed`. */

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { describeError, type Clock, type Logger } from '@karpenter-operator/core';
-import type { KubeTransport } from '../kube/index.js';
+import type { KubeTransport } from '@karpenter-operator/kube-runtime';
 
 /** What a request to the secured metrics endpoint is answered with when it may not pass. */
 export interface Refusal {

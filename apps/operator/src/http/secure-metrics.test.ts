@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import type { PeerCertificate, TLSSocket } from 'node:tls';
 import { silentLogger, type Labels, type Metrics } from '@karpenter-operator/core';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { KubeRequest, KubeTransport } from '../kube/index.js';
+import type { KubeRequest, KubeTransport } from '@karpenter-operator/kube-runtime';
 import { SelfSignedMetricsCertMetric, startSecureMetricsServer } from './secure-metrics.js';
 import { selfSignedCertificate } from './serving-cert.js';
 

@@ -1,11 +1,10 @@
 import type { Server as HttpsServer } from 'node:https';
 import type { Server } from 'node:net';
 import { describeError, type Clock, type Logger, type Metrics } from '@karpenter-operator/core';
-import type { KubeTransport } from '../kube/index.js';
+import { RuntimeMetrics, type KubeTransport } from '@karpenter-operator/kube-runtime';
 import { DelegatingMetricsAuth } from './metrics-auth.js';
 import { startHttpServer, type ProbeHandlers } from './server.js';
 import { readServingCert, servingCertificate } from './serving-cert.js';
-import { RuntimeMetrics } from '../runtime/metric-names.js';
 
 /** 1 while the metrics endpoint serves a self-signed certificate because the serving certificate is missing. */
 export const SelfSignedMetricsCertMetric = RuntimeMetrics.metricsSelfSigned.name;

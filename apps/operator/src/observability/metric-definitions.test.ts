@@ -2,7 +2,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { AllMetricDefinitions } from '../runtime/metric-names.js';
+import { AllMetricDefinitions } from './metric-definitions.js';
 import { PromMetrics } from './metrics.js';
 
 const repo = fileURLToPath(new URL('../../../../', import.meta.url));

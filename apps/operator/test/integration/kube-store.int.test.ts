@@ -6,9 +6,7 @@ import { RecordingMetrics } from '@karpenter-operator/core/testing';
 import { waitFor } from '@karpenter-operator/testkit';
 import { testCluster } from '@karpenter-operator/testkit/vitest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createKubeCluster, type KubeCluster } from '../../src/kube/kube-cluster.js';
-import { LeaderElector } from '../../src/kube/leader-election.js';
-import { createKubeTransport } from '../../src/kube/transport.js';
+import { createKubeCluster, createKubeTransport, LeaderElector, type KubeCluster } from '@karpenter-operator/kube-runtime';
 
 const NS = 'kube-store-it';
 const ADMIN = 'testkit-admin';

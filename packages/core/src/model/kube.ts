@@ -57,6 +57,12 @@ export function refOf(obj: KubeObject): ObjectRef {
   return ref;
 }
 
+/** True when the CRD reports `Established=True`. */
+export function crdEstablished(crd: KubeObject | undefined): boolean {
+  const conds = (crd?.status as { conditions?: Array<{ type: string; status: string }> } | undefined)?.conditions;
+  return Boolean(conds?.some((c) => c.type === 'Established' && c.status === 'True'));
+}
+
 export function describeRef(ref: ObjectRef): string {
   return ref.namespace ? `${ref.kind} ${ref.namespace}/${ref.name}` : `${ref.kind} ${ref.name}`;
 }

@@ -6,18 +6,11 @@
  */
 import { isInvalidInputError, isUnsupportedPlatformError } from '../errors.js';
 import type { KarpenterRequest } from '../model/cluster.js';
-import type { KubeObject } from '../model/kube.js';
-import { Types } from '../model/kube.js';
+import { crdEstablished, Types } from '../model/kube.js';
 import type { Clock } from '../ports/clock.js';
 import type { CloudProvider } from '../ports/cloud-provider.js';
 import type { Topology } from '../ports/topology.js';
 import type { Reconciler, Result } from '../runtime/reconciler.js';
-
-/** True when the CRD reports `Established=True`. */
-export function crdEstablished(crd: KubeObject | undefined): boolean {
-  const conds = (crd?.status as { conditions?: Array<{ type: string; status: string }> } | undefined)?.conditions;
-  return Boolean(conds?.some((c) => c.type === 'Established' && c.status === 'True'));
-}
 
 /**
  * The request to run Karpenter when it should run now: present, not being torn down, and on a platform its

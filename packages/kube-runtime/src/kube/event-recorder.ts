@@ -10,7 +10,7 @@ import {
   type Logger,
   type Metrics,
   type ObjectRef,
-} from '@karpenter-operator/core';
+} from '@karpenter-operator/core/ports';
 import { PatchStrategy } from './client-node.js';
 import { RuntimeMetrics } from '../runtime/metric-names.js';
 import { systemTimers, type TimerHandle, type Timers } from '../runtime/timers.js';

@@ -26,7 +26,7 @@ import {
   type TypeRef,
   type Watch,
   type WriteResult,
-} from '@karpenter-operator/core';
+} from '@karpenter-operator/core/ports';
 import { RuntimeMetrics } from '../runtime/metric-names.js';
 import { toCoreError } from './errors.js';
 import { defaultTransform, isOlder } from './informer.js';

@@ -1,5 +1,5 @@
 import type { KubeConfig } from './client-node.js';
-import type { Clock, Logger, Metrics } from '@karpenter-operator/core';
+import type { Clock, Logger, Metrics } from '@karpenter-operator/core/ports';
 import type { Timers } from '../runtime/timers.js';
 import { InformerFactory, type InformerFactoryOptions } from './informer.js';
 import { KubeClusterStore } from './kube-cluster-store.js';

@@ -8,7 +8,7 @@ import {
   type Logger,
   type Metrics,
   type Reconciler,
-} from '@karpenter-operator/core';
+} from '@karpenter-operator/core/ports';
 import type { BackoffPolicy } from './backoff.js';
 import type { CacheFactory, SharedInformer } from './cache.js';
 import { systemTimers, type TimerHandle, type Timers } from './timers.js';

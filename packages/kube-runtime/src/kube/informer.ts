@@ -2,7 +2,6 @@ import {
   crdEstablished as isEstablished,
   describeError,
   isNotFoundError,
-  ManagedCrdsWatch,
   noopMetrics,
   silentLogger,
   systemClock,
@@ -13,7 +12,7 @@ import {
   type Metrics,
   type TypeRef,
   type Watch,
-} from '@karpenter-operator/core';
+} from '@karpenter-operator/core/ports';
 import { retryDelay, watchBackoff, type BackoffPolicy } from '../runtime/backoff.js';
 import { watchKey, type CacheFactory, type InformerHandler, type SharedInformer } from '../runtime/cache.js';
 import { RuntimeMetrics } from '../runtime/metric-names.js';
@@ -613,7 +612,15 @@ export class Informer implements SharedInformer {
   }
 }
 
-export type InformerFactoryOptions = Omit<InformerOptions, 'watch'>;
+export interface InformerFactoryOptions extends Omit<InformerOptions, 'watch' | 'crdEstablished'> {
+  /**
+   * The watch whose cache holds the CRDs the operator installs (the operator passes core's `ManagedCrdsWatch`,
+   * the watch its CRD use-case reconciles from). A kind whose CRD is installed waits for that CRD to be
+   * Established before it is listed; without this option, or while nothing watches it, such a kind is listed
+   * as any other.
+   */
+  crdWatch?: Watch;
+}
 
 /**
  * Creates one `Informer` per distinct watch (see `watchKey`) and finds the informers of a kind for the
@@ -634,7 +641,8 @@ export class InformerFactory implements CacheFactory {
         for (const [k, other] of this.informers) if (k !== self) other.retryNow();
       };
       const crdEstablished = (name: string, signal: AbortSignal, whileAbsent: () => void) => this.crdEstablished(name, signal, whileAbsent);
-      informer = new Informer({ ...this.options, watch, onReachable, crdEstablished });
+      const { crdWatch: _crdWatch, ...options } = this.options;
+      informer = new Informer({ ...options, watch, onReachable, crdEstablished });
       this.informers.set(key, informer);
     }
     return informer;
@@ -647,7 +655,7 @@ export class InformerFactory implements CacheFactory {
   private crdEstablished(name: string, signal: AbortSignal, whileAbsent: () => void): Promise<void> {
     // Only where something watches the operator's CRDs (the operator installs them on this cluster); a
     // process that does not (the HyperShift sidecar) lists the kind as any other.
-    const crds = this.informers.get(watchKey(ManagedCrdsWatch));
+    const crds = this.options.crdWatch && this.informers.get(watchKey(this.options.crdWatch));
     if (!crds) return Promise.resolve();
     crds.start();
     const timers = this.options.timers ?? systemTimers;

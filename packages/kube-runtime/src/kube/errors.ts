@@ -1,4 +1,4 @@
-import { ConflictError, CoreError, ForbiddenError, NotFoundError, RejectedError, TransientError } from '@karpenter-operator/core';
+import { ConflictError, CoreError, ForbiddenError, NotFoundError, RejectedError, TransientError } from '@karpenter-operator/core/ports';
 
 /** Network error codes (Node's and the transport's) that mean "try again later". */
 const transientCodes = new Set([

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { readFile as fsReadFile } from 'node:fs/promises';
 import { delimiter, dirname } from 'node:path';
 import { KubeConfig, type User } from './client-node.js';
-import { describeError, silentLogger, type Logger } from '@karpenter-operator/core';
+import { describeError, silentLogger, type Logger } from '@karpenter-operator/core/ports';
 import { systemTimers, type TimerHandle, type Timers } from '../runtime/timers.js';
 
 export interface KubeConfigSource {

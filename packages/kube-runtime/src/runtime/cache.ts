@@ -1,4 +1,4 @@
-import type { KubeObject, Watch } from '@karpenter-operator/core';
+import type { KubeObject, Watch } from '@karpenter-operator/core/ports';
 
 /** Called with the object's latest state for every add, update and delete (level-based: no event type). */
 export type InformerHandler = (obj: KubeObject) => void;

@@ -1,4 +1,4 @@
-import { NodeIdentityMetrics, type MetricDefinition } from '@karpenter-operator/core';
+import type { MetricDefinition } from '@karpenter-operator/core/ports';
 
 export type { MetricDefinition };
 
@@ -111,6 +111,3 @@ export const RuntimeMetrics = {
     labels: [],
   },
 } as const satisfies Record<string, MetricDefinition>;
-
-/** Every metric either binary records: what `PromMetrics` registers at start. */
-export const AllMetricDefinitions: readonly MetricDefinition[] = [...Object.values(RuntimeMetrics), ...Object.values(NodeIdentityMetrics)];

@@ -1,4 +1,4 @@
-import { NotFoundError, Types, type TypeRef } from '@karpenter-operator/core';
+import { NotFoundError, Types, type TypeRef } from '@karpenter-operator/core/ports';
 import { toCoreError } from './errors.js';
 import type { KubeTransport } from './transport.js';
 

@@ -1,5 +1,5 @@
 import type { Server } from 'node:net';
-import { describeError, type Logger } from '@karpenter-operator/core';
+import { describeError, type Logger } from '@karpenter-operator/core/ports';
 
 /**
  * Exit codes of both binaries (the operator and the HyperShift sidecar adapter).

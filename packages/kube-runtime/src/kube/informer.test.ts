@@ -460,6 +460,7 @@ describe('InformerFactory', () => {
         random: () => 0,
         staleAfterMs: 600_000,
         watchTimeoutSeconds: () => 300,
+        crdWatch: ManagedCrdsWatch,
       });
       f.informerFor(ManagedCrdsWatch).start(); // the operator's CRD use-case watches them
       const pools = f.informerFor({ type: Types.NodePool });
@@ -519,6 +520,7 @@ describe('InformerFactory', () => {
         random: () => 0,
         staleAfterMs: 600_000,
         watchTimeoutSeconds: () => 300,
+        crdWatch: ManagedCrdsWatch,
       });
       f.informerFor(ManagedCrdsWatch).start();
       const b = f.informerFor({ type: Types.NodePool });
@@ -551,7 +553,12 @@ describe('InformerFactory', () => {
       { verb: 'list', path: '/apis/karpenter.sh/v1/nodeclaims' },
       { metadata: { resourceVersion: '12' }, items: [{ metadata: { name: 'default-abc', resourceVersion: '12' } }] },
     );
-    const f = new InformerFactory({ transport, resources: new ResourceResolver(transport), staleAfterMs: 600_000 });
+    const f = new InformerFactory({
+      transport,
+      resources: new ResourceResolver(transport),
+      staleAfterMs: 600_000,
+      crdWatch: ManagedCrdsWatch,
+    });
     f.informerFor(ManagedCrdsWatch).start();
     const claims = f.informerFor({ type: Types.NodeClaim });
     claims.start();

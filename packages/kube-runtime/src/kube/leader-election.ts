@@ -12,7 +12,7 @@ import {
   type KubeObject,
   type Logger,
   type Metrics,
-} from '@karpenter-operator/core';
+} from '@karpenter-operator/core/ports';
 import { RuntimeMetrics } from '../runtime/metric-names.js';
 import { sleep, systemTimers, type Timers } from '../runtime/timers.js';
 import { toCoreError } from './errors.js';

@@ -8,7 +8,7 @@ import {
   type Logger,
   type Metrics,
   type Result,
-} from '@karpenter-operator/core';
+} from '@karpenter-operator/core/ports';
 import { queueBackoff, retryDelay, type BackoffPolicy } from './backoff.js';
 import { RuntimeMetrics } from './metric-names.js';
 import { sleep, systemTimers, type TimerHandle, type Timers } from './timers.js';

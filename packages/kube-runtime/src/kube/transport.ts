@@ -6,7 +6,7 @@ import { StringDecoder } from 'node:string_decoder';
 import { setImmediate as realSetImmediate, setTimeout as realSetTimeout } from 'node:timers';
 import { TLSSocket } from 'node:tls';
 import { ApiException, type KubeConfig } from './client-node.js';
-import type { Metrics } from '@karpenter-operator/core';
+import type { Metrics } from '@karpenter-operator/core/ports';
 import { RuntimeMetrics } from '../runtime/metric-names.js';
 
 export type QueryParams = Record<string, string | number | boolean | undefined>;

@@ -1,0 +1,2 @@
+export * from './kube/index.js';
+export * from './runtime/index.js';
