@@ -15,6 +15,8 @@ export * from './forward-proxy.js';
 export * from './access.js';
 export * from './cluster.js';
 export * from './operand-runner.js';
+export * from './karpenter-runner.js';
+export * from './pod-spec.js';
 export * from './kubelet-simulator.js';
 export * from './credentials-minter.js';
 export * from './mco-standin.js';

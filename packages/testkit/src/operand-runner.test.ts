@@ -3,7 +3,8 @@ import { availableParallelism, totalmem } from 'node:os';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fieldRef, lostLeaderElection, resourceFieldRef, rewriteArg, rewriteFileContents, rewriteMountPaths } from './operand-runner.js';
+import { lostLeaderElection } from './operand-runner.js';
+import { fieldRef, resourceFieldRef, rewriteArg, rewriteFileContents, rewriteMountPaths } from './pod-spec.js';
 
 const pod = {
   apiVersion: 'v1',

@@ -1,7 +1,8 @@
 import { DescribeInstancesCommand, EC2Client, type Instance } from '@aws-sdk/client-ec2';
 import type { ClusterClient } from './access.js';
 import { startKubeletSimulator, type KubeletSimulator, type KubeletSimulatorOptions } from './kubelet-simulator.js';
-import { startKarpenterRunner, type DeploymentRunner } from './operand-runner.js';
+import { startKarpenterRunner } from './karpenter-runner.js';
+import type { DeploymentRunner } from './operand-runner.js';
 import type { KubeObj } from './resources.js';
 
 /**

@@ -1,4 +1,5 @@
-export { createKubeTransport, NodeHttpTransport, isWriteFencedError, withRequestMetrics, WriteFencedError } from './transport.js';
+export { createKubeTransport, NodeHttpTransport, isWriteFencedError, WriteFencedError } from './transport.js';
+export { withRequestMetrics } from './request-metrics.js';
 export type {
   KubeTransportOptions,
   KubeRequest,
@@ -10,15 +11,10 @@ export type {
 } from './transport.js';
 export { httpStatusOf, isConnectionFailure, serverMessage, toCoreError } from './errors.js';
 export { groupVersionPath, knownResources, ResourceResolver, resourcePath, type PathOptions, type ResourceInfo } from './resources.js';
-export {
-  defaultTransform,
-  Informer,
-  InformerFactory,
-  inScope,
-  labelSelectorString,
-  type InformerFactoryOptions,
-  type InformerOptions,
-} from './informer.js';
+export { Informer, type InformerOptions } from './informer.js';
+export { InformerFactory, type InformerFactoryOptions } from './informer-factory.js';
+export { cacheProjection, defaultTransform } from './cache-projection.js';
+export { inScope, isOlder, labelSelectorString } from './watch-scope.js';
 export {
   KubeClusterStore,
   NotWatchedError,

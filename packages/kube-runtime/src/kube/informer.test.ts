@@ -1,7 +1,10 @@
 import { csrState, ManagedCrdsWatch, Names, Types, type KubeObject, type Watch } from '@karpenter-operator/core';
 import { RecordingMetrics } from '@karpenter-operator/core/testing';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { cacheProjection, Informer, InformerFactory, inScope, type InformerOptions } from './informer.js';
+import { cacheProjection } from './cache-projection.js';
+import { Informer, type InformerOptions } from './informer.js';
+import { InformerFactory } from './informer-factory.js';
+import { inScope } from './watch-scope.js';
 import { ResourceResolver } from './resources.js';
 import { FakeTransport, apiError } from './testing/fake-transport.js';
 

@@ -1,32 +1,29 @@
 import {
-  crdEstablished as isEstablished,
   describeError,
   isNotFoundError,
   noopMetrics,
   silentLogger,
   systemClock,
-  Types,
   type Clock,
   type KubeObject,
   type Logger,
   type Metrics,
-  type TypeRef,
   type Watch,
 } from '@karpenter-operator/core/ports';
 import { retryDelay, watchBackoff, type BackoffPolicy } from '../runtime/backoff.js';
-import { watchKey, type CacheFactory, type InformerHandler, type SharedInformer } from '../runtime/cache.js';
+import type { InformerHandler, SharedInformer } from '../runtime/cache.js';
 import { RuntimeMetrics } from '../runtime/metric-names.js';
 import { sleep, systemTimers, type TimerHandle, type Timers } from '../runtime/timers.js';
 import { httpStatusOf, serverMessage } from './errors.js';
 import { crdNameOf, resourcePath, type ResourceResolver } from './resources.js';
 import type { KubeTransport, QueryParams, WatchHandle } from './transport.js';
+import { cacheProjection } from './cache-projection.js';
+import { inScope, isOlder, labelSelectorString } from './watch-scope.js';
 
 /** How often an informer whose kind is not served re-checks for it. */
 const NOT_SERVED_POLL_MS = 1_000;
 /** Handlers are called for at most this many objects of a relist between two yields to the event loop. */
 const NOTIFY_SLICE = 500;
-/** How long a kind whose CRD the operator installs waits for the CRD cache to sync before listing anyway. */
-const CRD_CACHE_SYNC_GRACE_MS = 30_000;
 
 export interface InformerOptions {
   watch: Watch;
@@ -72,96 +69,6 @@ class GoneError extends Error {
 /** No event or bookmark arrived within `staleAfterMs`. */
 class StaleWatchError extends Error {
   override readonly name = 'StaleWatchError';
-}
-
-/** Drops what the operator never reads and what costs the most memory. */
-export function defaultTransform(obj: KubeObject): KubeObject {
-  const meta = obj.metadata as KubeObject['metadata'] & { managedFields?: unknown };
-  if (meta?.managedFields === undefined) return obj;
-  const { managedFields: _dropped, ...metadata } = meta;
-  return { ...obj, metadata };
-}
-
-/**
- * What the cache keeps of a kind beyond `defaultTransform`, for the kinds the operator caches by the thousand.
- * A field is dropped here only when no controller reads it from the cache; who reads what is kept:
- * - Node: `metadata` (name, labels: default NodeClass discovery, node identity, HyperShift's autoNode
- *   status), `spec.providerID` and `spec.taints` (discovery, node identity). Nothing reads `status`, the bulk
- *   of a Node (conditions, addresses, nodeInfo, images) and what its kubelet rewrites on every heartbeat.
- * - CertificateSigningRequest: everything but `status.certificate`, the issued certificate. The policy only
- *   asks whether it is there (`csrState`: 'issued'), and a signer issues approved CSRs only, which count as
- *   'approved' without it (node identity treats the two alike); `spec.request` stays, parsed on demand.
- */
-const kindProjections = new Map<string, (obj: KubeObject) => KubeObject>([
-  [
-    `${Types.Node.apiVersion}|${Types.Node.kind}`,
-    (obj) => {
-      if (obj.status === undefined) return obj;
-      const { status: _dropped, ...rest } = obj;
-      return rest as KubeObject;
-    },
-  ],
-  [
-    `${Types.CertificateSigningRequest.apiVersion}|${Types.CertificateSigningRequest.kind}`,
-    (obj) => {
-      const status = obj.status as { certificate?: unknown } | undefined;
-      if (status?.certificate === undefined) return obj;
-      const { certificate: _dropped, ...kept } = status;
-      return { ...obj, status: kept };
-    },
-  ],
-]);
-
-/** The projection the cache applies to objects of `type` (managedFields dropped, then the kind's own). */
-export function cacheProjection(type: TypeRef): (obj: KubeObject) => KubeObject {
-  const kind = kindProjections.get(`${type.apiVersion}|${type.kind}`);
-  return kind ? (o) => kind(defaultTransform(o)) : defaultTransform;
-}
-
-/** `a=b,c=d` from equality labels. */
-export function labelSelectorString(labels: Record<string, string> | undefined): string | undefined {
-  const entries = Object.entries(labels ?? {});
-  if (entries.length === 0) return undefined;
-  return entries
-    .sort(([a], [b]) => a.localeCompare(b))
-    .map(([k, v]) => `${k}=${v}`)
-    .join(',');
-}
-
-/**
- * Whether `obj` is inside the scope of `watch` (namespace, labels, and the `metadata.name` /
- * `metadata.namespace` field selectors). `undefined` when a field selector on another field makes it
- * impossible to tell locally.
- */
-export function inScope(watch: Watch, obj: KubeObject): boolean | undefined {
-  if (watch.namespace !== undefined && obj.metadata.namespace !== watch.namespace) return false;
-  for (const [k, v] of Object.entries(watch.labels ?? {})) if (obj.metadata.labels?.[k] !== v) return false;
-  if (!watch.fieldSelector) return true;
-  for (const term of watch.fieldSelector
-    .split(',')
-    .map((t) => t.trim())
-    .filter(Boolean)) {
-    const m = /^([^!=]+?)\s*(==|=|!=)\s*(.*)$/.exec(term);
-    if (!m) return undefined;
-    const [, field, op, value] = m as unknown as [string, string, string, string];
-    let actual: string | undefined;
-    if (field === 'metadata.name') actual = obj.metadata.name;
-    else if (field === 'metadata.namespace') actual = obj.metadata.namespace ?? '';
-    else return undefined;
-    if ((op === '!=') === (actual === value)) return false;
-  }
-  return true;
-}
-
-const isDecimal = (s: string | undefined): s is string => s !== undefined && /^\d+$/.test(s);
-
-/** True when `candidate` is known to be older than `current` (only comparable when both are etcd revisions). */
-/** True when `candidate` has a lower resourceVersion than `current` (both decimal; otherwise false). */
-export function isOlder(candidate: KubeObject, current: KubeObject | undefined): boolean {
-  const a = candidate.metadata.resourceVersion;
-  const b = current?.metadata.resourceVersion;
-  if (!isDecimal(a) || !isDecimal(b)) return false;
-  return BigInt(a) < BigInt(b);
 }
 
 const cacheKey = (name: string, namespace?: string) => `${namespace ?? ''}/${name}`;
@@ -609,100 +516,5 @@ export class Informer implements SharedInformer {
         (e) => onDone(e ?? new Error('watch failed')),
       );
     });
-  }
-}
-
-export interface InformerFactoryOptions extends Omit<InformerOptions, 'watch' | 'crdEstablished'> {
-  /**
-   * The watch whose cache holds the CRDs the operator installs (the operator passes core's `ManagedCrdsWatch`,
-   * the watch its CRD use-case reconciles from). A kind whose CRD is installed waits for that CRD to be
-   * Established before it is listed; without this option, or while nothing watches it, such a kind is listed
-   * as any other.
-   */
-  crdWatch?: Watch;
-}
-
-/**
- * Creates one `Informer` per distinct watch (see `watchKey`) and finds the informers of a kind for the
- * cluster store. Serves one cluster; combine two with `routeByCluster`.
- */
-export class InformerFactory implements CacheFactory {
-  private readonly informers = new Map<string, Informer>();
-
-  constructor(private readonly options: InformerFactoryOptions) {}
-
-  informerFor(watch: Watch): Informer {
-    const key = watchKey(watch);
-    let informer = this.informers.get(key);
-    if (!informer) {
-      const self = key;
-      // One API server: when one watch gets through after an outage, the others retry at once.
-      const onReachable = () => {
-        for (const [k, other] of this.informers) if (k !== self) other.retryNow();
-      };
-      const crdEstablished = (name: string, signal: AbortSignal, whileAbsent: () => void) => this.crdEstablished(name, signal, whileAbsent);
-      const { crdWatch: _crdWatch, ...options } = this.options;
-      informer = new Informer({ ...options, watch, onReachable, crdEstablished });
-      this.informers.set(key, informer);
-    }
-    return informer;
-  }
-
-  /**
-   * Resolves once the CRD `name` is Established, as the cache of the operator's managed CRDs shows it (the
-   * same watch the use-cases use, started here if nobody has yet). Every change of that cache re-checks.
-   */
-  private crdEstablished(name: string, signal: AbortSignal, whileAbsent: () => void): Promise<void> {
-    // Only where something watches the operator's CRDs (the operator installs them on this cluster); a
-    // process that does not (the HyperShift sidecar) lists the kind as any other.
-    const crds = this.options.crdWatch && this.informers.get(watchKey(this.options.crdWatch));
-    if (!crds) return Promise.resolve();
-    crds.start();
-    const timers = this.options.timers ?? systemTimers;
-    return new Promise<void>((resolve) => {
-      let absent = false;
-      let done = false;
-      const finish = () => {
-        done = true;
-        timers.clearTimeout(grace);
-        unsubscribe();
-        signal.removeEventListener('abort', check);
-        resolve();
-      };
-      const check = () => {
-        if (done) return;
-        if (!signal.aborted && !crds.hasSynced()) return;
-        if (!signal.aborted && !isEstablished(crds.get(name))) {
-          if (!absent) whileAbsent();
-          absent = true;
-          return;
-        }
-        finish();
-      };
-      // A CRD cache that cannot sync (its watch refused or failing) never holds the kind back for long.
-      const grace = timers.setTimeout(() => {
-        if (!done && !crds.hasSynced()) finish();
-      }, CRD_CACHE_SYNC_GRACE_MS);
-      const unsubscribe = crds.addHandler(() => check());
-      signal.addEventListener('abort', check, { once: true });
-      crds.waitForSync(signal).then(check, check);
-    });
-  }
-
-  /** Informers of a kind, in creation order. */
-  informersOf(type: TypeRef): Informer[] {
-    return [...this.informers.values()].filter((i) => i.watch.type.apiVersion === type.apiVersion && i.watch.type.kind === type.kind);
-  }
-
-  all(): Informer[] {
-    return [...this.informers.values()];
-  }
-
-  hasSynced(): boolean {
-    return this.all().every((i) => i.hasSynced());
-  }
-
-  async stop(): Promise<void> {
-    await Promise.all(this.all().map((i) => i.stop()));
   }
 }

@@ -11,7 +11,7 @@ import {
 } from '@karpenter-operator/core';
 import { FakeClock, RecordingMetrics } from '@karpenter-operator/core/testing';
 import { describe, expect, it } from 'vitest';
-import { InformerFactory } from './informer.js';
+import { InformerFactory } from './informer-factory.js';
 import { KubeClusterStore, NotWatchedError } from './kube-cluster-store.js';
 import { ResourceResolver } from './resources.js';
 import { FakeTransport, apiError } from './testing/fake-transport.js';

@@ -29,7 +29,8 @@ import {
 } from '@karpenter-operator/core/ports';
 import { RuntimeMetrics } from '../runtime/metric-names.js';
 import { toCoreError } from './errors.js';
-import { defaultTransform, isOlder } from './informer.js';
+import { defaultTransform } from './cache-projection.js';
+import { isOlder } from './watch-scope.js';
 import { resourcePath, type ResourceResolver } from './resources.js';
 import type { KubeTransport } from './transport.js';
 

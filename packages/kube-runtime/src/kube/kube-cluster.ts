@@ -1,7 +1,7 @@
 import type { KubeConfig } from './client-node.js';
 import type { Clock, Logger, Metrics } from '@karpenter-operator/core/ports';
 import type { Timers } from '../runtime/timers.js';
-import { InformerFactory, type InformerFactoryOptions } from './informer.js';
+import { InformerFactory, type InformerFactoryOptions } from './informer-factory.js';
 import { KubeClusterStore } from './kube-cluster-store.js';
 import { ResourceResolver } from './resources.js';
 import { createKubeTransport, type KubeTransportOptions, type KubeTransport } from './transport.js';

@@ -11,15 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isConnectionFailure } from './errors.js';
 import { useTokenFileAuth } from './kube-config.js';
-import {
-  createKubeTransport,
-  isWriteFencedError,
-  LineSplitter,
-  NodeHttpTransport,
-  ParseTurns,
-  type KubeRequest,
-  type KubeWatchRequest,
-} from './transport.js';
+import { LineSplitter, ParseTurns } from './response-body.js';
+import { createKubeTransport, isWriteFencedError, NodeHttpTransport, type KubeRequest, type KubeWatchRequest } from './transport.js';
 
 interface Seen {
   method: string;

@@ -7,7 +7,6 @@ import {
   type CsrDecision,
   type CsrNode,
   type CsrNodeClaim,
-  csrNodeClaimView,
   csrNodeView,
   csrState,
   csrView,
@@ -15,9 +14,7 @@ import {
   decideClientCsr,
   decideServingCsr,
   KubeletClientSigner,
-  KubeletServingSigner,
   LaunchDeadlineMs,
-  normalizeDns,
   precheckKubeletCsr,
 } from '../../policy/csr.js';
 import type { CsrParseResult } from '../../policy/csr-parse.js';
@@ -41,8 +38,9 @@ import {
   NotOursReasons,
 } from './reporting.js';
 import { CsrIndex } from './csr-index.js';
-import { CsrRequests, type ListedCsr } from './csr-requests.js';
+import { CsrRequests } from './csr-requests.js';
 import { SharedSnapshot } from './shared-snapshot.js';
+import { ClusterViews, derivedOf, KubeletSigners, ownersOf, withAnswers, type ClaimSnapshot, type CsrSnapshot } from './cluster-views.js';
 
 export const NodeIdentityController = 'certificatesigningrequest.node-identity';
 export interface NodeIdentityLimits {
@@ -114,42 +112,6 @@ const Defaults = {
   snapshotTtlMs: 1_000,
 } as const;
 
-const KubeletSigners = new Set([KubeletClientSigner, KubeletServingSigner]);
-
-/** Objects projected (not memoised yet) between two yields to the event loop. */
-const ProjectionSlice = 256;
-
-interface ClaimSnapshot {
-  views: CsrNodeClaim[];
-  /** Instance IDs of live NodeClaims not registered yet: the machines a client CSR may come from. */
-  unregisteredInstanceIds: string[];
-  /** `status.nodeName` of every NodeClaim: the Nodes Karpenter registered. */
-  registeredNodeNames: Set<string>;
-  /** The NodeClaims of each instance ID. */
-  byInstanceId: Map<string, CsrNodeClaim[]>;
-}
-
-/** What the CSR census reads of a kubelet CSR object. */
-interface CsrCensusView {
-  name: string;
-  pending: boolean;
-  /** An approved (or issued) client CSR: one the one-client-certificate rule may count. */
-  approvedClient: boolean;
-  createdMs: number;
-}
-
-interface CsrSnapshot {
-  /** Names of pending kubelet CSRs. */
-  pending: string[];
-  /**
-   * Approved (or issued) client CSRs, unparsed. Only those created after a NodeClaim can count against it,
-   * so each decision parses (once per request, see `CsrRequests`) just the ones newer than its NodeClaims:
-   * a fresh start among thousands of approved CSRs does not parse them all before the first pending one is
-   * decided.
-   */
-  approvedClient: ListedCsr[];
-}
-
 type AnyObject = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } } & Record<string, unknown>;
 
 /**
@@ -182,23 +144,13 @@ export class NodeIdentityReconciler implements Reconciler {
   private readonly approvedHere = new Map<string, Set<string>>();
   private readonly claims: SharedSnapshot<ClaimSnapshot>;
   private readonly csrs: SharedSnapshot<CsrSnapshot>;
-  /**
-   * Projections of cached objects, by object: a cache replaces an object when it changes, so a listing of
-   * thousands projects only what changed since the last one (a fresh start's first CSR, and every CSR
-   * after it, no longer re-reads every NodeClaim and CSR).
-   */
-  private readonly claimViews = new WeakMap<KubeObject, CsrNodeClaim>();
-  private readonly csrViews = new WeakMap<KubeObject, CsrCensusView | false>();
+  private readonly views: ClusterViews;
   private readonly yieldToEventLoop: () => Promise<void>;
   private readonly schedule: (fn: () => void, ms: number) => void;
   private readonly snapshotTtlMs: number;
   /** Decisions waiting on a cloud answer now; while there are any, the CSR census is kept built. */
   private waitingOnCloud = 0;
   private warming = false;
-  /** The candidates' instance IDs of the last NodeClaim listing (see `listClaims`). */
-  private lastUnregistered: string[] = [];
-  /** Projections made since the last yield to the event loop (see `projected`). */
-  private projectedInSlice = 0;
   private currentCondition: ConditionInput = {
     type: NodeIdentityConditionType,
     status: 'True',
@@ -228,10 +180,17 @@ export class NodeIdentityReconciler implements Reconciler {
       refreshAheadMs: l.instanceRefreshAheadMs ?? Defaults.instanceRefreshAheadMs,
       ...(l.schedule ? { schedule: l.schedule } : {}),
     });
+    this.views = new ClusterViews({
+      store: deps.store,
+      cloud: deps.cloud,
+      requests: this.requests,
+      yieldToEventLoop: this.yieldToEventLoop,
+      onPending: (c) => this.track(c),
+    });
     const ttl = l.snapshotTtlMs ?? Defaults.snapshotTtlMs;
     this.snapshotTtlMs = ttl;
-    this.claims = new SharedSnapshot(deps.clock, ttl, () => this.listClaims());
-    this.csrs = new SharedSnapshot(deps.clock, ttl, () => this.listCsrs());
+    this.claims = new SharedSnapshot(deps.clock, ttl, () => this.views.listClaims());
+    this.csrs = new SharedSnapshot(deps.clock, ttl, () => this.views.listCsrs());
     deps.board?.setCondition(this.name, this.currentCondition);
   }
 
@@ -274,7 +233,7 @@ export class NodeIdentityReconciler implements Reconciler {
     // Also projects every CSR for the census (a fresh start's resync does it, in slices, before the first
     // pending CSR needs it).
     for (const csr of csrs) {
-      const v = this.csrViews.get(csr) ?? (await this.csrCensusView(csr));
+      const v = this.views.knownCsrView(csr) ?? (await this.views.csrCensusView(csr));
       if (!v) continue;
       if (v.pending) {
         this.track(csr);
@@ -284,7 +243,7 @@ export class NodeIdentityReconciler implements Reconciler {
       }
     }
     const claims = await this.deps.store.list(Types.NodeClaim, { readOnly: true });
-    for (const c of claims) if (!this.claimViews.has(c)) await this.claimView(c);
+    for (const c of claims) if (!this.views.hasClaimView(c)) await this.views.claimView(c);
     // The projections above yield to the event loop, and CSRs and NodeClaims seen by reconciles meanwhile
     // must not be forgotten: prune against lists read now, with no yield before the pruning.
     const [liveCsrs, liveClaims] = await Promise.all([
@@ -545,90 +504,6 @@ export class NodeIdentityReconciler implements Reconciler {
     return found ? [csrNodeView(found)] : [];
   }
 
-  /** NodeClaims as the policy sees them (shared by concurrent reconciles; dropped by any NodeClaim event). */
-  private async listClaims(): Promise<ClaimSnapshot> {
-    const objects = await this.deps.store.list(Types.NodeClaim, { readOnly: true });
-    const views: CsrNodeClaim[] = [];
-    const unregisteredInstanceIds: string[] = [];
-    const registeredNodeNames = new Set<string>();
-    const byInstanceId = new Map<string, CsrNodeClaim[]>();
-    for (const o of objects) {
-      const view = this.claimViews.get(o) ?? (await this.claimView(o));
-      views.push(view);
-      if (view.instanceId) byInstanceId.set(view.instanceId, [...(byInstanceId.get(view.instanceId) ?? []), view]);
-      // A deleting NodeClaim never gets a client CSR approved (policy), so its instance is not worth a lookup.
-      if (view.instanceId && !view.nodeName && !view.deleting) unregisteredInstanceIds.push(view.instanceId);
-      if (view.nodeName) registeredNodeNames.add(view.nodeName);
-    }
-    // The same candidates keep the same array: the instance lookup shares its answer per array, and a
-    // NodeClaim event (launched, registered) rebuilds this listing about as often as CSRs arrive in a burst.
-    const last = this.lastUnregistered;
-    const same = last.length === unregisteredInstanceIds.length && last.every((id, i) => id === unregisteredInstanceIds[i]);
-    if (!same) this.lastUnregistered = unregisteredInstanceIds;
-    return { views, unregisteredInstanceIds: this.lastUnregistered, registeredNodeNames, byInstanceId };
-  }
-
-  /** The policy's view of a NodeClaim object, projected once per cached object. */
-  private async claimView(o: KubeObject): Promise<CsrNodeClaim> {
-    let view = this.claimViews.get(o);
-    if (!view) {
-      await this.projected();
-      view = csrNodeClaimView(o, (p) => this.deps.cloud.instanceIdFromProviderId(p));
-      this.claimViews.set(o, view);
-    }
-    return view;
-  }
-
-  /** The census fields of a CSR object (false: not a kubelet CSR), projected once per cached object. */
-  private async csrCensusView(c: KubeObject): Promise<CsrCensusView | false> {
-    let view = this.csrViews.get(c);
-    if (view === undefined) {
-      await this.projected();
-      const v = csrView(c);
-      const state = csrState(c);
-      view = KubeletSigners.has(v.signerName)
-        ? {
-            name: c.metadata.name,
-            pending: state === 'pending',
-            approvedClient: v.signerName === KubeletClientSigner && (state === 'approved' || state === 'issued'),
-            createdMs: v.createdMs,
-          }
-        : false;
-      this.csrViews.set(c, view);
-    }
-    return view;
-  }
-
-  /**
-   * Counts a projection about to be made; every `ProjectionSlice` of them, first lets timers and I/O run
-   * (the Lease renewal among them): the first listing after a start projects thousands of objects.
-   */
-  private async projected(): Promise<void> {
-    if (++this.projectedInSlice < ProjectionSlice) return;
-    this.projectedInSlice = 0;
-    await this.yieldToEventLoop();
-  }
-
-  /** The census of kubelet CSRs (shared by concurrent reconciles). */
-  private async listCsrs(): Promise<CsrSnapshot> {
-    const objects = await this.deps.store.list(Types.CertificateSigningRequest, { readOnly: true });
-    const out: CsrSnapshot = { pending: [], approvedClient: [] };
-    const pending: KubeObject[] = [];
-    for (const c of objects) {
-      const v = this.csrViews.get(c) ?? (await this.csrCensusView(c));
-      if (!v) continue;
-      if (v.pending) {
-        out.pending.push(v.name);
-        pending.push(c);
-      }
-      if (v.approvedClient) out.approvedClient.push({ object: c, createdMs: v.createdMs });
-    }
-    // Parsed once per request, so that the census knows every pending CSR's node name.
-    await this.requests.parseAll(pending);
-    for (const c of pending) this.track(c);
-    return out;
-  }
-
   /**
    * Client CSRs already approved for the NodeClaims whose instance is `nodeName`: those the cache shows
    * (created after the NodeClaim) and those this process approved.
@@ -677,50 +552,4 @@ export class NodeIdentityReconciler implements Reconciler {
     this.currentCondition = next;
     this.deps.board?.setCondition(this.name, next);
   }
-}
-
-/** What decisions read of a lookup's answer by node name: its canonical names, and its instances by name. */
-interface InstancesByName {
-  names: Set<string>;
-  byName: Map<string, ObservedInstance[]>;
-}
-const derived = new WeakMap<ReadonlyMap<string, ObservedInstance>, InstancesByName>();
-
-/**
- * `instances` by canonical node name (EC2's spelling normalised), computed once per answer: the lookup
- * hands the same answer to every decision of a burst.
- */
-function derivedOf(instances: ReadonlyMap<string, ObservedInstance>): InstancesByName {
-  let d = derived.get(instances);
-  if (!d) {
-    const byName = new Map<string, ObservedInstance[]>();
-    for (const i of instances.values()) {
-      if (!i.privateDnsName) continue;
-      const name = normalizeDns(i.privateDnsName);
-      byName.set(name, [...(byName.get(name) ?? []), i]);
-    }
-    d = { names: new Set(byName.keys()), byName };
-    derived.set(instances, d);
-  }
-  return d;
-}
-
-/** `instances` with the answers of `fresh` for `ids` (an ID `fresh` did not find is dropped). */
-function withAnswers(
-  instances: ReadonlyMap<string, ObservedInstance>,
-  ids: Iterable<string>,
-  fresh: ReadonlyMap<string, ObservedInstance>,
-): Map<string, ObservedInstance> {
-  const out = new Map(instances);
-  for (const id of ids) {
-    const info = fresh.get(id);
-    if (info) out.set(id, info);
-    else out.delete(id);
-  }
-  return out;
-}
-
-/** NodeClaims that may own Node `nodeName` (same test as the serving policy; used to scope lookups). */
-function ownersOf(nodeClaims: CsrNodeClaim[], node: CsrNode | undefined, nodeName: string): CsrNodeClaim[] {
-  return nodeClaims.filter((nc) => nc.nodeName === nodeName || (node?.providerID !== undefined && nc.providerID === node.providerID));
 }
