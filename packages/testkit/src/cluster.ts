@@ -15,6 +15,53 @@ import { waitFor } from './wait.js';
 
 /** Nodes with this annotation are simulated by KWOK (kubelet heartbeats, pods Running). */
 export const KWOK_NODE_ANNOTATION = 'kwok.x-k8s.io/node';
+
+/**
+ * KWOK's stock stages mark a pod Ready only while it is Pending. The node lifecycle controller sets a Running
+ * pod's Ready to False when its node's heartbeats stop (a kube-apiserver outage longer than the grace period
+ * does that); a real kubelet sets it back on its next status sync once the node is back, so this stage does,
+ * a few seconds later (KWOK pods have no probes: nothing else makes a Running pod unready).
+ */
+const READY_AGAIN_STAGE = `apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-ready-again
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'DoesNotExist'
+    - key: '.status.phase'
+      operator: 'In'
+      values: ['Running']
+    - key: '.status.conditions.[] | select( .type == "Ready" ) | .status'
+      operator: 'In'
+      values: ['False']
+  delay:
+    durationMilliseconds: 5000
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      conditions:
+      - type: Initialized
+        status: "True"
+      - type: Ready
+        status: "True"
+        lastTransitionTime: {{ $now | Quote }}
+      - type: ContainersReady
+        status: "True"
+      - type: PodScheduled
+        status: "True"
+`;
+
+function writeReadyAgainStage(dir: string): string {
+  const path = join(dir, 'kwok-ready-again.yaml');
+  writeFileSync(path, READY_AGAIN_STAGE);
+  return path;
+}
 export const KWOK_NODE_ANNOTATION_VALUE = 'fake';
 
 export interface StartClusterOptions {
@@ -220,6 +267,7 @@ async function startClusterOnce(opts: StartClusterOptions): Promise<ClusterHandl
     procs.kwok = sup.spawn('kwok', bin('kwok'), [
       `--kubeconfig=${kwokKubeconfig}`,
       `--config=${tc.kwokStages}`,
+      `--config=${writeReadyAgainStage(baseDir)}`,
       '--manage-all-nodes=false',
       `--manage-nodes-with-annotation-selector=${KWOK_NODE_ANNOTATION}=${KWOK_NODE_ANNOTATION_VALUE}`,
       '--cidr=10.128.0.0/16',
