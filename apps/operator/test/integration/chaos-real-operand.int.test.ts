@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DescribeInstancesCommand, EC2Client, type Instance } from '@aws-sdk/client-ec2';
+import type { Instance } from '@aws-sdk/client-ec2';
 import {
   aNodePool,
   aPoolWorkload,
@@ -25,7 +25,22 @@ import {
   type SeededWorld,
 } from '@karpenter-operator/testkit';
 import { eventuallyWith } from '../support/eventually.js';
-import { clusterOperator, conditionOf, type Cond } from '../support/k8s.js';
+import {
+  CLIENT_SIGNER,
+  clusterInstances as instancesTagged,
+  expectFleetConsistent,
+  karpenterNodes as allKarpenterNodes,
+  listCsrs,
+  nodeClaimsOf,
+  idOf,
+  NODECLAIM,
+  SERVING_SIGNER,
+  type Csr,
+  type WithConditions,
+  forgeOnFirstMachine,
+  nodeClassServesItsPool,
+} from '../support/fleet.js';
+import { clusterOperator, conditionOf } from '../support/k8s.js';
 import {
   ensureBuilt,
   installManifests,
@@ -60,9 +75,7 @@ const POOL = 'chaos';
 const WORKLOAD_NS = 'chaos-real-operand';
 const REPLICAS = 10;
 const INSTANCE_TYPES = ['m6i.large', 'm5.large'];
-const NODECLAIM = ['karpenter.sh/v1', 'NodeClaim'] as const;
 const NC = ['karpenter.k8s.aws/v1', 'EC2NodeClass'] as const;
-const CLIENT_SIGNER = 'kubernetes.io/kube-apiserver-client-kubelet';
 /** What the operator replicas run with besides the harness defaults (also what `render` is given). */
 const OPERATOR_ENV = {
   OPERATOR_IMAGE: 'quay.io/openshift/origin-karpenter-operator:test',
@@ -105,7 +118,6 @@ const allOps: OperatorProcess[] = [];
 let supervising = true;
 let supervisor: Promise<void> | undefined;
 let replicaSeq = 0;
-const forgedFor = new Set<string>();
 const harnessLog: string[] = [];
 const note = (line: string) => harnessLog.push(`${new Date().toISOString()} ${line}`);
 
@@ -162,52 +174,15 @@ function startSupervisor(): void {
 const alive = () => slots.filter((p): p is OperatorProcess => !!p && !p.exited());
 const operatorLeader = () => alive().find((p) => p.logs().includes('"became leader"'));
 
-type WithConditions = KubeObj & { status?: { conditions?: Cond[]; providerID?: string; nodeName?: string } };
 type Pod = KubeObj & { spec: { nodeName?: string }; status?: { phase?: string } };
-type NodeObj = KubeObj & { spec?: { providerID?: string } };
-type Csr = KubeObj & {
-  spec: { request: string; signerName: string; username?: string };
-  status?: { conditions?: Cond[]; certificate?: string };
-};
-
-const nodeClaims = async () =>
-  (await listObjects<WithConditions>(kc(), ...NODECLAIM)).filter((c) => c.metadata.labels?.['karpenter.sh/nodepool'] === POOL);
-const karpenterNodes = async () =>
-  (await listObjects<NodeObj>(kc(), 'v1', 'Node')).filter((n) => n.metadata.labels?.['karpenter.sh/nodepool'] !== undefined);
+const nodeClaims = () => nodeClaimsOf(cluster, POOL);
+const karpenterNodes = () => allKarpenterNodes(cluster);
 const workloadPods = () => listObjects<Pod>(kc(), 'v1', 'Pod', WORKLOAD_NS, 'app=inflate');
 const setReplicas = (replicas: number) =>
   applyObject(kc(), aPoolWorkload('inflate', WORKLOAD_NS, { pool: POOL, replicas, cpu: '1', memory: '1Gi', oneNodeEach: true }));
-const idOf = (providerID?: string) => providerID?.split('/').pop();
 
-/** The emulator's pending/running instances tagged for this cluster (Karpenter's own tag filter). */
-async function clusterInstances(): Promise<Instance[]> {
-  const ec2 = new EC2Client(cluster.ec2Config());
-  try {
-    const r = await ec2.send(
-      new DescribeInstancesCommand({
-        Filters: [
-          { Name: `tag:${world.facts.clusterTagKey}`, Values: ['owned'] },
-          { Name: 'instance-state-name', Values: ['pending', 'running'] },
-        ],
-      }),
-    );
-    return (r.Reservations ?? []).flatMap((x) => x.Instances ?? []).filter((i) => !preexisting.has(i.InstanceId!));
-  } finally {
-    ec2.destroy();
-  }
-}
-
-/** The node name a client CSR asks a certificate for (`CN=system:node:<name>` in its DER, read with its length byte). */
-function csrNodeName(csr: Csr): string | undefined {
-  const pem = Buffer.from(csr.spec.request, 'base64').toString('utf8');
-  const der = Buffer.from(pem.replace(/-----[^-]+-----/g, '').replace(/\s+/g, ''), 'base64');
-  const at = der.indexOf('system:node:');
-  if (at < 1) return undefined;
-  return der
-    .subarray(at, at + der[at - 1]!)
-    .toString('utf8')
-    .slice('system:node:'.length);
-}
+/** The emulator's pending/running instances tagged for this cluster, not counting those there before Karpenter ran. */
+const clusterInstances = () => instancesTagged(cluster, world.facts.clusterTagKey, preexisting);
 
 async function diagnostics(): Promise<string> {
   const claims = await nodeClaims().catch(() => [] as WithConditions[]);
@@ -330,45 +305,16 @@ async function checkInvariants(when: string): Promise<void> {
   for (const p of pods) expect(p.status?.phase, `${when}: Pod ${p.metadata.name}`).toBe('Running');
   expect(pods, `${when}: pods of the workload`).toHaveLength(REPLICAS);
 
-  const claims = await nodeClaims();
-  const nodes = await karpenterNodes();
-  const instances = await clusterInstances();
-  for (const i of instances) {
-    const pid = (c: { status?: { providerID?: string } }) => idOf(c.status?.providerID) === i.InstanceId;
-    expect(
-      claims.filter(pid).map((c) => c.metadata.name),
-      `${when}: NodeClaims of instance ${i.InstanceId}`,
-    ).toHaveLength(1);
-    expect(
-      nodes.filter((n) => idOf(n.spec?.providerID) === i.InstanceId).map((n) => n.metadata.name),
-      `${when}: Nodes of instance ${i.InstanceId}`,
-    ).toHaveLength(1);
-  }
-  const ids = new Set(instances.map((i) => i.InstanceId));
-  for (const c of claims)
-    expect(ids.has(idOf(c.status?.providerID)), `${when}: instance of NodeClaim ${c.metadata.name} (${c.status?.providerID})`).toBe(true);
-  for (const n of nodes)
-    expect(ids.has(idOf(n.spec?.providerID)), `${when}: instance of Node ${n.metadata.name} (${n.spec?.providerID})`).toBe(true);
-
-  // One approval per node's client CSR: no node got two, no CSR approved twice.
-  const csrs = await listObjects<Csr>(kc(), 'certificates.k8s.io/v1', 'CertificateSigningRequest');
-  const approvals = (c: Csr) => (c.status?.conditions ?? []).filter((x) => x.type === 'Approved');
-  const approvedClient = csrs.filter((c) => c.spec.signerName === CLIENT_SIGNER && approvals(c).length > 0);
-  for (const c of approvedClient) expect(approvals(c), `${when}: Approved conditions of CSR ${c.metadata.name}`).toHaveLength(1);
-  for (const n of nodes) {
-    const mine = approvedClient.filter((c) => csrNodeName(c) === n.metadata.name).map((c) => c.metadata.name);
-    expect(mine, `${when}: approved client CSRs for Node ${n.metadata.name}`).toHaveLength(1);
-  }
-  const forged = (kubelets?.kubelets() ?? []).flatMap((k) => k.forgedCsrs);
-  expect(forged.length, 'forged CSRs submitted').toBeGreaterThan(0);
-  for (const name of forged) {
-    const c = csrs.find((x) => x.metadata.name === name);
-    expect({ name, conditions: c?.status?.conditions ?? [], certificate: c?.status?.certificate }, `${when}: forged CSR ${name}`).toEqual({
-      name,
-      conditions: [],
-      certificate: undefined,
-    });
-  }
+  await expectFleetConsistent(
+    {
+      cluster,
+      clusterTagKey: world.facts.clusterTagKey,
+      pool: POOL,
+      preexisting,
+      forged: (kubelets?.kubelets() ?? []).flatMap((k) => k.forgedCsrs),
+    },
+    when,
+  );
 
   const dep = await getObject(kc(), 'apps/v1', 'Deployment', 'karpenter', OPERATOR_NS);
   expect(deploymentView(dep), `${when}: Deployment ${OPERATOR_NS}/karpenter as rendered`).toEqual(rendered!.deployment);
@@ -443,12 +389,7 @@ describe(`chaos on the real operand: ${ROUNDS} rounds of kills while 10 nodes pr
       log: note,
       kubelets: {
         machineConfigServer: mco.server,
-        // The first machine also gets a forged client CSR for its instance (extra system:masters).
-        forgeCsr: (claim) => {
-          if (forgedFor.size > 0 && !forgedFor.has(claim)) return undefined;
-          forgedFor.add(claim);
-          return [{ request: { organizations: ['system:nodes', 'system:masters'] } }];
-        },
+        forgeCsr: forgeOnFirstMachine(),
       },
     });
     ({ runner, kubelets } = operand);
@@ -461,10 +402,7 @@ describe(`chaos on the real operand: ${ROUNDS} rounds of kills while 10 nodes pr
     );
     await eventually(
       'EC2NodeClass default Ready and merging /config/karpenter-default',
-      async () => {
-        const o = await getObject<WithConditions>(kc(), ...NC, 'default');
-        return conditionOf(o, 'Ready')?.status === 'True' && nodeClassView(o).userDataMergesPool;
-      },
+      () => nodeClassServesItsPool(cluster, 'default'),
       480_000,
     );
     const out = renderedNow(await renderInputs());
@@ -527,10 +465,10 @@ describe(`chaos on the real operand: ${ROUNDS} rounds of kills while 10 nodes pr
   }
 
   it('scaled to 0 and the Karpenter CR deleted: no NodeClaim, Karpenter Node, NodePool, operand or instance left', async () => {
-    const csrs = await listObjects<Csr>(kc(), 'certificates.k8s.io/v1', 'CertificateSigningRequest');
+    const csrs = await listCsrs(cluster);
     const approved = (c: Csr) => conditionOf(c, 'Approved')?.status === 'True';
     figures.clientCsrsApproved = csrs.filter((c) => c.spec.signerName === CLIENT_SIGNER && approved(c)).length;
-    figures.servingCsrsApproved = csrs.filter((c) => c.spec.signerName === 'kubernetes.io/kubelet-serving' && approved(c)).length;
+    figures.servingCsrsApproved = csrs.filter((c) => c.spec.signerName === SERVING_SIGNER && approved(c)).length;
     figures.instancesLaunched = new Set([...launched, ...(kubelets?.kubelets() ?? []).map((k) => k.instanceId)]).size;
 
     await setReplicas(0);
