@@ -29,6 +29,8 @@ export interface RealOperandOptions {
   log?: (line: string) => void;
   /** Knobs of the simulated kubelets (withhold, forge, delay). */
   kubelets?: Omit<KubeletSimulatorOptions, 'cluster' | 'log'>;
+  /** The EC2 endpoint Karpenter talks to (e.g. a fault proxy); the cluster's emulator when absent. */
+  ec2Endpoint?: string;
 }
 
 /**
@@ -43,6 +45,7 @@ export function startRealOperand(opts: RealOperandOptions): RealOperand {
     operatorEntry: opts.operatorEntry,
     baseDir: opts.baseDir,
     log: prefixed('runner'),
+    ...(opts.ec2Endpoint ? { ec2Endpoint: opts.ec2Endpoint } : {}),
   });
   const kubelets = startKubeletSimulator({ ...opts.kubelets, cluster: opts.cluster, log: prefixed('kubelet') });
   return {
