@@ -373,7 +373,7 @@ async function runChild(size: number, profileDir: string | undefined, stream: { 
 
   const transport = api;
   const resources = new ResourceResolver(transport);
-  const caches = new InformerFactory({ transport, resources, logger: silentLogger, metrics: noopMetrics });
+  const caches = new InformerFactory({ transport, resources, logger: silentLogger, metrics: noopMetrics, crdWatch: ManagedCrdsWatch });
   const store = new KubeClusterStore({ transport, resources, caches, metrics: noopMetrics });
   const topology = new StandaloneTopology({ store, namespace: 'openshift-karpenter', clock: systemClock });
   const board = { setCondition: () => undefined, conditions: () => [] } as never;

@@ -111,6 +111,22 @@ describe('EC2 fault proxy', () => {
     ]);
   });
 
+  it('records the instance IDs a DescribeInstances names, by InstanceId or instance-id filter', async () => {
+    proxy = await startEc2FaultProxy(upstreamUrl);
+    const ec2 = client();
+    await ec2.send(
+      new DescribeInstancesCommand({
+        Filters: [
+          { Name: 'tag:kubernetes.io/cluster/x', Values: ['owned'] },
+          { Name: 'instance-id', Values: ['i-aaa', 'i-bbb'] },
+        ],
+      }),
+    );
+    await ec2.send(new DescribeInstancesCommand({ InstanceIds: ['i-ccc'] }));
+    await ec2.send(new DescribeInstancesCommand({}));
+    expect(proxy.requests().map((r) => r.instanceIds)).toEqual([['i-aaa', 'i-bbb'], ['i-ccc'], undefined]);
+  });
+
   it('takes the throttling codes in turn and applies a fault only to the Actions named', async () => {
     proxy = await startEc2FaultProxy(upstreamUrl);
     proxy.setFault({ kind: 'throttle', codes: ['RequestLimitExceeded', 'Throttling'] }, { actions: ['DescribeInstances'] });

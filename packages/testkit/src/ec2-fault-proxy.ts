@@ -28,6 +28,11 @@ export interface ProxiedRequest {
   /** From `amz-sdk-request: attempt=N; max=M`. */
   attempt?: number;
   maxAttempts?: number;
+  /**
+   * The instance IDs a DescribeInstances asked about: its `InstanceId.N` parameters and the values of its
+   * `instance-id` filters (absent when it named none).
+   */
+  instanceIds?: string[];
   /** The fault applied to this request. */
   fault: Ec2Fault['kind'];
   receivedAt: number;
@@ -72,6 +77,23 @@ export function ec2ErrorXml(code: string, message: string): string {
 function headerOf(req: IncomingMessage, name: string): string | undefined {
   const v = req.headers[name];
   return Array.isArray(v) ? v[0] : v;
+}
+
+/** `InstanceId.N` and `Filter.N.Value.M` of the `Filter.N.Name=instance-id` filters, from a Query-protocol body. */
+export function instanceIdsOf(body: string): string[] | undefined {
+  const params = new URLSearchParams(body);
+  const ids: string[] = [];
+  const idFilters = new Set<string>();
+  for (const [k, v] of params) {
+    if (/^InstanceId\.\d+$/.test(k)) ids.push(v);
+    const f = /^Filter\.(\d+)\.Name$/.exec(k);
+    if (f && v === 'instance-id') idFilters.add(f[1]!);
+  }
+  for (const [k, v] of params) {
+    const m = /^Filter\.(\d+)\.Value\.\d+$/.exec(k);
+    if (m && idFilters.has(m[1]!)) ids.push(v);
+  }
+  return ids.length ? ids : undefined;
 }
 
 function actionOf(req: IncomingMessage, body: string): string {
@@ -128,11 +150,14 @@ export async function startEc2FaultProxy(upstream: string, options: Ec2FaultProx
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const body = Buffer.concat(chunks);
-      const action = actionOf(req, body.toString('utf8'));
+      const text = body.toString('utf8');
+      const action = actionOf(req, text);
       const fault = !current.actions || current.actions.has(action) ? current.fault : ({ kind: 'none' } as const);
       const entry: ProxiedRequest = { seq: ++seq, action, fault: fault.kind, receivedAt: now(), abandoned: false };
       const invocationId = headerOf(req, 'amz-sdk-invocation-id');
       if (invocationId) entry.invocationId = invocationId;
+      const instanceIds = action === 'DescribeInstances' ? instanceIdsOf(text) : undefined;
+      if (instanceIds) entry.instanceIds = instanceIds;
       const m = /attempt=(\d+);\s*max=(\d+)/.exec(headerOf(req, 'amz-sdk-request') ?? '');
       if (m) {
         entry.attempt = Number(m[1]);

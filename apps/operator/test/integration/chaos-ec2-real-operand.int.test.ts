@@ -29,6 +29,7 @@ import {
   CLIENT_SIGNER,
   clusterInstances as instancesTagged,
   csrNodeName,
+  idOf,
   expectFleetConsistent,
   karpenterNodes,
   listCsrs,
@@ -259,31 +260,47 @@ describe('EC2 faults while the real Karpenter launches 10 nodes', () => {
     await watch.stop();
 
     // No approval without a fresh answer: each approved client CSR of a Karpenter node was approved after the
-    // operator got a successful DescribeInstances answer to a request it sent once the CSR existed.
+    // operator got a successful answer to a DescribeInstances naming that node's instance, sent once the CSR
+    // existed. Kubernetes timestamps are whole seconds, rounded down: a request received at or after the
+    // CSR's creationTimestamp may still precede it by < 1 s, and the approval is up to 1 s after its stamp.
     const answered = operatorProxy
       .requests()
       .filter((r) => r.action === 'DescribeInstances' && r.status === 200 && r.endedAt !== undefined);
-    const nodeNames = new Set((await karpenterNodes(cluster)).map((n) => n.metadata.name));
-    const csrs = (await listCsrs(cluster)).filter((c) => c.spec.signerName === CLIENT_SIGNER && nodeNames.has(csrNodeName(c) ?? ''));
+    const instanceOfNode = new Map((await karpenterNodes(cluster)).map((n) => [n.metadata.name, idOf(n.spec?.providerID)]));
+    const csrs = (await listCsrs(cluster)).filter((c) => c.spec.signerName === CLIENT_SIGNER && instanceOfNode.has(csrNodeName(c) ?? ''));
     const approvals = csrs.flatMap((c) => {
       const at = approvalsOf(c)[0]?.lastUpdateTime;
-      return at ? [{ name: c.metadata.name, createdMs: Date.parse(String(c.metadata.creationTimestamp)), approvedMs: Date.parse(at) }] : [];
+      return at
+        ? [
+            {
+              name: c.metadata.name,
+              instance: instanceOfNode.get(csrNodeName(c)!),
+              createdMs: Date.parse(String(c.metadata.creationTimestamp)),
+              approvedMs: Date.parse(at),
+            },
+          ]
+        : [];
     });
-    expect(approvals.length, 'approved client CSRs of Karpenter nodes').toBe(nodeNames.size);
+    expect(approvals.length, 'approved client CSRs of Karpenter nodes').toBe(instanceOfNode.size);
     for (const a of approvals) {
-      // Both timestamps have one-second resolution.
-      const fresh = answered.find((r) => r.receivedAt >= a.createdMs - 1000 && r.endedAt! <= a.approvedMs + 1000);
-      expect(fresh?.seq, `a DescribeInstances answered between CSR ${a.name}'s creation and its approval`).toBeDefined();
-      // A CSR created during the outage had no answer to be approved on before the outage ended.
-      if (a.createdMs > outageStart + 1000)
-        expect(
-          a.approvedMs,
-          `CSR ${a.name}, created during the outage, approved at ${new Date(a.approvedMs).toISOString()}`,
-        ).toBeGreaterThanOrEqual(outageEnd - 1000);
+      const fresh = answered.find(
+        (r) => r.instanceIds?.includes(a.instance!) && r.receivedAt >= a.createdMs && r.endedAt! <= a.approvedMs + 1000,
+      );
+      expect(fresh?.seq, `a DescribeInstances of ${a.instance} answered between CSR ${a.name}'s creation and its approval`).toBeDefined();
     }
+    // A CSR created during the outage had no answer to be approved on before the outage ended.
+    const createdInOutage = approvals.filter((a) => a.createdMs >= outageStart && a.createdMs < outageEnd - 1000);
+    expect(createdInOutage.length, 'client CSRs created during the outage').toBeGreaterThan(0);
+    for (const a of createdInOutage)
+      expect(
+        a.approvedMs,
+        `CSR ${a.name}, created during the outage, approved at ${new Date(a.approvedMs).toISOString()}`,
+      ).toBeGreaterThanOrEqual(outageEnd - 1000);
 
-    // Degraded only past the threshold, and during the outage once the threshold was reached in it.
-    const degradedSamples = watch.samples.filter((s) => s.degraded === 'True');
+    // Degraded only past the threshold, and during the outage. With CSRs failing together the count passes the
+    // threshold within one sample, so what this can show end to end is that Degraded never comes before that
+    // many failures were counted; the consecutive-failure rule itself is status-fold's unit tests'.
+    const degradedSamples = watch.samples.filter((s) => s.degraded === 'True' && s.failures >= 0);
     const firstDegraded = degradedSamples[0];
     if (firstDegraded)
       expect(
@@ -291,7 +308,9 @@ describe('EC2 faults while the real Karpenter launches 10 nodes', () => {
         `failed node-identity reconciles before Degraded=True (${firstDegraded.reason}: ${firstDegraded.message})`,
       ).toBeGreaterThanOrEqual(DEGRADED_AFTER);
     const outageFailures = failuresAfterOutage - failuresBefore;
-    expect(outageFailures, 'failed node-identity reconciles during the outage (CSRs were pending in it)').toBeGreaterThan(DEGRADED_AFTER);
+    expect(outageFailures, 'failed node-identity reconciles during the outage (CSRs were pending in it)').toBeGreaterThanOrEqual(
+      DEGRADED_AFTER,
+    );
     expect(
       degradedSamples.some((s) => s.at >= outageStart && s.at <= outageEnd + 5_000),
       `Degraded=True during the outage after ${outageFailures} failed node-identity reconciles`,
@@ -322,6 +341,7 @@ describe('EC2 faults while the real Karpenter launches 10 nodes', () => {
       outageMs: outageEnd - outageStart,
       degradedFirstAtMs: firstDegraded ? firstDegraded.at - faultStart : null,
       degradedSamples: degradedSamples.length,
+      createdInOutage: createdInOutage.length,
       approvedDuringOutage: approvals.filter((a) => a.approvedMs < outageEnd).length,
       approvedWhileFlapping: approvals.filter((a) => a.approvedMs >= outageEnd && a.approvedMs < faultEnd).length,
       approvalsAfterFaultsMs: approvals.map((a) => a.approvedMs - faultEnd).sort((x, y) => x - y),
