@@ -65,6 +65,12 @@ export interface KarpenterRequest {
    * the owner itself is deleted (HyperShift: the CAPI Cluster goes before the HostedControlPlane does).
    */
   keepOwnerFinalizer?: boolean;
+  /**
+   * While `deleting`: NodePools and NodeClaims are the user's and stay (with their instances); only the operand
+   * is removed, then the teardown finalizer released. The owner stops asking for Karpenter without the
+   * cluster going away (HyperShift: AutoNode disabled, which leaves the user's NodePools in the guest).
+   */
+  keepNodePools?: boolean;
   finalizers: string[];
   /** The owner's `metadata.resourceVersion` as read; finalizer writes carry it (see `finalizersPatch`). */
   resourceVersion?: string;

@@ -146,6 +146,18 @@ describe('TeardownReconciler', () => {
     expect([...w.control.writes, ...w.guest.writes]).toEqual([]);
   });
 
+  it('keepNodePools: deletes nothing in the workload cluster, removes the operand, then releases the finalizer', async () => {
+    const pool: KubeObject = { ...Types.NodePool, metadata: { name: 'general' } };
+    const w = world({ finalizers: ['other', FIN] }, [pool, claim('c1')], { deleting: true, keepNodePools: true });
+    expect(await w.teardown.reconcile()).toEqual({});
+    expect(w.guest.writes).toEqual([]);
+    expect(await w.guest.get({ ...Types.NodePool, name: 'general' })).toBeDefined();
+    expect(await w.guest.get({ ...Types.NodeClaim, name: 'c1' })).toBeDefined();
+    expect(await w.control.get({ ...Types.Deployment, name: Names.operandDeployment, namespace: NS })).toBeUndefined();
+    expect(ownerFinalizerWrites(w.control)).toEqual([['other']]);
+    expect(w.events.events.map((e) => e.reason)).toEqual(['DeletingOperand', 'TeardownComplete']);
+  });
+
   it('once NodeClaims and the operand are gone, releases only its finalizer, over the resourceVersion it read', async () => {
     const w = world({ finalizers: ['other', FIN], deletionTimestamp: DELETED_AT }, [claim('c1')]);
     await w.teardown.reconcile();

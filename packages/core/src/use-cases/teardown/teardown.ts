@@ -23,7 +23,8 @@ export interface TeardownDeps {
  * `karpenter.teardown`: owns the topology's `teardownFinalizer` on the request object. While Karpenter is
  * requested it makes sure the finalizer is there; once deletion is requested it deletes NodePools, waits for
  * NodeClaims to finish (Karpenter drains and terminates their instances), forces their drain after a
- * bound, then removes the operand and releases the finalizer.
+ * bound, then removes the operand and releases the finalizer. A request that keeps NodePools
+ * (`keepNodePools`) skips straight to the operand: it deletes nothing in the workload cluster.
  *
  * It never abandons a NodeClaim (never strips its finalizers): while the cluster answers, its instance is
  * only gone once Karpenter says so. Giving up on a guest that no longer answers is decided outside (HyperShift
@@ -64,31 +65,44 @@ export class TeardownReconciler implements Reconciler {
     }
     if (!request.finalizers.includes(fin)) return {};
 
-    const store = topology.workloadStore;
-    const pools = await store.list(Types.NodePool);
-    for (const p of pools) {
-      if (await store.delete(refOf(p))) events.record(owner, 'Normal', 'DeletingNodePool', `Deleting NodePool ${p.metadata.name}`);
+    const keep = request.keepNodePools === true;
+    if (!keep) {
+      const store = topology.workloadStore;
+      const pools = await store.list(Types.NodePool);
+      for (const p of pools) {
+        if (await store.delete(refOf(p))) events.record(owner, 'Normal', 'DeletingNodePool', `Deleting NodePool ${p.metadata.name}`);
+      }
+      const claims = await store.list(Types.NodeClaim);
+      const elapsed = clock.now() - (request.deletionRequestedAtMs ?? clock.now());
+      if (claims.length) {
+        await this.pushClaims(claims, request.forceTermination ? 'now' : elapsed);
+        return { requeueAfterMs: this.deps.pollMs ?? 5000 };
+      }
+      if (pools.length) return { requeueAfterMs: this.deps.pollMs ?? 5000 };
+      // NodePools and NodeClaims are gone; the owner's own deletion removes the operand and releases the finalizer.
+      if (request.keepOwnerFinalizer) return {};
     }
-    const claims = await store.list(Types.NodeClaim);
-    const elapsed = clock.now() - (request.deletionRequestedAtMs ?? clock.now());
-    if (claims.length) {
-      await this.pushClaims(claims, request.forceTermination ? 'now' : elapsed);
-      return { requeueAfterMs: this.deps.pollMs ?? 5000 };
-    }
-    if (pools.length) return { requeueAfterMs: this.deps.pollMs ?? 5000 };
-    // NodePools and NodeClaims are gone; the owner's own deletion removes the operand and releases the finalizer.
-    if (request.keepOwnerFinalizer) return {};
 
     const dep = { ...Types.Deployment, namespace: topology.operandNamespace, name: Names.operandDeployment };
     // Foreground: the Deployment stays until its pods are gone, and only then is the finalizer released and
     // the operand's RBAC garbage-collected. In the other order Karpenter loses its Lease permissions while it
     // still runs ("leader election lost").
     if (await topology.controlStore.delete(dep, { propagation: 'Foreground' }))
-      events.record(owner, 'Normal', 'DeletingOperand', 'NodeClaims are gone; removing Karpenter');
+      events.record(
+        owner,
+        'Normal',
+        'DeletingOperand',
+        keep ? 'Removing Karpenter; NodePools and NodeClaims stay' : 'NodeClaims are gone; removing Karpenter',
+      );
     if (await topology.controlStore.get(dep)) return { requeueAfterMs: this.deps.pollMs ?? 5000 };
 
     await topology.controlStore.updateFinalizers(ownerRef, { remove: [fin] });
-    events.record(owner, 'Normal', 'TeardownComplete', 'NodePools, NodeClaims and the operand are removed');
+    events.record(
+      owner,
+      'Normal',
+      'TeardownComplete',
+      keep ? 'The operand is removed; NodePools and NodeClaims are left in place' : 'NodePools, NodeClaims and the operand are removed',
+    );
     return {};
   }
 
