@@ -35,9 +35,10 @@ export const HcpAnnotations = {
 
 /**
  * The one finalizer on the HCP, HyperShift's own: the operator's teardown (core, through
- * `HyperShiftTopology.teardownFinalizer`) adds it while AutoNode is on and removes it once NodePools,
- * NodeClaims and the operand are gone. HyperShift's hosted-cluster controller removes it itself when AutoNode
- * was disabled (it deletes the operator at once) or the guest API is down during deletion.
+ * `HyperShiftTopology.teardownFinalizer`) adds it while AutoNode is on. AutoNode turned off, it removes it
+ * once the operand is gone, leaving the user's NodePools and NodeClaims; the hosted cluster deleted, once
+ * NodePools, NodeClaims and the operand are gone. HyperShift's hosted-cluster controller removes it itself
+ * when AutoNode was disabled (it deletes the operator at once) or the guest API is down during deletion.
  */
 export const HCP_KARPENTER_FINALIZER = 'hypershift.openshift.io/karpenter-finalizer';
 

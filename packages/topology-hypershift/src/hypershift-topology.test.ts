@@ -5,6 +5,7 @@ import { decodeHostedControlPlane, HCP_KARPENTER_FINALIZER, HostedControlPlaneTy
 import {
   AUTONODE_CONDITION,
   autoNodeCondition,
+  autoNodeLifecycle,
   CapiClusterType,
   hostedClusterDeletion,
   HyperShiftTopology,
@@ -86,7 +87,11 @@ const req = (deleting = false) => ({
 
 describe('autoNodeCondition', () => {
   it.each([
-    { name: 'AutoNode turned off', extra: {}, want: /^Disabling AutoNode/ },
+    {
+      name: 'AutoNode turned off',
+      extra: { keepNodePools: true },
+      want: /^Disabling AutoNode: removing Karpenter; NodePools and NodeClaims stay/,
+    },
     {
       name: 'the HCP deleted',
       extra: { forceTermination: true },
@@ -187,7 +192,15 @@ describe('HyperShiftTopology', () => {
     {
       name: 'AutoNode turned off, HyperShift finalizer still there',
       hcp: aHostedControlPlane({ spec: { autoNode: null }, metadata: { finalizers: [HCP_KARPENTER_FINALIZER] } }),
-      want: { deleting: true },
+      want: { deleting: true, keepNodePools: true },
+    },
+    {
+      name: 'AutoNode turned off, then the HCP deleted',
+      hcp: aHostedControlPlane({
+        spec: { autoNode: null },
+        metadata: { finalizers: [HCP_KARPENTER_FINALIZER], deletionTimestamp: '2026-01-01T00:05:00Z' },
+      }),
+      want: { deleting: true, forceTermination: true },
     },
     {
       name: "AutoNode turned off, only the standalone teardown finalizer (not this topology's)",
@@ -200,6 +213,58 @@ describe('HyperShiftTopology', () => {
     const r = await topology.readRequest();
     if (want === undefined) expect(r).toBeUndefined();
     else expect(r).toMatchObject(want);
+  });
+
+  const ON = { autoNode: { provisioner: 'Karpenter', platform: 'AWS', roleARN: 'arn:aws:iam::123456789012:role/k' } } as const;
+  const OFF = { autoNode: undefined };
+  it.each([
+    { name: 'AutoNode on', hcp: { ...ON, finalizers: [] }, deletion: undefined, want: { deleting: false } },
+    {
+      name: 'AutoNode on, finalizer added',
+      hcp: { ...ON, finalizers: [HCP_KARPENTER_FINALIZER] },
+      deletion: undefined,
+      want: { deleting: false },
+    },
+    {
+      name: 'AutoNode off with the finalizer: the operand goes, NodePools and NodeClaims stay',
+      hcp: { ...OFF, finalizers: [HCP_KARPENTER_FINALIZER] },
+      deletion: undefined,
+      want: { deleting: true, keepNodePools: true },
+    },
+    { name: 'AutoNode off, finalizer released', hcp: { ...OFF, finalizers: [] }, deletion: undefined, want: undefined },
+    { name: 'AutoNode off, another finalizer only', hcp: { ...OFF, finalizers: ['other'] }, deletion: undefined, want: undefined },
+    {
+      name: 'the HCP deleted: forced teardown of NodePools and NodeClaims',
+      hcp: { ...ON, finalizers: [HCP_KARPENTER_FINALIZER] },
+      deletion: 'HostedControlPlane' as const,
+      want: { deleting: true, forceTermination: true },
+    },
+    {
+      name: 'AutoNode off, then the HCP deleted: NodePools and NodeClaims go with the cluster',
+      hcp: { ...OFF, finalizers: [HCP_KARPENTER_FINALIZER] },
+      deletion: 'HostedControlPlane' as const,
+      want: { deleting: true, forceTermination: true },
+    },
+    {
+      name: 'the CAPI Cluster deleted first: NodePools and NodeClaims go, the finalizer stays',
+      hcp: { ...ON, finalizers: [HCP_KARPENTER_FINALIZER] },
+      deletion: 'Cluster' as const,
+      want: { deleting: true, forceTermination: true, keepOwnerFinalizer: true },
+    },
+    {
+      name: 'AutoNode off, then the CAPI Cluster deleted',
+      hcp: { ...OFF, finalizers: [HCP_KARPENTER_FINALIZER] },
+      deletion: 'Cluster' as const,
+      want: { deleting: true, forceTermination: true, keepOwnerFinalizer: true },
+    },
+    {
+      name: 'AutoNode off and released, the HCP deleted: nothing left to do',
+      hcp: { ...OFF, finalizers: [] },
+      deletion: 'HostedControlPlane' as const,
+      want: undefined,
+    },
+  ])('autoNodeLifecycle: $name', ({ hcp, deletion, want }) => {
+    expect(autoNodeLifecycle(hcp, deletion)).toStrictEqual(want);
   });
 
   const capiCluster = (o: { name?: string; namespace?: string; deleting?: boolean } = {}) => ({

@@ -120,6 +120,32 @@ export function hostedClusterDeletion(
   return deletionTimestamp ? 'Cluster' : undefined;
 }
 
+/** How `readRequest` reads the HCP's lifecycle: whether a teardown runs, and what it removes. */
+export type AutoNodeLifecycle = Pick<KarpenterRequest, 'deleting' | 'forceTermination' | 'keepOwnerFinalizer' | 'keepNodePools'>;
+
+/**
+ * The one decision of what an HCP's lifecycle asks of the operator, as HyperShift's own Karpenter operator
+ * decides it. Pure. Undefined (no request) when AutoNode is off and HyperShift's finalizer is gone. Otherwise:
+ *
+ * - the hosted cluster being deleted (`hostedClusterDeletion`): a forced teardown of NodePools and NodeClaims
+ *   (no drain), then the operand and the finalizer; while only the CAPI Cluster is being deleted (it goes
+ *   first) the operand and the finalizer wait for the HCP's own deletion (`keepOwnerFinalizer`);
+ * - AutoNode turned off while the finalizer is still there: the operand goes and the finalizer is released,
+ *   while NodePools and NodeClaims stay (`keepNodePools`). They are the user's: HyperShift leaves them in the
+ *   guest when it disables AutoNode, and tears them down only with the cluster;
+ * - AutoNode on: no teardown.
+ */
+export function autoNodeLifecycle(
+  hcp: Pick<HostedControlPlane, 'autoNode' | 'finalizers'>,
+  deletion: HostedClusterDeletion | undefined,
+): AutoNodeLifecycle | undefined {
+  const enabled = hcp.autoNode !== undefined;
+  if (!enabled && !hcp.finalizers.includes(HCP_KARPENTER_FINALIZER)) return undefined;
+  if (deletion === 'Cluster') return { deleting: true, forceTermination: true, keepOwnerFinalizer: true };
+  if (deletion === 'HostedControlPlane') return { deleting: true, forceTermination: true };
+  return enabled ? { deleting: false } : { deleting: true, keepNodePools: true };
+}
+
 /** The condition this topology owns on the HCP, in the spirit of HyperShift's `AutoNodeEnabled`. */
 export const AUTONODE_CONDITION = 'AutoNodeEnabled';
 
@@ -135,7 +161,8 @@ const conditionOf = (report: StatusReport, type: string): ConditionInput | undef
 
 /**
  * The AutoNode condition for a folded report. Pure. In order: a deleting request is disabling (False,
- * AutoNodeProgressing; its message says whether the hosted cluster itself is being deleted); Degraded=True is False/AutoNodeDegraded with its message; no request is
+ * AutoNodeProgressing; its message says whether the hosted cluster itself is being deleted, or only AutoNode
+ * is off and NodePools stay); Degraded=True is False/AutoNodeDegraded with its message; no request is
  * AutoNodeNotConfigured; Available=True and Progressing not True is True/AsExpected; anything else is
  * still enabling (False, AutoNodeProgressing).
  */
@@ -151,7 +178,7 @@ export function autoNodeCondition(report: StatusReport, request: KarpenterReques
       reason: AutoNodeReasons.Progressing,
       message: request.forceTermination
         ? `The hosted cluster is being deleted: removing NodePools and NodeClaims without draining${request.keepOwnerFinalizer ? '; Karpenter stays until the HostedControlPlane is deleted' : ', then Karpenter'}`
-        : 'Disabling AutoNode: removing NodePools, NodeClaims and Karpenter',
+        : 'Disabling AutoNode: removing Karpenter; NodePools and NodeClaims stay in the guest',
     };
   }
   if (degraded?.status === 'True') {
@@ -185,7 +212,8 @@ export class HyperShiftTopology implements Topology {
    * The finalizer core's teardown keeps on the HCP: the one HyperShift knows and removes itself when it
    * disables AutoNode (deleting the operator at once) or the guest API is gone, so no finalizer of this
    * project can be left behind to block the HCP's deletion. While the HCP carries it and AutoNode is off,
-   * the request reads as `deleting`, so that disabling AutoNode tears down in order.
+   * the request reads as `deleting` with `keepNodePools` (`autoNodeLifecycle`): the operator removes the
+   * operand and releases it, leaving the user's NodePools and NodeClaims.
    */
   readonly teardownFinalizer = HCP_KARPENTER_FINALIZER;
   /** The HCP events are recorded on. */
@@ -226,31 +254,23 @@ export class HyperShiftTopology implements Topology {
   }
 
   /**
-   * The request from `spec.autoNode`: undefined when the HCP is absent or AutoNode is off. AutoNode off
-   * while the HCP still carries the teardown finalizer reads as a deleting request, so core's teardown
-   * removes NodePools, NodeClaims and the operand in order before the finalizer goes.
-   *
-   * While HyperShift deletes the hosted cluster (`hostedClusterDeletion`) the request is deleting with
-   * `forceTermination`, as HyperShift's own operator forces NodeClaims on cluster deletion instead of
-   * draining. When only the CAPI Cluster is being deleted (it goes first), `keepOwnerFinalizer` too:
-   * NodePools and NodeClaims are removed at once, while the operand and the finalizer stay for the HCP's own
-   * deletion.
+   * The request from `spec.autoNode`: undefined when the HCP is absent, or AutoNode is off and the teardown
+   * finalizer is gone. Whether it is deleting, and what core's teardown then removes, is
+   * `autoNodeLifecycle`'s: AutoNode turned off removes the operand and releases the finalizer but leaves
+   * NodePools and NodeClaims; the hosted cluster's deletion removes them too, forced, in order.
    */
   async readRequest(): Promise<KarpenterRequest | undefined> {
     const hcp = await this.hostedControlPlane();
     if (!hcp) return undefined;
-    const enabled = hcp.autoNode !== undefined;
-    if (!enabled && !hcp.finalizers.includes(this.teardownFinalizer)) return undefined;
-    const deletion = hostedClusterDeletion(hcp, await this.capiCluster(hcp));
+    const lifecycle = autoNodeLifecycle(hcp, hostedClusterDeletion(hcp, await this.capiCluster(hcp)));
+    if (!lifecycle) return undefined;
     const request: KarpenterRequest = {
       owner: hcp.ref,
       generation: hcp.generation,
       logLevel: this.options.logLevel ?? 'info',
-      deleting: deletion !== undefined || !enabled,
+      ...lifecycle,
       finalizers: hcp.finalizers,
     };
-    if (deletion) request.forceTermination = true;
-    if (deletion === 'Cluster') request.keepOwnerFinalizer = true;
     if (hcp.resourceVersion) request.resourceVersion = hcp.resourceVersion;
     if (hcp.deletionRequestedAtMs !== undefined) request.deletionRequestedAtMs = hcp.deletionRequestedAtMs;
     const { karpenterProviderAws: operand, karpenterOperator: operator } = hcp.images;

@@ -15,6 +15,7 @@ export {
   AUTONODE_CONDITION,
   AutoNodeReasons,
   autoNodeCondition,
+  autoNodeLifecycle,
   soleHostedControlPlaneName,
   CapiClusterType,
   hostedClusterDeletion,

@@ -34,6 +34,7 @@ import {
 } from '../support/hypershift-env.js';
 import type { OperatorProcess } from '../support/operator-process.js';
 import {
+  applyKarpenterNodeClaim,
   crdEstablished,
   csrApproved,
   launchKarpenterInstance,
@@ -55,6 +56,16 @@ const UID_ANNOTATION = 'hypershift.openshift.io/default-security-context-uid';
 const HCP_UID = 1000710000;
 /** The control-plane release version HyperShift reports on the HCP (`status.controlPlaneVersion.desired.version`). */
 const HCP_VERSION = '4.22.0';
+/** The HCP's status as HyperShift reports it once the control plane is up. */
+const HCP_STATUS = {
+  ready: true,
+  initialized: true,
+  controlPlaneVersion: { desired: { version: HCP_VERSION, image: 'quay.io/openshift-release-dev/ocp-release:4.22.0-x86_64' } },
+};
+/** A NodeClaim the user's NodePool `general` has, left alone when AutoNode is turned off. */
+const USER_CLAIM = 'hcp-user-claim';
+const KARPENTER_TERMINATION = 'karpenter.sh/termination';
+const TERMINATION_ANNOTATION = 'karpenter.sh/nodeclaim-termination-timestamp';
 const HCP = 'demo';
 const SA = OPERATOR_SA;
 const HCP_PATH = hcpPath(NS, HCP);
@@ -86,6 +97,13 @@ const hcp = () => getObject(mgmt.kubeConfig(), HCP_TYPE.apiVersion, HCP_TYPE.kin
 const operand = () => getObject(mgmt.kubeConfig(), 'apps/v1', 'Deployment', 'karpenter', NS);
 const finalizers = async () => ((await hcp())?.metadata.finalizers as string[] | undefined) ?? [];
 const autoNodeCondition = async () => conditionOf(await hcp(), 'AutoNodeEnabled');
+/** The teardown's events in the HCP namespace so far. */
+const teardownEvents = async () =>
+  ((await listObjects(mgmt.kubeConfig(), 'events.k8s.io/v1', 'Event', NS)) as Array<{ reason?: string; note?: string }>).filter((e) =>
+    ['DeletingNodePool', 'DeletingNodeClaim', 'ForcingNodeClaimTermination', 'DeletingOperand', 'TeardownComplete'].includes(
+      e.reason ?? '',
+    ),
+  );
 const patchHcp = (body: Record<string, unknown>) =>
   kubeRequest(mgmt.kubeConfig(), 'PATCH', HCP_PATH, { body, contentType: 'application/merge-patch+json' });
 
@@ -95,15 +113,7 @@ const userDataFor = ignitionUserData;
 let stopIgnitionStandIn: (() => void) | undefined;
 
 describe('HyperShift: management cluster + guest cluster', () => {
-  beforeAll(
-    () =>
-      startHostedCluster({
-        ready: true,
-        initialized: true,
-        controlPlaneVersion: { desired: { version: HCP_VERSION, image: 'quay.io/openshift-release-dev/ocp-release:4.22.0-x86_64' } },
-      }),
-    240_000,
-  );
+  beforeAll(() => startHostedCluster(HCP_STATUS), 240_000);
 
   afterAll(stopHostedCluster, 120_000);
 
@@ -406,7 +416,7 @@ describe('HyperShift: management cluster + guest cluster', () => {
     expect(adapter.exited()).toBe(false);
   }, 90_000);
 
-  it('turning AutoNode off tears down in order: NodePools, NodeClaims, the operand, then the finalizer', async () => {
+  it("turning AutoNode off with the operator running keeps the user's NodePools and NodeClaims: the operand goes, the finalizer is released", async () => {
     const g = guest.kubeConfig();
     await applyObject(g, {
       apiVersion: 'karpenter.sh/v1',
@@ -421,24 +431,80 @@ describe('HyperShift: management cluster + guest cluster', () => {
         },
       },
     } as KubeObj);
+    // A NodeClaim of that pool as Karpenter keeps it: its finalizer holds it until the instance is gone.
+    await applyKarpenterNodeClaim(guest, USER_CLAIM, undefined, [KARPENTER_TERMINATION]);
+    expect(await finalizers()).toContain(FINALIZER);
+    expect(op.exited()).toBe(false);
+    const disabledAt = new Date();
     expect((await patchHcp({ spec: { autoNode: null } })).status).toBe(200);
     await waitFor('the finalizer released', async () => (await finalizers()).length === 0, { timeoutMs: 90_000, intervalMs: 500 });
-    expect(await listObjects(g, 'karpenter.sh/v1', 'NodePool')).toEqual([]);
-    expect(await listObjects(g, 'karpenter.sh/v1', 'NodeClaim')).toEqual([]);
-    expect(await operand()).toBeUndefined();
     await waitFor(
       'AutoNodeEnabled False/AutoNodeNotConfigured',
       async () => (await autoNodeCondition())?.reason === 'AutoNodeNotConfigured',
       { timeoutMs: 30_000 },
     );
+    expect((await autoNodeCondition())?.status).toBe('False');
+    expect(await operand()).toBeUndefined();
+    const events = await teardownEvents();
+    expect(events.map((e) => e.reason)).not.toContain('DeletingNodePool');
+    expect(events.map((e) => e.reason)).not.toContain('DeletingNodeClaim');
+    expect(events.find((e) => e.reason === 'TeardownComplete')?.note).toBe(
+      'The operand is removed; NodePools and NodeClaims are left in place',
+    );
+    // What the user made stays as it was, as when HyperShift's own operator is turned off.
+    const pool = await getObject(g, 'karpenter.sh/v1', 'NodePool', 'general');
+    expect(pool?.metadata).not.toHaveProperty('deletionTimestamp');
+    const claim = await getObject(g, 'karpenter.sh/v1', 'NodeClaim', USER_CLAIM);
+    expect(claim?.metadata).not.toHaveProperty('deletionTimestamp');
+    expect(claim?.metadata.annotations ?? {}).not.toHaveProperty(TERMINATION_ANNOTATION);
+    expect(await getObject(g, EC2NC.apiVersion, EC2NC.kind, 'default')).toBeDefined();
+    expect(await getObject(g, OEC2NC.apiVersion, OEC2NC.kind, 'default')).toBeDefined();
+    const karpenterDeletes = guest
+      .auditEvents({ since: disabledAt, verbs: ['delete', 'deletecollection'] })
+      .filter((e) => ['nodepools', 'nodeclaims', 'ec2nodeclasses', 'openshiftec2nodeclasses'].includes(e.objectRef?.resource ?? ''));
+    expect(karpenterDeletes.map((e) => `${e.user.username} ${e.verb} ${e.requestURI}`)).toEqual([]);
     // HyperShift's credentials Secret is HyperShift's to remove.
     expect(await getObject(mgmt.kubeConfig(), 'v1', 'Secret', 'karpenter-credentials', NS)).toBeDefined();
     // The CRDs stay in the guest, as standalone.
     for (const n of RUNTIME_CRDS) expect(await crdEstablished(guest, n)).toBe(true);
   });
 
-  it('deleting the HCP while the guest API is down releases the finalizer with a Warning event', async () => {
+  it('AutoNode on again, then the HCP deleted: the NodePools and NodeClaims left by the disable go (forced), then the operand, then the finalizer', async () => {
+    const g = guest.kubeConfig();
     expect((await patchHcp({ spec: { autoNode } })).status).toBe(200);
+    await waitFor(
+      'AutoNode back on: operand and the finalizer',
+      async () => (await finalizers()).includes(FINALIZER) && (await operand()) !== undefined,
+      { timeoutMs: 60_000, intervalMs: 500 },
+    );
+    const forced = new Set<string>();
+    const stopStandIn = startKarpenterStandIn(forced);
+    try {
+      await deleteObject(mgmt.kubeConfig(), HCP_TYPE.apiVersion, HCP_TYPE.kind, HCP, NS);
+      await waitFor('the HCP to be gone', async () => (await hcp()) === undefined, { timeoutMs: 90_000, intervalMs: 500 }).catch(
+        async (e: Error) => {
+          throw new Error(
+            `${e.message}\nfinalizers: ${JSON.stringify(await finalizers())}\noperator log:\n${op.logs().split('\n').slice(-15).join('\n')}`,
+          );
+        },
+      );
+    } finally {
+      stopStandIn();
+    }
+    expect(await listObjects(g, 'karpenter.sh/v1', 'NodePool')).toEqual([]);
+    expect(await listObjects(g, 'karpenter.sh/v1', 'NodeClaim')).toEqual([]);
+    // Forced at once: the stand-in only releases NodeClaims carrying Karpenter's termination-timestamp annotation.
+    expect([...forced]).toEqual([USER_CLAIM]);
+    expect(await operand()).toBeUndefined();
+    const notes = (await teardownEvents()).filter((e) => e.reason === 'TeardownComplete').map((e) => e.note);
+    expect(notes).toContain('NodePools, NodeClaims and the operand are removed');
+    expect(op.exited()).toBe(false);
+    expect(adapter.exited()).toBe(false);
+  }, 150_000);
+
+  it('deleting the HCP while the guest API is down releases the finalizer with a Warning event', async () => {
+    const created = await applyObject(mgmt.kubeConfig(), theHostedControlPlane());
+    await applyStatus(mgmt.kubeConfig(), { ...created, status: HCP_STATUS });
     await waitFor(
       'AutoNode back on: operand and the finalizer',
       async () => (await finalizers()).includes(FINALIZER) && (await operand()) !== undefined,
@@ -538,6 +604,39 @@ describe('HyperShift: management cluster + guest cluster', () => {
     expect(before.map((e) => `${e.verb} ${e.requestURI}`)).toEqual([]);
   });
 });
+
+/**
+ * What Karpenter does for a deleting NodeClaim once it may terminate the instance at once: removes its
+ * `karpenter.sh/termination` finalizer. This stand-in does so only for NodeClaims that carry Karpenter's
+ * termination-timestamp annotation (the forced path), never for one still draining, and records their names.
+ */
+function startKarpenterStandIn(forced: Set<string>): () => void {
+  let stopped = false;
+  void (async () => {
+    while (!stopped) {
+      try {
+        for (const c of await listObjects(guest.kubeConfig(), 'karpenter.sh/v1', 'NodeClaim')) {
+          const { name, deletionTimestamp, annotations, resourceVersion } = c.metadata as KubeObj['metadata'] & {
+            deletionTimestamp?: string;
+            resourceVersion?: string;
+          };
+          if (!deletionTimestamp || !annotations?.[TERMINATION_ANNOTATION]) continue;
+          forced.add(name);
+          await kubeRequest(guest.kubeConfig(), 'PATCH', `/apis/karpenter.sh/v1/nodeclaims/${name}`, {
+            body: { metadata: { finalizers: [], resourceVersion } },
+            contentType: 'application/merge-patch+json',
+          });
+        }
+      } catch {
+        // A write raced another: look again.
+      }
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  })();
+  return () => {
+    stopped = true;
+  };
+}
 
 /**
  * The world of one describe block: the guest cluster, the HCP namespace with HyperShift's RBAC and the HCP
