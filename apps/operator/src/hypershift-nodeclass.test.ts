@@ -52,7 +52,8 @@ describe('HyperShift NodeClasses through the AWS provider', () => {
       amiSelectorTerms: [{ id: 'ami-0aaa' }],
       userData: '{"ignition":{"version":"3.4.0"}}',
       instanceProfile: 'demo-x7k2p-worker',
-      subnetSelectorTerms: [{ tags: { 'karpenter.sh/discovery': INFRA_ID } }],
+      subnetSelectorTerms: [{ tags: { 'kubernetes.io/role/internal-elb': '1', [`kubernetes.io/cluster/${INFRA_ID}`]: '*' } }],
+      securityGroupSelectorTerms: [{ tags: { 'karpenter.sh/discovery': INFRA_ID } }],
     });
     expect(spec.tags).toEqual({ 'red-hat-managed': 'true' });
   });

@@ -175,14 +175,15 @@ async function registrationTaints(): Promise<unknown[] | undefined> {
 }
 
 /**
- * HyperShift's AWS infrastructure carries `karpenter.sh/discovery: <infraID>` on the guest's private subnets
- * and its node security group, which OpenshiftEC2NodeClass `default` selects by: the seeded world (an
- * OpenShift cluster's) gets that tag, and loses it again after this file.
+ * HyperShift's AWS infrastructure carries `karpenter.sh/discovery: <infraID>` on the guest's node security
+ * group, which OpenshiftEC2NodeClass `default` selects by: the seeded world (an OpenShift cluster's) gets that
+ * tag, and loses it again after this file. Its subnets are selected as seeded: the private ones carry the
+ * internal load-balancer role and the cluster tag, as HyperShift's do.
  */
 async function tagDiscovery(add: boolean): Promise<void> {
   const ec2 = new EC2Client(mgmt.ec2Config());
   try {
-    const Resources = [...Object.values(world.ec2!.privateSubnetIds), world.ec2!.securityGroupIds.node];
+    const Resources = [world.ec2!.securityGroupIds.node];
     const Tags = [{ Key: 'karpenter.sh/discovery', Value: world.facts.infraId }];
     if (add) await ec2.send(new CreateTagsCommand({ Resources, Tags }));
     else await ec2.send(new DeleteTagsCommand({ Resources, Tags }));

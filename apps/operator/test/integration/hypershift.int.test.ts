@@ -210,7 +210,8 @@ describe('HyperShift: management cluster + guest cluster', () => {
     const g = guest.kubeConfig();
     const def = await getObject(g, OEC2NC.apiVersion, OEC2NC.kind, 'default');
     expect(def?.spec).toEqual({
-      subnetSelectorTerms: [{ tags: { 'karpenter.sh/discovery': world.facts.infraId } }],
+      // HyperShift's default: its private subnets by role and cluster tag, its node security group by discovery tag.
+      subnetSelectorTerms: [{ tags: { 'kubernetes.io/role/internal-elb': '1', [`kubernetes.io/cluster/${world.facts.infraId}`]: '*' } }],
       securityGroupSelectorTerms: [{ tags: { 'karpenter.sh/discovery': world.facts.infraId } }],
     });
     await applyObject(g, { ...OEC2NC, metadata: { name: 'foo' }, spec: { tags: { team: 'a' } } } as KubeObj);

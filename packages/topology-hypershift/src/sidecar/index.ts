@@ -31,6 +31,8 @@ export {
   OpenshiftNodeClassReasons,
   AWS_MACHINE_PUBLIC_IPS_ANNOTATION,
   renderDefaultOpenshiftNodeClass,
+  defaultSubnetTerms,
+  defaultSecurityGroupTerms,
   translateOpenshiftNodeClass,
   translatedSpecOwnedWhole,
   TRANSLATED_SPEC_FIELDS,

@@ -39,6 +39,8 @@ const render = (s: NodeClassSource) => ({
 });
 const cloud = { nodeClassType: EC2NodeClass, renderNodeClass: render };
 const discovery = [{ tags: { 'karpenter.sh/discovery': INFRA_ID } }];
+/** HyperShift's default subnets: its private ones, by role and cluster tag (its e2e checks exactly these). */
+const privateSubnets = [{ tags: { 'kubernetes.io/role/internal-elb': '1', [`kubernetes.io/cluster/${INFRA_ID}`]: '*' } }];
 const ignition = { userData: '{"ignition":{"version":"3.4.0"}}', amiSelectorTerms: [{ id: 'ami-0abc' }], source: 'Secret x/y' };
 const oec2nc = (name: string, spec: Record<string, unknown> = {}, meta: Record<string, unknown> = {}): KubeObject => ({
   ...OpenshiftEC2NodeClassType,
@@ -59,8 +61,8 @@ const everyField = {
 const hcpOf = (overrides: Record<string, unknown> = {}) => decodeHostedControlPlane(aHostedControlPlane(overrides));
 
 describe('renderDefaultOpenshiftNodeClass', () => {
-  it("is HyperShift's default: discovery-tag selectors, public IPs only when the HCP asks", () => {
-    const spec = { subnetSelectorTerms: discovery, securityGroupSelectorTerms: discovery };
+  it("is HyperShift's default: private subnets by role and cluster tag, security groups by discovery tag, public IPs only when the HCP asks", () => {
+    const spec = { subnetSelectorTerms: privateSubnets, securityGroupSelectorTerms: discovery };
     expect(renderDefaultOpenshiftNodeClass(hcpOf(), {})).toEqual({ ...OpenshiftEC2NodeClassType, metadata: { name: 'default' }, spec });
     expect(renderDefaultOpenshiftNodeClass(hcpOf(), { 'hypershift.openshift.io/aws-machine-public-ips': 'true' }).spec).toEqual({
       ...spec,
@@ -70,7 +72,7 @@ describe('renderDefaultOpenshiftNodeClass', () => {
 });
 
 describe('translateOpenshiftNodeClass', () => {
-  it('renders EC2NodeClass foo from the ignition input, the instance profile and discovery selectors, owned by foo', () => {
+  it("renders EC2NodeClass foo from the ignition input, the instance profile and HyperShift's default selectors, owned by foo", () => {
     const t = translateOpenshiftNodeClass({ hcp: hcpOf(), openshift: oec2nc('foo'), ignition, render });
     expect(t).toEqual({
       ok: true,
@@ -86,7 +88,7 @@ describe('translateOpenshiftNodeClass', () => {
           amiSelectorTerms: [{ id: 'ami-0abc' }],
           userData: ignition.userData,
           instanceProfile: 'demo-x7k2p-worker',
-          subnetSelectorTerms: discovery,
+          subnetSelectorTerms: privateSubnets,
           securityGroupSelectorTerms: discovery,
           tags: { 'red-hat-managed': 'true' },
           blockDeviceMappings: [{ deviceName: '/dev/xvda', rootVolume: true }],
@@ -265,7 +267,7 @@ describe('OpenshiftNodeClassReconciler', () => {
     await r.reconcile('*');
     await r.reconcile('*'); // default now exists: translated too
     const def = await guest.get({ ...OpenshiftEC2NodeClassType, name: 'default' });
-    expect(def?.spec).toEqual({ subnetSelectorTerms: discovery, securityGroupSelectorTerms: discovery });
+    expect(def?.spec).toEqual({ subnetSelectorTerms: privateSubnets, securityGroupSelectorTerms: discovery });
     for (const name of ['default', 'foo']) {
       const ec2 = await guest.get({ ...EC2NodeClass, name });
       expect(specOf(ec2)?.userData).toBe(`${name}-user-data`);

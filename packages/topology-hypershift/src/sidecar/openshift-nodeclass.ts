@@ -95,17 +95,27 @@ export function translatedSpecOwnedWhole(desired: KubeObject, current: KubeObjec
   return TRANSLATED_SPEC_FIELDS.flatMap((f) => wholeTree(`spec.${f}`, desired, current));
 }
 
-const discoveryTerms = (infraID: string) => [{ tags: { 'karpenter.sh/discovery': infraID } }];
+/**
+ * The subnets an OpenshiftEC2NodeClass that names none launches into, as HyperShift selects them: the private
+ * subnets of the hosted cluster, those HyperShift tags with the internal load-balancer role and with the
+ * cluster tag (any value: `owned` or `shared`; Karpenter reads `*` as "the key is present").
+ */
+export const defaultSubnetTerms = (infraID: string) => [
+  { tags: { 'kubernetes.io/role/internal-elb': '1', [`kubernetes.io/cluster/${infraID}`]: '*' } },
+];
+/** The security groups an OpenshiftEC2NodeClass that names none uses, as HyperShift selects them: the infra ID's discovery tag. */
+export const defaultSecurityGroupTerms = (infraID: string) => [{ tags: { 'karpenter.sh/discovery': infraID } }];
 
 /**
- * OpenshiftEC2NodeClass `default` as HyperShift keeps it for an AutoNode HCP: subnets and security groups
- * by the infra ID's discovery tag, public IPs when the HCP asks for them. Pure.
+ * OpenshiftEC2NodeClass `default` as HyperShift keeps it for an AutoNode HCP: the default subnets
+ * (`defaultSubnetTerms`) and security groups (`defaultSecurityGroupTerms`), public IPs when the HCP asks for
+ * them. Pure.
  */
 export function renderDefaultOpenshiftNodeClass(hcp: HostedControlPlane, annotations: Record<string, string>): KubeObject {
   if (!hcp.infraID) throw new InvalidInputError('InvalidHostedControlPlane', hcp.object, 'spec.infraID', 'missing');
   const spec: Record<string, unknown> = {
-    subnetSelectorTerms: discoveryTerms(hcp.infraID),
-    securityGroupSelectorTerms: discoveryTerms(hcp.infraID),
+    subnetSelectorTerms: defaultSubnetTerms(hcp.infraID),
+    securityGroupSelectorTerms: defaultSecurityGroupTerms(hcp.infraID),
   };
   if (annotations[AWS_MACHINE_PUBLIC_IPS_ANNOTATION] === 'true') spec.associatePublicIPAddress = true;
   return { ...OpenshiftEC2NodeClassType, metadata: { name: Names.defaultNodeClass }, spec };
@@ -184,9 +194,9 @@ const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 /**
  * OpenshiftEC2NodeClass → EC2NodeClass of the same name, owned by it (controller owner reference, so the
  * guest's garbage collector follows a deletion). The provider renders the NodeClass from the ignition
- * Secret's userData and AMIs, the HCP's instance profile and the OpenshiftEC2NodeClass's selectors (the infra
- * ID's discovery tag when it names none); its block devices, instance-store policy and detailed monitoring
- * are carried over as given. Tags, per tag: the HostedCluster's `resourceTags` win over the NodeClass's own on a
+ * Secret's userData and AMIs, the HCP's instance profile and the OpenshiftEC2NodeClass's selectors
+ * (HyperShift's defaults, `defaultSubnetTerms` and `defaultSecurityGroupTerms`, when it names none); its
+ * block devices, instance-store policy and detailed monitoring are carried over as given. Tags, per tag: the HostedCluster's `resourceTags` win over the NodeClass's own on a
  * conflict unless that tag's `overridePolicy` is `Allow` (the keys whose NodeClass value was refused are
  * returned); keys Karpenter reserves are dropped by the renderer. The result is the whole of the
  * EC2NodeClass's `TRANSLATED_SPEC_FIELDS`: what it leaves out is removed from the EC2NodeClass.
@@ -215,9 +225,9 @@ export function translateOpenshiftNodeClass(input: TranslationInput): Translatio
   if (!hcp.infraID) {
     return { ok: false, reason: OpenshiftNodeClassReasons.invalid, message: `${hcp.object} spec.infraID: missing` };
   }
-  const terms = (field: string): Array<Record<string, unknown>> => {
+  const terms = (field: string, fallback: Array<Record<string, unknown>>): Array<Record<string, unknown>> => {
     const v = spec[field];
-    return Array.isArray(v) && v.length ? (structuredClone(v) as Array<Record<string, unknown>>) : discoveryTerms(hcp.infraID!);
+    return Array.isArray(v) && v.length ? (structuredClone(v) as Array<Record<string, unknown>>) : fallback;
   };
   const ownTags = isRecord(spec.tags)
     ? Object.fromEntries(Object.entries(spec.tags).filter((e): e is [string, string] => typeof e[1] === 'string'))
@@ -228,8 +238,8 @@ export function translateOpenshiftNodeClass(input: TranslationInput): Translatio
     userData: input.ignition.userData,
     imageSelectorTerms: input.ignition.amiSelectorTerms.map((t) => ({ ...t })),
     instanceProfile: hcp.defaultInstanceProfile,
-    subnetSelectorTerms: terms('subnetSelectorTerms'),
-    securityGroupSelectorTerms: terms('securityGroupSelectorTerms'),
+    subnetSelectorTerms: terms('subnetSelectorTerms', defaultSubnetTerms(hcp.infraID)),
+    securityGroupSelectorTerms: terms('securityGroupSelectorTerms', defaultSecurityGroupTerms(hcp.infraID)),
     tags: Object.entries(tags).map(([key, value]) => ({ key, value })),
     ...(spec.associatePublicIPAddress === true ? { associatePublicIp: true } : {}),
   };
