@@ -295,10 +295,15 @@ describe('HyperShift: management cluster + guest cluster', () => {
       },
       { timeoutMs: 30_000, intervalMs: 500 },
     );
+    // HyperShift's own message, which its e2e matches of a refused update and deletion.
+    const hyperShiftRefusal =
+      "EC2NodeClass resource can't be created/updated/deleted directly, please use OpenshiftEC2NodeClass resource instead";
     expect(refused.status).toBe(403);
+    expect(refused.body.message).toContain(hyperShiftRefusal);
     expect(refused.body.message).toMatch(/managed for this hosted cluster/);
     const del = await kubeRequest<{ message?: string }>(g, 'DELETE', NC_PATH);
     expect(del.status).toBe(403);
+    expect(del.body.message).toContain(hyperShiftRefusal);
     // Metadata stays the user's (and Karpenter's).
     const label = await kubeRequest(g, 'PATCH', NC_PATH, {
       body: { metadata: { labels: { team: 'a' } } },

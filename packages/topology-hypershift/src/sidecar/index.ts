@@ -18,6 +18,7 @@ export {
   NODECLASS_POLICY_CONTROLLER,
   NODECLASS_POLICY_NAME,
   renderNodeClassPolicy,
+  EC2NODECLASS_REFUSED_MESSAGE,
   ValidatingAdmissionPolicyType,
   ValidatingAdmissionPolicyBindingType,
   type NodeClassPolicyDeps,

@@ -13,7 +13,7 @@ import {
 const ME = 'system:serviceaccount:kube-system:karpenter-operator';
 type Obj = KubeObject & {
   spec: {
-    validations: Array<{ expression: string }>;
+    validations: Array<{ expression: string; message: string }>;
     matchConditions: Array<{ expression: string }>;
     matchConstraints: { resourceRules: Array<{ operations: string[]; resources: string[] }> };
   };
@@ -45,10 +45,22 @@ describe('renderNodeClassPolicy', () => {
         "(request.resource.resource == 'ec2nodeclasses' && (has(object.metadata.ownerReferences) && " +
         "object.metadata.ownerReferences.exists(r, r.kind == 'OpenshiftEC2NodeClass')))",
     );
-    expect(p.spec.validations[0]!.expression).toBe(
-      `(request.operation != 'DELETE' && object.spec == oldObject.spec) || request.userInfo.username in ['system:serviceaccount:kube-system:b', '${ME}']`,
-    );
+    const allowed = `(request.operation != 'DELETE' && object.spec == oldObject.spec) || request.userInfo.username in ['system:serviceaccount:kube-system:b', '${ME}']`;
+    expect(p.spec.validations.map((v) => v.expression)).toEqual([
+      `request.resource.resource != 'ec2nodeclasses' || ${allowed}`,
+      `request.resource.resource != 'openshiftec2nodeclasses' || ${allowed}`,
+    ]);
     expect(b.spec).toEqual({ policyName: NODECLASS_POLICY_NAME, validationActions: ['Deny'] });
+  });
+
+  it("refuses an EC2NodeClass change with HyperShift's own message (its e2e matches it), OpenshiftEC2NodeClass default with one naming it", () => {
+    const [p] = renderNodeClassPolicy([ME]) as [Obj];
+    const [ec2, openshift] = p.spec.validations;
+    // Verbatim, as HyperShift's e2e asserts it of a refused update and deletion of EC2NodeClass default.
+    expect(ec2!.message).toContain(
+      "EC2NodeClass resource can't be created/updated/deleted directly, please use OpenshiftEC2NodeClass resource instead",
+    );
+    expect(openshift!.message).toMatch(/^OpenshiftEC2NodeClass default is managed for this hosted cluster/);
   });
 
   it('escapes quotes in a username (CEL string literal)', () => {

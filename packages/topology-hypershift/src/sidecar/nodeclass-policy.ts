@@ -47,14 +47,25 @@ export function managedNodeClassCondition(): string {
 }
 
 /**
+ * The message HyperShift's own policy refuses a direct EC2NodeClass change with, verbatim: HyperShift's e2e
+ * matches it, so a refused EC2NodeClass edit or deletion here starts with it.
+ */
+export const EC2NODECLASS_REFUSED_MESSAGE =
+  "EC2NodeClass resource can't be created/updated/deleted directly, please use OpenshiftEC2NodeClass resource instead";
+
+/**
  * The guest's ValidatingAdmissionPolicy and binding that refuse changes to the spec of the NodeClasses the
  * sidecar manages (`managedNodeClassCondition`), and the deletion of the two `default`s, by anyone but
  * `exempt`: a direct edit would be reverted at the next reconcile anyway, and a deletion of `default` makes
  * its NodePools not ready until it is back, so both are refused with a message saying where the setting
- * comes from. Metadata and status stay writable (Karpenter's finalizers and conditions). Pure.
+ * comes from (for an EC2NodeClass, HyperShift's own message first: `EC2NODECLASS_REFUSED_MESSAGE`). Metadata
+ * and status stay writable (Karpenter's finalizers and conditions). Pure.
  */
 export function renderNodeClassPolicy(exempt: readonly string[]): KubeObject[] {
   const users = [...new Set(exempt)].sort();
+  const allowed = `(request.operation != 'DELETE' && object.spec == oldObject.spec) || request.userInfo.username in [${users.map(celString).join(', ')}]`;
+  // One validation per resource, each judging only its own: the message says where that spec comes from.
+  const forResource = (resource: string) => `request.resource.resource != ${celString(resource)} || ${allowed}`;
   return [
     {
       ...ValidatingAdmissionPolicyType,
@@ -75,8 +86,13 @@ export function renderNodeClassPolicy(exempt: readonly string[]): KubeObject[] {
         matchConditions: [{ name: 'operator-managed', expression: managedNodeClassCondition() }],
         validations: [
           {
-            expression: `(request.operation != 'DELETE' && object.spec == oldObject.spec) || request.userInfo.username in [${users.map(celString).join(', ')}]`,
-            message: `This NodeClass is managed for this hosted cluster: an EC2NodeClass's spec comes from its OpenshiftEC2NodeClass and its ignition configuration, and the default ones from the HostedCluster (AutoNode, resource tags, instance profile); change those instead`,
+            expression: forResource('ec2nodeclasses'),
+            message: `${EC2NODECLASS_REFUSED_MESSAGE}: this EC2NodeClass is managed for this hosted cluster, its spec comes from the OpenshiftEC2NodeClass of the same name, its ignition configuration and the HostedCluster (resource tags, instance profile)`,
+            reason: 'Forbidden',
+          },
+          {
+            expression: forResource('openshiftec2nodeclasses'),
+            message: `OpenshiftEC2NodeClass ${Names.defaultNodeClass} is managed for this hosted cluster: its spec comes from the HostedCluster (AutoNode, public IPs); create another OpenshiftEC2NodeClass for other settings`,
             reason: 'Forbidden',
           },
         ],
