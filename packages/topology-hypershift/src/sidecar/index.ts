@@ -38,6 +38,7 @@ export {
   translatedSpecOwnedWhole,
   TRANSLATED_SPEC_FIELDS,
   USERDATA_UP_TO_DATE_CONDITION,
+  VERSION_RESOLVED_CONDITION,
   holdIgnitionDuringUpgrade,
   mirroredStatus,
   type IgnitionHold,

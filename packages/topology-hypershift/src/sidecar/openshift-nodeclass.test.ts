@@ -223,6 +223,40 @@ describe('mirroredStatus', () => {
     ]);
   });
 
+  it("Ready is False while HyperShift's VersionResolved is not True, with its reason and message, whatever the EC2NodeClass says", () => {
+    const failed = {
+      type: 'VersionResolved',
+      status: 'False',
+      reason: 'ResolutionFailed',
+      message: 'Failed to resolve version "4.99.0": not in channel',
+      lastTransitionTime: 't0',
+    };
+    const notReady = {
+      type: 'Ready',
+      status: 'False',
+      reason: 'ResolutionFailed',
+      message: 'Version resolution failed: Failed to resolve version "4.99.0": not in channel',
+      lastTransitionTime: 't1',
+    };
+    const subnetsReady = { type: 'SubnetsReady', status: 'True', reason: 'SubnetsReady', message: '', lastTransitionTime: 't0' };
+    const first = mirroredStatus(ec2({ conditions: [ready, subnetsReady] }), undefined, 't1', { conditions: [failed] });
+    expect(first.conditions).toEqual([subnetsReady, notReady, failed]);
+    // Its transition time stays while it lasts; a missing EC2NodeClass does not change the reason.
+    expect(mirroredStatus(ec2({ conditions: [ready, subnetsReady] }), undefined, 't2', first)).toEqual(first);
+    const pending = { reason: 'IgnitionSecretPending', message: 'waiting' };
+    expect(mirroredStatus(undefined, pending, 't2', first).conditions).toEqual([notReady, failed]);
+    // Unknown without a reason: HyperShift's fallback reason.
+    const unknown = { type: 'VersionResolved', status: 'Unknown', lastTransitionTime: 't0' };
+    expect(mirroredStatus(ec2({ conditions: [ready] }), undefined, 't1', { conditions: [unknown] }).conditions).toEqual([
+      { ...notReady, message: 'Version resolution failed: VersionResolved is Unknown' },
+      unknown,
+    ]);
+    // Resolved (or not reported at all): the EC2NodeClass's Ready.
+    const resolved = { ...failed, status: 'True', reason: 'VersionNotSpecified', message: 'No version specified' };
+    expect(mirroredStatus(ec2({ conditions: [ready] }), undefined, 't3', { conditions: [resolved] }).conditions).toEqual([ready, resolved]);
+    expect(mirroredStatus(ec2({ conditions: [ready] }), undefined, 't3', undefined).conditions).toEqual([ready]);
+  });
+
   it('a problem is Ready False with its reason, its transition time kept while it lasts', () => {
     const problem = { reason: 'InstanceProfileMissing', message: 'm' };
     const first = mirroredStatus(undefined, problem, 't1', undefined);
@@ -336,6 +370,40 @@ describe('OpenshiftNodeClassReconciler', () => {
     expect((await guest.get({ ...OpenshiftEC2NodeClassType, name: 'foo' }))?.status).toEqual({
       subnets: [{ id: 'subnet-1', zone: 'us-east-2a' }],
       conditions,
+    });
+    guest.clearWrites();
+    await r.reconcile('foo');
+    expect(guest.writes).toEqual([]);
+  });
+
+  it("Ready False while HyperShift's generator reports VersionResolved False; its condition kept; once, with no rewrite", async () => {
+    const { guest, r } = setup();
+    const failed = {
+      type: 'VersionResolved',
+      status: 'False',
+      reason: 'ResolutionFailed',
+      message: 'no such release',
+      lastTransitionTime: 't0',
+    };
+    guest.seed(oec2nc('foo'));
+    await r.reconcile('foo');
+    const ec2 = (await guest.get({ ...EC2NodeClass, name: 'foo' }))!;
+    const ready = { type: 'Ready', status: 'True', reason: 'Ready', message: '', lastTransitionTime: '2026-01-01T00:00:00Z' };
+    guest.seed({ ...ec2, status: { conditions: [ready] } });
+    const foo = (await guest.get({ ...OpenshiftEC2NodeClassType, name: 'foo' }))!;
+    guest.seed({ ...foo, status: { conditions: [failed] } });
+    await r.reconcile('foo');
+    expect((await guest.get({ ...OpenshiftEC2NodeClassType, name: 'foo' }))?.status).toEqual({
+      conditions: [
+        {
+          type: 'Ready',
+          status: 'False',
+          reason: 'ResolutionFailed',
+          message: 'Version resolution failed: no such release',
+          lastTransitionTime: '2026-02-02T00:00:00Z',
+        },
+        failed,
+      ],
     });
     guest.clearWrites();
     await r.reconcile('foo');

@@ -44,10 +44,17 @@ export const OpenshiftNodeClassReasons = {
   tagsOverridden: 'ResourceTagsOverride',
   /** Condition `UserDataUpToDate` False: the EC2NodeClass keeps its userData while the control plane upgrades. */
   controlPlaneUpgrading: 'ControlPlaneUpgrading',
+  /** `Ready` False when `VersionResolved` is not True and gives no reason of its own (HyperShift's fallback reason). */
+  versionResolutionFailed: 'ResolutionFailed',
 } as const;
 
 /** Condition on an OpenshiftEC2NodeClass, present (False) only while its new userData is held back. */
 export const USERDATA_UP_TO_DATE_CONDITION = 'UserDataUpToDate';
+/**
+ * Condition HyperShift's ignition generator writes on an OpenshiftEC2NodeClass: whether the release its nodes
+ * run was resolved (its `spec.version`, or the control plane's when it names none). Not ours: read, never written.
+ */
+export const VERSION_RESOLVED_CONDITION = 'VersionResolved';
 
 /**
  * The condition types the sidecar writes on an OpenshiftEC2NodeClass: the EC2NodeClass's own (Karpenter
@@ -312,7 +319,13 @@ export function holdIgnitionDuringUpgrade(
 /**
  * The OpenshiftEC2NodeClass status that mirrors its EC2NodeClass's: resolved subnets and security groups and
  * Karpenter's conditions; with `problem`, a `Ready` False condition saying why there is no EC2NodeClass; with
- * `held`, a `UserDataUpToDate` False condition saying why its userData did not change. Pure.
+ * `held`, a `UserDataUpToDate` False condition saying why its userData did not change.
+ *
+ * `Ready` is HyperShift's: whatever the EC2NodeClass says, it is False while HyperShift's ignition generator
+ * reports `VersionResolved` other than True, with that condition's reason (`ResolutionFailed` when it has
+ * none) and message. An OpenshiftEC2NodeClass without `VersionResolved` keeps the EC2NodeClass's `Ready`:
+ * the pinned API has no `spec.version` and its generator writes no such condition, where HyperShift's newer
+ * one, which always writes it, counts an absent one as not resolved. Pure.
  */
 export function mirroredStatus(
   ec2: KubeObject | undefined,
@@ -343,6 +356,19 @@ export function mirroredStatus(
     };
   };
   if (problem) conditions = [falseCondition('Ready', problem)];
+  const version = list(current?.conditions).find((c) => c.type === VERSION_RESOLVED_CONDITION);
+  if (version && version.status !== 'True') {
+    const reason =
+      typeof version.reason === 'string' && version.reason ? version.reason : OpenshiftNodeClassReasons.versionResolutionFailed;
+    const detail =
+      typeof version.message === 'string' && version.message
+        ? version.message
+        : `${VERSION_RESOLVED_CONDITION} is ${String(version.status)}`;
+    conditions = [
+      ...conditions.filter((c) => c.type !== 'Ready'),
+      falseCondition('Ready', { reason, message: `Version resolution failed: ${detail}` }),
+    ];
+  }
   if (held)
     conditions = [
       ...conditions.filter((c) => c.type !== USERDATA_UP_TO_DATE_CONDITION),
