@@ -61,13 +61,12 @@ const everyField = {
 const hcpOf = (overrides: Record<string, unknown> = {}) => decodeHostedControlPlane(aHostedControlPlane(overrides));
 
 describe('renderDefaultOpenshiftNodeClass', () => {
-  it("is HyperShift's default: private subnets by role and cluster tag, security groups by discovery tag, public IPs only when the HCP asks", () => {
+  it("is HyperShift's default: private subnets by role and cluster tag, security groups by discovery tag, no public IPs", () => {
     const spec = { subnetSelectorTerms: privateSubnets, securityGroupSelectorTerms: discovery };
-    expect(renderDefaultOpenshiftNodeClass(hcpOf(), {})).toEqual({ ...OpenshiftEC2NodeClassType, metadata: { name: 'default' }, spec });
-    expect(renderDefaultOpenshiftNodeClass(hcpOf(), { 'hypershift.openshift.io/aws-machine-public-ips': 'true' }).spec).toEqual({
-      ...spec,
-      associatePublicIPAddress: true,
-    });
+    expect(renderDefaultOpenshiftNodeClass(hcpOf())).toEqual({ ...OpenshiftEC2NodeClassType, metadata: { name: 'default' }, spec });
+    // The public-IPs annotation is for the HCP's own machines: the default stays private.
+    const publicIps = hcpOf({ metadata: { annotations: { 'hypershift.openshift.io/aws-machine-public-ips': 'true' } } });
+    expect(renderDefaultOpenshiftNodeClass(publicIps).spec).toEqual(spec);
   });
 });
 
@@ -356,6 +355,25 @@ describe('OpenshiftNodeClassReconciler', () => {
     guest.remove({ ...OpenshiftEC2NodeClassType, name: 'foo' });
     await r.reconcile('*');
     expect(await management.get(subnetsRef)).toBeUndefined();
+  });
+
+  it('an OpenshiftEC2NodeClass default from an earlier rendering (discovery-tagged subnets, public IPs) becomes the current one', async () => {
+    const hcp = aHostedControlPlane({ metadata: { annotations: { 'hypershift.openshift.io/aws-machine-public-ips': 'true' } } });
+    const { guest, r } = setup(hcp);
+    const earlier = { subnetSelectorTerms: discovery, securityGroupSelectorTerms: discovery, associatePublicIPAddress: true };
+    guest.seed(oec2nc('default', earlier));
+    await r.reconcile('*');
+    expect(specOf(await guest.get({ ...OpenshiftEC2NodeClassType, name: 'default' }))).toEqual({
+      subnetSelectorTerms: privateSubnets,
+      securityGroupSelectorTerms: discovery,
+    });
+    await r.reconcile('*');
+    const ec2 = specOf(await guest.get({ ...EC2NodeClass, name: 'default' }));
+    expect(ec2).toMatchObject({ subnetSelectorTerms: privateSubnets, securityGroupSelectorTerms: discovery });
+    expect(ec2).not.toHaveProperty('associatePublicIPAddress');
+    guest.clearWrites();
+    await r.reconcile('*');
+    expect(guest.writes).toEqual([]);
   });
 
   it("mirrors the EC2NodeClass's status back, once", async () => {

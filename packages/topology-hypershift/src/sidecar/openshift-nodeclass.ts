@@ -32,8 +32,6 @@ export const OpenshiftEC2NodeClassType = {
 export const OPENSHIFT_NODECLASS_CRD = 'openshiftec2nodeclasses.karpenter.hypershift.openshift.io';
 /** HyperShift's finalizer on an OpenshiftEC2NodeClass: its EC2NodeClass goes first. */
 export const OPENSHIFT_NODECLASS_FINALIZER = 'hypershift.openshift.io/ec2-nodeclass-finalizer';
-/** HCP annotation HyperShift sets when machines get public IPs. */
-export const AWS_MACHINE_PUBLIC_IPS_ANNOTATION = 'hypershift.openshift.io/aws-machine-public-ips';
 
 /** Condition reasons on an OpenshiftEC2NodeClass when its EC2NodeClass cannot be rendered. */
 export const OpenshiftNodeClassReasons = {
@@ -115,17 +113,26 @@ export const defaultSecurityGroupTerms = (infraID: string) => [{ tags: { 'karpen
 
 /**
  * OpenshiftEC2NodeClass `default` as HyperShift keeps it for an AutoNode HCP: the default subnets
- * (`defaultSubnetTerms`) and security groups (`defaultSecurityGroupTerms`), public IPs when the HCP asks for
- * them. Pure.
+ * (`defaultSubnetTerms`) and security groups (`defaultSecurityGroupTerms`), nothing else. In particular no
+ * public IPs, whatever the HCP's `hypershift.openshift.io/aws-machine-public-ips` annotation says: the default
+ * launches into private subnets, and nodes that need public IPs get an OpenshiftEC2NodeClass of their own.
+ * Its spec is the sidecar's whole (`defaultNodeClassOwnedWhole`). Pure.
  */
-export function renderDefaultOpenshiftNodeClass(hcp: HostedControlPlane, annotations: Record<string, string>): KubeObject {
+export function renderDefaultOpenshiftNodeClass(hcp: HostedControlPlane): KubeObject {
   if (!hcp.infraID) throw new InvalidInputError('InvalidHostedControlPlane', hcp.object, 'spec.infraID', 'missing');
   const spec: Record<string, unknown> = {
     subnetSelectorTerms: defaultSubnetTerms(hcp.infraID),
     securityGroupSelectorTerms: defaultSecurityGroupTerms(hcp.infraID),
   };
-  if (annotations[AWS_MACHINE_PUBLIC_IPS_ANNOTATION] === 'true') spec.associatePublicIPAddress = true;
   return { ...OpenshiftEC2NodeClassType, metadata: { name: Names.defaultNodeClass }, spec };
+}
+
+/**
+ * The owned paths of a write of OpenshiftEC2NodeClass `default`: its whole spec, at every depth, so what an
+ * earlier rendering set and this one does not (a selector tag, `associatePublicIPAddress`) goes. Pure.
+ */
+export function defaultNodeClassOwnedWhole(desired: KubeObject, current: KubeObject | undefined): OwnedPath[] {
+  return wholeTree('spec', desired, current);
 }
 
 /** ConfigMap in the HCP namespace whose KubeletConfig HyperShift's ignition adds: nodes register with Karpenter's taint. */
@@ -479,9 +486,11 @@ export class OpenshiftNodeClassReconciler implements Reconciler {
       const served = await guest.get({ ...Types.CustomResourceDefinition, name: OPENSHIFT_NODECLASS_CRD });
       const ec2Crd = await guest.get({ ...Types.CustomResourceDefinition, name: EC2NODECLASS_CRD });
       if (!isEstablished(served) || !ec2Crd) return retry;
-      const annotations = (hcpObject.metadata.annotations ?? {}) as Record<string, string>;
       try {
-        await guest.apply(renderDefaultOpenshiftNodeClass(hcp, annotations), { fieldManager: ADAPTER_FIELD_MANAGER, force: true });
+        const desired = renderDefaultOpenshiftNodeClass(hcp);
+        const current = await guest.get({ ...OpenshiftEC2NodeClassType, name: Names.defaultNodeClass });
+        const ownedWhole = defaultNodeClassOwnedWhole(desired, current);
+        await guest.apply(desired, { fieldManager: ADAPTER_FIELD_MANAGER, force: true, ownedWhole });
       } catch (e) {
         if (!isInvalidInputError(e)) throw e;
         return {}; // the operator reports the HCP field
