@@ -8,7 +8,7 @@ KO_SCRIPT=fetch-crds
 # shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-stamp="openshift-api=$OPENSHIFT_API_VERSION karpenter-aws=$KARPENTER_AWS_VERSION hypershift-api=$HYPERSHIFT_API_VERSION controller-tools=$CONTROLLER_TOOLS_VERSION cco=$CCO_VERSION kwok=$KWOK_VERSION prometheus-operator=$PROMETHEUS_OPERATOR_VERSION cluster-api=$CLUSTER_API_VERSION mco=$MCO_VERSION layout=5"
+stamp="openshift-api=$OPENSHIFT_API_VERSION karpenter-aws=$KARPENTER_AWS_VERSION hypershift-api=$HYPERSHIFT_API_VERSION controller-tools=$CONTROLLER_TOOLS_VERSION cco=$CCO_VERSION kwok=$KWOK_VERSION prometheus-operator=$PROMETHEUS_OPERATOR_VERSION cluster-api=$CLUSTER_API_VERSION mco=$MCO_VERSION layout=7"
 if [ -f "$ko_crd_dir/.stamp" ] && [ "$(cat "$ko_crd_dir/.stamp")" = "$stamp" ] && [ -f "$ko_kwok_stages" ]; then
   echo "$ko_crd_dir"; exit 0
 fi
@@ -89,6 +89,14 @@ copy hypershift hostedcontrolplanes.hypershift.openshift.io "$hypershift" "$h" \
   "$fg/hostedcontrolplanes.hypershift.openshift.io/AutoNodeKarpenter.yaml" "$fg/hostedcontrolplanes.hypershift.openshift.io/AAA_ungated.yaml"
 copy hypershift hostedclusters.hypershift.openshift.io "$hypershift" "$h" \
   "$fg/hostedclusters.hypershift.openshift.io/AutoNodeKarpenter.yaml" "$fg/hostedclusters.hypershift.openshift.io/AAA_ungated.yaml"
+# ControlPlaneComponent: the per-component rollout status HyperShift reads in the HCP namespace (the
+# operator writes `karpenter`; HyperShift's AutoNodeEnabled needs it RolloutComplete). Not feature-gated.
+copy hypershift controlplanecomponents.hypershift.openshift.io "$hypershift" "$h" \
+  "$fg/controlplanecomponents.hypershift.openshift.io/AAA_ungated.yaml"
+# The ungated manifest is annotated `feature-gate.release.openshift.io/: "true"`, a key without a name that the
+# API server refuses: that one annotation is dropped (the API module's only copy; HyperShift installs its own).
+cpc_crd="$tmp/hypershift/controlplanecomponents.hypershift.openshift.io.yaml"
+sed -i '/^    feature-gate\.release\.openshift\.io\/: /d' "$cpc_crd"
 
 # OpenshiftEC2NodeClass (karpenter.hypershift.openshift.io) has Go types only in the API module: generate its
 # CRD with the pinned controller-gen, from a scratch copy of the module (the module cache is read-only). It is

@@ -57,7 +57,7 @@ export interface ContainerInputs {
   /** Management-cluster mode: the UID HyperShift runs the HCP's pods as (`hostedControlPlaneRunAsUser`), if any. */
   hostedRunAsUser?: number;
   /** Management-cluster mode: the optional kinds the management cluster serves (`managementKindsServed`), checked at start-up. */
-  hostedKinds?: { podMonitor: boolean; capiCluster: boolean };
+  hostedKinds?: { podMonitor: boolean; capiCluster: boolean; controlPlaneComponent: boolean };
   /** A topology other than standalone (HyperShift); built by the caller from its package. */
   topology?: (inputs: ContainerInputs, settings: OperatorSettings) => Topology;
 }
@@ -102,6 +102,7 @@ export function buildContainer(inputs: ContainerInputs): Container {
         logLevel: config.logLevel === 'warn' ? 'info' : config.logLevel,
         ...(inputs.hostedRunAsUser !== undefined ? { runAsUser: inputs.hostedRunAsUser } : {}),
         capiClusterServed: inputs.hostedKinds?.capiCluster ?? false,
+        controlPlaneComponentServed: inputs.hostedKinds?.controlPlaneComponent ?? false,
         env: {
           clusterName: config.clusterName ?? '',
           clusterEndpoint: config.clusterEndpoint ?? '',

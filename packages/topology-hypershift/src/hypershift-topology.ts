@@ -1,9 +1,14 @@
 import {
+  describeError,
   InvalidInputError,
   isConflictError,
+  isForbiddenError,
   isNotFoundError,
   isoNow,
+  Names,
+  ownerReferenceTo,
   setConditions,
+  Types,
   token,
   type Clock,
   type ClusterFacts,
@@ -29,6 +34,7 @@ import {
   type HostedControlPlane,
 } from './hcp.js';
 import { hcpDeploymentAnnotations, hcpOperandLayout } from './operand-layout.js';
+import { ControlPlaneComponentType, OPERAND_COMPONENT, operandComponentStatus } from './control-plane-component.js';
 
 /** Stores the composition root builds for management-cluster mode; the module resolves them by these tokens. */
 export const ManagementClusterStoreId = token<ClusterStore>('ClusterStore/management');
@@ -75,6 +81,11 @@ export interface HyperShiftTopologyOptions {
    * HyperShift writes it once, before the namespace's workloads); absent where the SCC assigns it.
    */
   runAsUser?: number;
+  /**
+   * Whether the management cluster serves HyperShift's ControlPlaneComponent, checked once at start-up: only
+   * then is ControlPlaneComponent `karpenter` watched and written (`reportStatus`). Default false.
+   */
+  controlPlaneComponentServed?: boolean;
 }
 
 /**
@@ -149,6 +160,12 @@ export function autoNodeLifecycle(
 /** The condition this topology owns on the HCP, in the spirit of HyperShift's `AutoNodeEnabled`. */
 export const AUTONODE_CONDITION = 'AutoNodeEnabled';
 
+/**
+ * The HCP condition present only while ControlPlaneComponent `karpenter` cannot be written (False, reason
+ * `Forbidden`): HyperShift's AutoNodeEnabled on the HostedCluster then stays False however Karpenter runs.
+ */
+export const COMPONENT_CONDITION = 'KarpenterComponentReported';
+
 export const AutoNodeReasons = {
   AsExpected: 'AsExpected',
   /** Enabling (operand not rolled out yet) or disabling (teardown running). */
@@ -218,6 +235,8 @@ export class HyperShiftTopology implements Topology {
   readonly teardownFinalizer = HCP_KARPENTER_FINALIZER;
   /** The HCP events are recorded on. */
   readonly statusObject: ObjectRef;
+  /** ControlPlaneComponent `karpenter`, when the management cluster serves the kind. */
+  readonly statusWatches: Watch[];
 
   constructor(private readonly options: HyperShiftTopologyOptions) {
     this.controlStore = options.management;
@@ -228,6 +247,16 @@ export class HyperShiftTopology implements Topology {
       ...(options.capiClusterServed ? [{ type: CapiClusterType, cluster: 'control' as const, namespace: options.namespace }] : []),
     ];
     this.statusObject = { ...HostedControlPlaneType, namespace: options.namespace, name: options.hcpName };
+    this.statusWatches = options.controlPlaneComponentServed
+      ? [
+          {
+            type: ControlPlaneComponentType,
+            cluster: 'control',
+            namespace: options.namespace,
+            fieldSelector: `metadata.name=${OPERAND_COMPONENT}`,
+          },
+        ]
+      : [];
   }
 
   operandLayout(settings: OperatorSettings): OperandLayout {
@@ -324,23 +353,32 @@ export class HyperShiftTopology implements Topology {
   }
 
   /**
-   * Sets the AutoNode condition on the HCP (keeping `lastTransitionTime` while its status holds); writes
-   * nothing when it already says that. Other HCP conditions, `status.autoNode`, versions and related
-   * objects are left alone (no ClusterOperator in this topology).
+   * Reports the operand as ControlPlaneComponent `karpenter` (`reportOperandComponent`), then sets the
+   * AutoNode condition on the HCP (keeping `lastTransitionTime` while its status holds) and
+   * `KarpenterComponentReported` while that component cannot be written; writes nothing when they already
+   * say that. Other HCP conditions, `status.autoNode`, versions and related objects are left alone (no
+   * ClusterOperator in this topology).
    */
   async reportStatus(report: StatusReport, request: KarpenterRequest | undefined): Promise<void> {
     const raw = await this.rawHostedControlPlane();
     if (!raw) return;
+    const componentProblem = await this.reportOperandComponent(report, request, raw);
     const ref: ObjectRef = { ...HostedControlPlaneType, namespace: this.options.namespace, name: raw.metadata.name };
     const status = (raw.status ?? {}) as { conditions?: unknown };
-    const current = Array.isArray(status.conditions)
+    const found = Array.isArray(status.conditions)
       ? status.conditions.filter(
           (c): c is Condition => typeof c === 'object' && c !== null && typeof (c as { type?: unknown }).type === 'string',
         )
       : [];
+    // The component condition is there only while the problem lasts.
+    const current = componentProblem ? found : found.filter((c) => c.type !== COMPONENT_CONDITION);
     const generation = typeof raw.metadata.generation === 'number' ? raw.metadata.generation : 1;
-    const { conditions, changed } = setConditions(current, [autoNodeCondition(report, request, generation)], isoNow(this.options.clock));
-    if (!changed) return;
+    const next = [
+      autoNodeCondition(report, request, generation),
+      ...(componentProblem ? [{ ...componentProblem, observedGeneration: generation }] : []),
+    ];
+    const { conditions, changed } = setConditions(current, next, isoNow(this.options.clock));
+    if (!changed && current.length === found.length) return;
     try {
       // Over the conditions as read only: HyperShift writes the HCP's other conditions, and a list replaced
       // whole from a stale read would drop theirs.
@@ -352,6 +390,59 @@ export class HyperShiftTopology implements Topology {
     } catch (e) {
       // Gone (its deletion finished) or moved on: the HCP's watch event brings the next reconcile.
       if (!isNotFoundError(e) && !isConflictError(e)) throw e;
+    }
+  }
+
+  /**
+   * ControlPlaneComponent `karpenter` in the HCP namespace, which HyperShift's own Karpenter operator writes
+   * for its Karpenter and HyperShift reads (AutoNodeEnabled, the control-plane version's completion, the HCP's
+   * availability). While Karpenter is requested: created when missing (owned by the HCP, as the operand is),
+   * its status set from the operand (`operandComponentStatus`) through the status subresource, nothing
+   * written when it already says that. Once AutoNode is off or the hosted cluster is deleted, it goes with
+   * the operand: deleted when the operand Deployment is gone. Nothing while the management cluster does not
+   * serve the kind. Returns the HCP condition to set when the write is forbidden (403), else undefined.
+   */
+  private async reportOperandComponent(
+    report: StatusReport,
+    request: KarpenterRequest | undefined,
+    raw: KubeObject,
+  ): Promise<ConditionInput | undefined> {
+    const { management: store, namespace, clock } = this.options;
+    if (!this.options.controlPlaneComponentServed) return undefined;
+    const ref: ObjectRef = { ...ControlPlaneComponentType, namespace, name: OPERAND_COMPONENT };
+    try {
+      if (request && !request.deleting && report.operand) {
+        const hcp = decodeHostedControlPlane(raw);
+        const want = operandComponentStatus(report.operand, hcp.controlPlaneVersion);
+        const found =
+          (await store.get(ref)) ??
+          (
+            await store.createIfAbsent<KubeObject>({
+              ...ControlPlaneComponentType,
+              metadata: { name: OPERAND_COMPONENT, namespace, ownerReferences: [ownerReferenceTo(request)] },
+              spec: {},
+            })
+          ).object;
+        const listed = (found?.status as { conditions?: unknown } | undefined)?.conditions;
+        const current = Array.isArray(listed) ? (listed as Condition[]).filter((c) => typeof c?.type === 'string') : [];
+        const { conditions } = setConditions(current, want.conditions, isoNow(clock));
+        await store.patchStatus(ref, { conditions, resources: want.resources, ...(want.version ? { version: want.version } : {}) });
+      } else if (request?.deleting || (!request && !report.operand)) {
+        if (!(await store.get({ ...Types.Deployment, namespace, name: Names.operandDeployment }))) await store.delete(ref);
+      }
+      return undefined;
+    } catch (e) {
+      if (isForbiddenError(e)) {
+        return {
+          type: COMPONENT_CONDITION,
+          status: 'False',
+          reason: 'Forbidden',
+          message: `Cannot write ${ControlPlaneComponentType.kind} ${namespace}/${OPERAND_COMPONENT}, which HyperShift reads for AutoNodeEnabled: ${describeError(e)}`,
+        };
+      }
+      // Gone or moved on meanwhile: its watch event brings the next reconcile.
+      if (isNotFoundError(e) || isConflictError(e)) return undefined;
+      throw e;
     }
   }
 }

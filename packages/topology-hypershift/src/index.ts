@@ -13,6 +13,7 @@ export {
   ManagementClusterStoreId,
   GuestClusterStoreId,
   AUTONODE_CONDITION,
+  COMPONENT_CONDITION,
   AutoNodeReasons,
   autoNodeCondition,
   autoNodeLifecycle,
@@ -54,5 +55,16 @@ export {
   CLUSTER_ID_LABEL,
   type OperandPodMonitorDeps,
 } from './podmonitor.js';
+export {
+  ControlPlaneComponentType,
+  ComponentConditions,
+  ComponentReasons,
+  OPERAND_COMPONENT,
+  OPERATOR_COMPONENT,
+  operandComponentStatus,
+  autoNodeComponentsPending,
+  type ComponentResource,
+  type ComponentStatus,
+} from './control-plane-component.js';
 export { autoNodeStatus, cpuCores, type AutoNodeStatus } from './status.js';
 export { hypershiftTopologyModule, HyperShiftTopologyId, type HyperShiftTopologyModuleOptions } from './module.js';

@@ -1,6 +1,7 @@
 import type { KubeObject, Logger, TypeRef } from '@karpenter-operator/core';
 import {
   CapiClusterType,
+  ControlPlaneComponentType,
   HcpPodConventions,
   PodMonitorType,
   hcpRunAsUser,
@@ -73,20 +74,26 @@ async function served(transport: KubeTransport, type: TypeRef): Promise<boolean>
 
 /**
  * Management-cluster mode: which optional kinds the management cluster serves, checked once at start-up
- * (HyperShift installs both before it creates any HCP): PodMonitor (monitoring.coreos.com/v1), for the
- * operand's PodMonitor, and CAPI's Cluster (cluster.x-k8s.io/v1beta1), whose deletion starts the teardown.
- * An absent kind is logged once and neither watched nor written.
+ * (HyperShift installs them before it creates any HCP): PodMonitor (monitoring.coreos.com/v1), for the
+ * operand's PodMonitor, CAPI's Cluster (cluster.x-k8s.io/v1beta1), whose deletion starts the teardown, and
+ * HyperShift's ControlPlaneComponent, where the operand's rollout is reported. An absent kind is logged once
+ * and neither watched nor written.
  */
 export async function managementKindsServed(
   transport: KubeTransport,
   logger: Logger,
-): Promise<{ podMonitor: boolean; capiCluster: boolean }> {
-  const [podMonitor, capiCluster] = await Promise.all([served(transport, PodMonitorType), served(transport, CapiClusterType)]);
+): Promise<{ podMonitor: boolean; capiCluster: boolean; controlPlaneComponent: boolean }> {
+  const [podMonitor, capiCluster, controlPlaneComponent] = await Promise.all([
+    served(transport, PodMonitorType),
+    served(transport, CapiClusterType),
+    served(transport, ControlPlaneComponentType),
+  ]);
   for (const [type, ok, consequence] of [
     [PodMonitorType, podMonitor, 'no PodMonitor for the operand'],
     [CapiClusterType, capiCluster, "the teardown starts with the HCP's own deletion only"],
+    [ControlPlaneComponentType, controlPlaneComponent, "no ControlPlaneComponent karpenter: HyperShift's AutoNodeEnabled stays False"],
   ] as const) {
     if (!ok) logger.warn(`the management cluster does not serve ${type.kind} (${type.apiVersion}): ${consequence}`);
   }
-  return { podMonitor, capiCluster };
+  return { podMonitor, capiCluster, controlPlaneComponent };
 }

@@ -101,6 +101,20 @@ const MANAGEMENT_RULES: ManagementRule[] = [
   },
   {
     by: ['operator'],
+    why: "ControlPlaneComponent karpenter: the operand's rollout, which HyperShift reads for AutoNodeEnabled; created, and deleted with the operand.",
+    apiGroups: [hcpGroup],
+    resources: ['controlplanecomponents'],
+    verbs: [...ro, 'create', 'delete'],
+  },
+  {
+    by: ['operator'],
+    why: 'The status of ControlPlaneComponent karpenter (version, Available, RolloutComplete, resources).',
+    apiGroups: [hcpGroup],
+    resources: ['controlplanecomponents/status'],
+    verbs: ['patch'],
+  },
+  {
+    by: ['operator'],
     why: "CAPI's Cluster <HCP namespace>/<infra ID>: its deletion (before the HCP's) starts the teardown.",
     apiGroups: ['cluster.x-k8s.io'],
     resources: ['clusters'],

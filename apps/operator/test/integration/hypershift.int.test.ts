@@ -14,6 +14,7 @@ import {
   type KubeObj,
 } from '@karpenter-operator/testkit';
 import { seededWorld, testCluster } from '@karpenter-operator/testkit/vitest';
+import { autoNodeComponentsPending } from '@karpenter-operator/topology-hypershift';
 import { anIgnitionSecret } from '@karpenter-operator/topology-hypershift/testing';
 import { GUEST_OPERATOR_SUBJECT, hostedGuestRbac } from '../../src/manifests/hypershift-rbac.js';
 import { conditionOf } from '../support/k8s.js';
@@ -104,6 +105,8 @@ const teardownEvents = async () =>
       e.reason ?? '',
     ),
   );
+const CPC_API = 'hypershift.openshift.io/v1beta1';
+const component = (name: string) => getObject(mgmt.kubeConfig(), CPC_API, 'ControlPlaneComponent', name, NS);
 const patchHcp = (body: Record<string, unknown>) =>
   kubeRequest(mgmt.kubeConfig(), 'PATCH', HCP_PATH, { body, contentType: 'application/merge-patch+json' });
 
@@ -188,6 +191,70 @@ describe('HyperShift: management cluster + guest cluster', () => {
           .join('\n')}`,
       );
     });
+    // What HyperShift reads of the rollout: ControlPlaneComponent karpenter, written by the operator for the operand.
+    const cpc = await waitFor(
+      'ControlPlaneComponent karpenter RolloutComplete=True at the HCP version',
+      async () => {
+        const c = await component('karpenter');
+        return (c?.status as { version?: string } | undefined)?.version === HCP_VERSION &&
+          conditionOf(c, 'RolloutComplete')?.status === 'True'
+          ? c
+          : false;
+      },
+      { timeoutMs: 60_000, intervalMs: 500 },
+    ).catch(async (e: Error) => {
+      throw new Error(`${e.message}\ncomponent: ${JSON.stringify((await component('karpenter'))?.status)}`);
+    });
+    expect(conditionOf(cpc, 'RolloutComplete')).toMatchObject({
+      reason: 'AsExpected',
+      message: 'Deployment karpenter successfully rolled out',
+    });
+    expect(conditionOf(cpc, 'Available')).toMatchObject({ status: 'True', reason: 'AsExpected' });
+    expect(cpc.metadata.ownerReferences).toEqual([expect.objectContaining({ kind: 'HostedControlPlane', name: HCP })]);
+    expect((cpc.status as { resources: unknown[] }).resources).toContainEqual({ group: 'apps', kind: 'Deployment', name: 'karpenter' });
+    // HyperShift's AutoNodeEnabled rule for the HostedCluster needs karpenter-operator too, which its
+    // control-plane operator writes for the operator's Deployment: written here as it would.
+    const components = () => listObjects(mgmt.kubeConfig(), CPC_API, 'ControlPlaneComponent', NS);
+    expect(autoNodeComponentsPending(await components())).toBe('waiting for components to be created');
+    const cpo = await applyObject(mgmt.kubeConfig(), {
+      apiVersion: CPC_API,
+      kind: 'ControlPlaneComponent',
+      metadata: { name: 'karpenter-operator', namespace: NS },
+      spec: {},
+    } as KubeObj);
+    const at = new Date().toISOString();
+    await applyStatus(mgmt.kubeConfig(), {
+      ...cpo,
+      status: {
+        version: HCP_VERSION,
+        conditions: [
+          {
+            type: 'Available',
+            status: 'True',
+            reason: 'AsExpected',
+            message: 'Deployment karpenter-operator is available',
+            lastTransitionTime: at,
+          },
+          {
+            type: 'RolloutComplete',
+            status: 'True',
+            reason: 'AsExpected',
+            message: 'Deployment karpenter-operator successfully rolled out',
+            lastTransitionTime: at,
+          },
+        ],
+      },
+    });
+    expect(autoNodeComponentsPending(await components())).toBeUndefined();
+    // Converged: an HCP event wakes the status use-case, which writes the component no more.
+    const quiet = new Date();
+    expect((await patchHcp({ metadata: { annotations: { 'test.karpenter-operator/poke': '1' } } })).status).toBe(200);
+    await new Promise((r) => setTimeout(r, 3_000));
+    expect(
+      mgmt
+        .auditEvents({ user: MGMT_USER, verbs: WRITE_VERBS, resource: 'controlplanecomponents', since: quiet })
+        .map((e) => `${e.verb} ${e.requestURI}`),
+    ).toEqual([]);
     // Only HyperShift's finalizer, which HyperShift can resolve without this operator.
     expect(await finalizers()).toEqual([FINALIZER]);
     // Found in the namespace: HyperShift's Deployment names no HCP.
@@ -204,6 +271,36 @@ describe('HyperShift: management cluster + guest cluster', () => {
         .auditEvents({ user: MGMT_USER, since: started })
         .filter((e) => /clusteroperators|customresourcedefinitions|certificatesigningrequests/.test(e.requestURI)),
     ).toEqual([]);
+  });
+
+  it("ControlPlaneComponent karpenter follows the HCP's control-plane version once the operand carries it", async () => {
+    const setVersion = async (version: string) => {
+      const current = (await hcp())!;
+      await applyStatus(mgmt.kubeConfig(), {
+        ...current,
+        status: {
+          ...(current.status as object),
+          controlPlaneVersion: { desired: { version, image: `quay.io/example/ocp-release:${version}` } },
+        },
+      });
+    };
+    const reported = async () => {
+      const c = await component('karpenter');
+      return { version: (c?.status as { version?: string } | undefined)?.version, rollout: conditionOf(c, 'RolloutComplete')?.status };
+    };
+    try {
+      await setVersion('4.22.1');
+      await waitFor('ControlPlaneComponent karpenter at 4.22.1', async () => (await reported()).version === '4.22.1', {
+        timeoutMs: 30_000,
+      });
+      expect(await reported()).toEqual({ version: '4.22.1', rollout: 'True' });
+      expect((await operand())?.metadata.annotations?.['release.openshift.io/version']).toBe('4.22.1');
+    } finally {
+      await setVersion(HCP_VERSION);
+      await waitFor(`ControlPlaneComponent karpenter back at ${HCP_VERSION}`, async () => (await reported()).version === HCP_VERSION, {
+        timeoutMs: 30_000,
+      });
+    }
   });
 
   it('OpenshiftEC2NodeClass foo -> ignition Secret (HyperShift) -> EC2NodeClass foo with its userData; deleted in that order', async () => {
@@ -444,6 +541,9 @@ describe('HyperShift: management cluster + guest cluster', () => {
     const disabledAt = new Date();
     expect((await patchHcp({ spec: { autoNode: null } })).status).toBe(200);
     await waitFor('the finalizer released', async () => (await finalizers()).length === 0, { timeoutMs: 90_000, intervalMs: 500 });
+    await waitFor('ControlPlaneComponent karpenter gone with the operand', async () => !(await component('karpenter')), {
+      timeoutMs: 30_000,
+    });
     await waitFor(
       'AutoNodeEnabled False/AutoNodeNotConfigured',
       async () => (await autoNodeCondition())?.reason === 'AutoNodeNotConfigured',

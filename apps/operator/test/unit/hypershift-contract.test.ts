@@ -6,6 +6,8 @@ import {
   coversRules,
   OperandReconciler,
   silentLogger,
+  StatusBoard,
+  StatusReconciler,
   TopologyId,
   Types,
   type CloudProvider,
@@ -14,7 +16,13 @@ import {
   type Topology,
 } from '@karpenter-operator/core';
 import { FakeClock, MemoryClusterStore, RecordingEvents, RecordingMetrics } from '@karpenter-operator/core/testing';
-import { HCP_KARPENTER_FINALIZER, HostedControlPlaneType, soleHostedControlPlaneName } from '@karpenter-operator/topology-hypershift';
+import {
+  autoNodeComponentsPending,
+  ControlPlaneComponentType,
+  HCP_KARPENTER_FINALIZER,
+  HostedControlPlaneType,
+  soleHostedControlPlaneName,
+} from '@karpenter-operator/topology-hypershift';
 import { KARPENTER_AWS_CRDS_DIR } from '@karpenter-operator/provider-aws/testing';
 import { aHostedControlPlane } from '@karpenter-operator/topology-hypershift/testing';
 import { parseConfig, UNKNOWN_RELEASE_VERSION, type OperatorConfig } from '../../src/config.js';
@@ -205,6 +213,77 @@ describe("HyperShift's karpenter-operator Deployment", () => {
     ])('runs as $name', async ({ runAsUser, want }) => {
       const d = await operand(runAsUser);
       expect(d.spec.template.spec.securityContext.runAsUser).toBe(want);
+    });
+
+    it("is reported as ControlPlaneComponent karpenter: RolloutComplete and the HCP's version once rolled out, then no write", async () => {
+      const config = parsed();
+      const management = new MemoryClusterStore([
+        aHostedControlPlane({
+          metadata: { name: 'demo', namespace: pod.namespace },
+          spec: { infraID: config.clusterName, platform: { aws: { region: config.region } } },
+          status: { controlPlaneVersion: { desired: { version: HCP_VERSION, image: 'quay.io/example/release@sha256:1' } } },
+        }),
+        { ...Types.Secret, metadata: { name: 'karpenter-credentials', namespace: pod.namespace }, data: { credentials: 'eA==' } },
+      ]);
+      const guest = new MemoryClusterStore();
+      const c = buildContainer({
+        config: { ...config, hcpName: 'demo', crdDir: KARPENTER_AWS_CRDS_DIR },
+        hostedKinds: { podMonitor: false, capiCluster: false, controlPlaneComponent: true },
+        platform: config.platform!,
+        store: management,
+        guestStore: guest,
+        events: new RecordingEvents(),
+        logger: silentLogger,
+        metrics: new RecordingMetrics(),
+        clock: new FakeClock(),
+      });
+      const cloud = c.get<CloudProvider>(CloudProviderId);
+      for (const crd of cloud.crds()) await guest.apply({ ...crd, status: { conditions: [{ type: 'Established', status: 'True' }] } });
+      const deps = { topology: c.get<Topology>(TopologyId), cloud, settings: c.get<OperatorSettings>(SettingsId) };
+      const operandReconciler = new OperandReconciler({ ...deps, events: new RecordingEvents(), logger: silentLogger });
+      const status = new StatusReconciler({ ...deps, board: new StatusBoard() });
+      expect(status.watches).toContainEqual(expect.objectContaining({ type: ControlPlaneComponentType, namespace: pod.namespace }));
+      const cpcRef = { ...ControlPlaneComponentType, namespace: pod.namespace, name: 'karpenter' };
+      type Cpc = {
+        version?: string;
+        conditions: Array<{ type: string; status: string }>;
+        resources: Array<{ kind: string; name: string }>;
+      };
+      const cpc = async () => (await management.get(cpcRef))?.status as Cpc | undefined;
+      const rolloutComplete = async () => (await cpc())?.conditions.find((x) => x.type === 'RolloutComplete')?.status;
+
+      await operandReconciler.reconcile();
+      await status.reconcile();
+      expect(await rolloutComplete()).toBe('False');
+      expect((await cpc())?.version).toBeUndefined();
+
+      // The Deployment controller rolls it out.
+      const dep = (await management.get({ ...Types.Deployment, namespace: pod.namespace, name: 'karpenter' }))!;
+      management.seed({
+        ...dep,
+        status: {
+          observedGeneration: dep.metadata.generation,
+          replicas: 1,
+          updatedReplicas: 1,
+          readyReplicas: 1,
+          availableReplicas: 1,
+          conditions: [{ type: 'Available', status: 'True', reason: 'MinimumReplicasAvailable', message: '' }],
+        },
+      });
+      await status.reconcile();
+      expect(await rolloutComplete()).toBe('True');
+      expect((await cpc())?.version).toBe(HCP_VERSION);
+      // What the operator applies for the operand in the HCP namespace.
+      expect((await cpc())?.resources).toEqual([
+        { group: '', kind: 'ServiceAccount', name: 'karpenter' },
+        { group: 'apps', kind: 'Deployment', name: 'karpenter' },
+      ]);
+      expect(autoNodeComponentsPending([(await management.get(cpcRef))!])).toBe('waiting for components to be created');
+
+      management.clearWrites();
+      await operandReconciler.reconcile();
+      await status.reconcile();
+      expect(management.writes).toEqual([]);
     });
   });
 

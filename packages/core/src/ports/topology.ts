@@ -1,5 +1,5 @@
 import type { ClusterFacts, KarpenterRequest, OperatorSettings } from '../model/cluster.js';
-import type { ObjectRef } from '../model/kube.js';
+import type { KubeObject, ObjectRef } from '../model/kube.js';
 import type { ConditionInput } from '../policy/conditions.js';
 import type { OperandLayout } from '../policy/operand-layout.js';
 import type { Watch } from '../runtime/reconciler.js';
@@ -15,6 +15,20 @@ export interface StatusReport {
   relatedObjects: RelatedObject[];
   /** The use-cases' own conditions (e.g. NodeIdentityHealthy), shown beside the folded ones where the topology has room (the Karpenter CR). */
   useCaseConditions?: ConditionInput[];
+  /**
+   * The operand as the fold saw it, for a topology that reports it as a component of its own (HyperShift's
+   * ControlPlaneComponent). Set only while Karpenter is requested, not being removed, on a supported platform.
+   */
+  operand?: OperandReport;
+}
+
+export interface OperandReport {
+  /** The live operand Deployment; absent when it does not exist. */
+  deployment?: KubeObject;
+  /** It carries this release's pod template and every replica runs it, available (the fold's `rolledOut`). */
+  rolledOut: boolean;
+  /** What this release applies for the operand on the control cluster in its namespace; empty when not known yet. */
+  objects: Array<{ group: string; kind: string; name: string }>;
 }
 
 /**
@@ -47,6 +61,9 @@ export interface Topology {
 
   /** Objects whose changes can change `readRequest` or `clusterFacts`; every use-case watches them. */
   readonly watches: Watch[];
+
+  /** Objects `reportStatus` reads or writes besides the status object; the status use-case watches them too. */
+  readonly statusWatches?: Watch[];
 
   /** Object that events about the operator as a whole are recorded on. */
   readonly statusObject: ObjectRef;

@@ -4,10 +4,11 @@ import type { KubeObject, ObjectRef } from '../../model/kube.js';
 import { Types } from '../../model/kube.js';
 import { Names } from '../../model/names.js';
 import { layoutCredentialsSecret } from '../../policy/operand-layout.js';
+import type { PlacedObject } from '../../policy/operand.js';
 import { isSubset } from '../../policy/subset.js';
-import { foldStatus, Reasons, type OperandState, type StatusInputs } from '../../policy/status-fold.js';
+import { foldStatus, Reasons, rolledOut, type OperandState, type StatusInputs } from '../../policy/status-fold.js';
 import type { CloudProvider, RelatedObject } from '../../ports/cloud-provider.js';
-import type { Topology } from '../../ports/topology.js';
+import type { OperandReport, Topology } from '../../ports/topology.js';
 import type { Reconciler, Result, Watch } from '../../runtime/reconciler.js';
 import { ManagedCrdsWatch } from '../crds/crds.js';
 import { pendingCrds } from '../gate.js';
@@ -91,6 +92,7 @@ export class StatusReconciler implements Reconciler {
       },
       ManagedCrdsWatch,
       statusObjectWatch(deps.topology.statusObject),
+      ...(deps.topology.statusWatches ?? []),
     ];
   }
 
@@ -118,6 +120,7 @@ export class StatusReconciler implements Reconciler {
       releaseVersion: settings.releaseVersion,
     };
     let request: KarpenterRequest | undefined;
+    let operand: OperandReport | undefined;
     try {
       request = await topology.readRequest();
     } catch (e) {
@@ -142,6 +145,7 @@ export class StatusReconciler implements Reconciler {
     if (input.request === 'present' && !input.unsupported) {
       // What this release would apply; without it the live Deployment cannot count as this release's.
       let desired: KubeObject | undefined;
+      let placedHere: PlacedObject[] = [];
       try {
         const facts = await topology.clusterFacts();
         input.crdsPending = await pendingCrds(topology, cloud);
@@ -149,9 +153,9 @@ export class StatusReconciler implements Reconciler {
         const secret = await topology.controlStore.get({ ...Types.Secret, namespace: ns, name: cfg.credentialsSecret });
         if (!secret) input.missingCredentials = `${ns}/${cfg.credentialsSecret}`;
         else if (request) {
-          desired = planOperandFor(this.deps, { request, facts, credentials: secret }).find(
-            (p) => p.object.kind === Types.Deployment.kind,
-          )?.object;
+          const plan = planOperandFor(this.deps, { request, facts, credentials: secret });
+          placedHere = plan.filter((p) => p.cluster === 'control' && p.object.metadata.namespace === ns);
+          desired = plan.find((p) => p.object.kind === Types.Deployment.kind)?.object;
         }
       } catch (e) {
         if (!isInvalidInputError(e)) throw e;
@@ -160,6 +164,15 @@ export class StatusReconciler implements Reconciler {
       const dep = await topology.controlStore.get({ ...Types.Deployment, namespace: ns, name: Names.operandDeployment });
       const op = operandState(dep, desired);
       if (op) input.operand = op;
+      operand = {
+        rolledOut: op !== undefined && rolledOut(op),
+        objects: (desired ? placedHere : []).map(({ object: o }) => ({
+          group: o.apiVersion.includes('/') ? o.apiVersion.split('/')[0]! : '',
+          kind: o.kind,
+          name: o.metadata.name,
+        })),
+        ...(dep ? { deployment: dep } : {}),
+      };
     }
     const reported = (
       (await topology.controlStore.get(topology.statusObject))?.status as
@@ -173,6 +186,7 @@ export class StatusReconciler implements Reconciler {
       relatedObjects: relatedObjects(ns, cloud.relatedObjects()),
       useCaseConditions: input.useCaseConditions,
       ...(folded.version ? { version: folded.version } : {}),
+      ...(operand ? { operand } : {}),
     };
     await topology.reportStatus(report, request);
     return {};
