@@ -147,22 +147,34 @@ describe('managementKindsServed', () => {
 
   it.each([
     {
-      name: 'both served',
-      answers: { '/apis/monitoring.coreos.com/v1': ['ServiceMonitor', 'PodMonitor'], '/apis/cluster.x-k8s.io/v1beta1': ['Cluster'] },
-      want: { podMonitor: true, capiCluster: true },
+      name: 'all served',
+      answers: {
+        '/apis/monitoring.coreos.com/v1': ['ServiceMonitor', 'PodMonitor'],
+        '/apis/cluster.x-k8s.io/v1beta1': ['Cluster'],
+        '/apis/hypershift.openshift.io/v1beta1': ['HostedControlPlane', 'ControlPlaneComponent'],
+      },
+      want: { podMonitor: true, capiCluster: true, controlPlaneComponent: true },
       warned: [],
     },
     {
       name: 'group-version served without the kind, and a group not served',
-      answers: { '/apis/monitoring.coreos.com/v1': ['ServiceMonitor'] },
-      want: { podMonitor: false, capiCluster: false },
-      warned: [/PodMonitor \(monitoring.coreos.com\/v1\)/, /Cluster \(cluster.x-k8s.io\/v1beta1\)/],
+      answers: { '/apis/monitoring.coreos.com/v1': ['ServiceMonitor'], '/apis/hypershift.openshift.io/v1beta1': ['HostedControlPlane'] },
+      want: { podMonitor: false, capiCluster: false, controlPlaneComponent: false },
+      warned: [
+        /PodMonitor \(monitoring.coreos.com\/v1\)/,
+        /Cluster \(cluster.x-k8s.io\/v1beta1\)/,
+        /ControlPlaneComponent \(hypershift.openshift.io\/v1beta1\): no ControlPlaneComponent karpenter/,
+      ],
     },
   ])('$name', async ({ answers, want, warned }) => {
     const t = discovery(answers);
     const { l, lines } = warnings();
     expect(await managementKindsServed(t, l)).toEqual(want);
-    expect(t.paths.sort()).toEqual(['/apis/cluster.x-k8s.io/v1beta1', '/apis/monitoring.coreos.com/v1']);
+    expect(t.paths.sort()).toEqual([
+      '/apis/cluster.x-k8s.io/v1beta1',
+      '/apis/hypershift.openshift.io/v1beta1',
+      '/apis/monitoring.coreos.com/v1',
+    ]);
     expect(lines).toHaveLength(warned.length);
     warned.forEach((re, i) => expect(lines[i]).toMatch(re));
   });
