@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ForbiddenError, Types, type KubeObject, type OperandReport, type StatusReport } from '@karpenter-operator/core';
+import { ForbiddenError, TransientError, Types, type KubeObject, type OperandReport, type StatusReport } from '@karpenter-operator/core';
 import { FakeClock, MemoryClusterStore } from '@karpenter-operator/core/testing';
 import {
   autoNodeComponentsPending,
@@ -8,6 +8,7 @@ import {
   OPERAND_COMPONENT,
   OPERATOR_COMPONENT,
   operandComponentStatus,
+  type ComponentStatus,
 } from './control-plane-component.js';
 import { HostedControlPlaneType } from './hcp.js';
 import { AUTONODE_CONDITION, COMPONENT_CONDITION, HyperShiftTopology } from './hypershift-topology.js';
@@ -59,7 +60,7 @@ const operand = (rolledOut: boolean, dep: KubeObject | null = deployment()): Ope
   ...(dep ? { deployment: dep } : {}),
 });
 
-const cond = (s: { conditions: Array<{ type: string }> }, type: string) => s.conditions.find((c) => c.type === type);
+const cond = (s: ComponentStatus, type: string) => s.conditions.find((c) => c.type === type);
 
 describe('operandComponentStatus', () => {
   it('rolled out at the release: Available and RolloutComplete True, the version, what it manages', () => {
@@ -245,6 +246,17 @@ describe('HyperShiftTopology.reportStatus: ControlPlaneComponent karpenter', () 
     expect((await conditions()).find((c) => c.type === AUTONODE_CONDITION)).toBeDefined();
     await topology.reportStatus(folded(operand(true)), await topology.readRequest());
     expect((await conditions()).map((c) => c.type)).toEqual([AUTONODE_CONDITION]);
+    expect(await management.get(CPC_REF)).toBeDefined();
+  });
+
+  it('another failure writing it still sets AutoNodeEnabled, then throws for a retry', async () => {
+    const { management, topology } = setup();
+    management.seed(deployment());
+    management.failNext(new TransientError('HTTP 503'), 'create');
+    await expect(topology.reportStatus(folded(operand(true)), await topology.readRequest())).rejects.toThrow(/503/);
+    const hcp = (await management.get(HCP_REF))!;
+    expect((hcp.status as { conditions: Array<{ type: string }> }).conditions.map((c) => c.type)).toEqual([AUTONODE_CONDITION]);
+    await topology.reportStatus(folded(operand(true)), await topology.readRequest());
     expect(await management.get(CPC_REF)).toBeDefined();
   });
 

@@ -3,6 +3,7 @@ import {
   InvalidInputError,
   isConflictError,
   isForbiddenError,
+  isInvalidInputError,
   isNotFoundError,
   isoNow,
   Names,
@@ -362,23 +363,36 @@ export class HyperShiftTopology implements Topology {
   async reportStatus(report: StatusReport, request: KarpenterRequest | undefined): Promise<void> {
     const raw = await this.rawHostedControlPlane();
     if (!raw) return;
-    const componentProblem = await this.reportOperandComponent(report, request, raw);
-    const ref: ObjectRef = { ...HostedControlPlaneType, namespace: this.options.namespace, name: raw.metadata.name };
+    // A component that cannot be reported now (its cache not synced, a 5xx) holds back neither AutoNodeEnabled
+    // nor the other way round: the error is rethrown after the HCP's conditions are written, for a retry.
+    let componentProblem: ConditionInput | undefined;
+    let componentFailed: { error: unknown } | undefined;
+    try {
+      componentProblem = await this.reportOperandComponent(report, request, raw);
+    } catch (error) {
+      componentFailed = { error };
+    }
     const status = (raw.status ?? {}) as { conditions?: unknown };
     const found = Array.isArray(status.conditions)
       ? status.conditions.filter(
           (c): c is Condition => typeof c === 'object' && c !== null && typeof (c as { type?: unknown }).type === 'string',
         )
       : [];
-    // The component condition is there only while the problem lasts.
-    const current = componentProblem ? found : found.filter((c) => c.type !== COMPONENT_CONDITION);
+    // The component condition is there only while the problem lasts (left as it is while unknown).
+    const current = componentProblem || componentFailed ? found : found.filter((c) => c.type !== COMPONENT_CONDITION);
     const generation = typeof raw.metadata.generation === 'number' ? raw.metadata.generation : 1;
     const next = [
       autoNodeCondition(report, request, generation),
       ...(componentProblem ? [{ ...componentProblem, observedGeneration: generation }] : []),
     ];
     const { conditions, changed } = setConditions(current, next, isoNow(this.options.clock));
-    if (!changed && current.length === found.length) return;
+    if (changed || current.length !== found.length) await this.patchHcpConditions(raw, conditions);
+    if (componentFailed) throw componentFailed.error;
+  }
+
+  /** Writes the HCP's conditions over the resourceVersion they were read at; gone or moved on is left to the next event. */
+  private async patchHcpConditions(raw: KubeObject, conditions: Condition[]): Promise<void> {
+    const ref: ObjectRef = { ...HostedControlPlaneType, namespace: this.options.namespace, name: raw.metadata.name };
     try {
       // Over the conditions as read only: HyperShift writes the HCP's other conditions, and a list replaced
       // whole from a stale read would drop theirs.
@@ -440,8 +454,9 @@ export class HyperShiftTopology implements Topology {
           message: `Cannot write ${ControlPlaneComponentType.kind} ${namespace}/${OPERAND_COMPONENT}, which HyperShift reads for AutoNodeEnabled: ${describeError(e)}`,
         };
       }
-      // Gone or moved on meanwhile: its watch event brings the next reconcile.
-      if (isNotFoundError(e) || isConflictError(e)) return undefined;
+      // Gone or moved on meanwhile: its watch event brings the next reconcile. A malformed HCP is reported in
+      // AutoNodeEnabled.
+      if (isNotFoundError(e) || isConflictError(e) || isInvalidInputError(e)) return undefined;
       throw e;
     }
   }
