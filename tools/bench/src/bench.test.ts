@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { AuditEvent } from '@karpenter-operator/testkit';
 import { summarizeAuditWindow } from './audit-window.js';
 import { anonymousMappings, byLabel, memoryBreakdown, parsePromText, residentSplit, sumOf } from './prom.js';
-import { median, pendingSweep, pool, quantile, ratio, summarize } from './stats.js';
+import { bucketMinima, linearFit, median, pendingSweep, pool, quantile, ratio, summarize } from './stats.js';
 
 describe('quantile', () => {
   it.each([
@@ -201,5 +201,62 @@ describe('pendingSweep', () => {
   });
   it('nothing created: nothing pending', () => {
     expect(pendingSweep(new Map(), new Map(), 100)).toEqual({ peak: 0, msAboveCap: 0 });
+  });
+});
+
+describe('linearFit', () => {
+  it.each([
+    { name: 'a rising line', points: [0, 1, 2, 3].map((x) => ({ x, y: 2 * x + 1 })), slope: 2, intercept: 1, r2: 1 },
+    { name: 'flat', points: [0, 1, 2].map((x) => ({ x, y: 5 })), slope: 0, intercept: 5, r2: 1 },
+    {
+      name: 'a symmetric sawtooth has slope 0',
+      points: [11, 9, 9, 11].map((y, x) => ({ x, y })),
+      slope: 0,
+      intercept: 10,
+      r2: 0,
+    },
+  ])('$name', ({ points, slope, intercept, r2 }) => {
+    const fit = linearFit(points);
+    expect(fit.slope).toBeCloseTo(slope, 9);
+    expect(fit.intercept).toBeCloseTo(intercept, 9);
+    expect(fit.r2).toBeCloseTo(r2, 9);
+    expect(fit.n).toBe(points.length);
+  });
+
+  it('gives the slope a standard error: 0 on a line, the textbook figure on noise', () => {
+    expect(linearFit([0, 1, 2, 3].map((x) => ({ x, y: 3 * x }))).slopeStdErr).toBe(0);
+    // y = 0, 1, 0, 1 at x = 0..3: slope 0.2, residuals sum 0.8, sxx 5 → sqrt(0.8 / 2 / 5).
+    const fit = linearFit([0, 1, 0, 1].map((y, x) => ({ x, y })));
+    expect(fit.slope).toBeCloseTo(0.2, 9);
+    expect(fit.slopeStdErr).toBeCloseTo(Math.sqrt(0.08), 9);
+    expect(linearFit([0, 1].map((x) => ({ x, y: x }))).slopeStdErr).toBeNaN();
+  });
+
+  it('is NaN for one point or one x', () => {
+    expect(linearFit([{ x: 1, y: 2 }]).slope).toBeNaN();
+    expect(
+      linearFit([
+        { x: 1, y: 2 },
+        { x: 1, y: 3 },
+      ]).slope,
+    ).toBeNaN();
+  });
+});
+
+describe('bucketMinima', () => {
+  it('keeps the lowest point of each bucket, skipping empty buckets', () => {
+    const pts = [
+      { x: 0, y: 5 },
+      { x: 4, y: 3 },
+      { x: 9, y: 4 },
+      { x: 10, y: 8 },
+      { x: 31, y: 1 },
+    ];
+    expect(bucketMinima(pts, 10)).toEqual([
+      { x: 4, y: 3 },
+      { x: 10, y: 8 },
+      { x: 31, y: 1 },
+    ]);
+    expect(bucketMinima([], 10)).toEqual([]);
   });
 });

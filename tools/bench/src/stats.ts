@@ -44,6 +44,54 @@ export function ratio(value: number, base: number): number | null {
   return Math.round((value / base) * 100) / 100;
 }
 
+/**
+ * The least-squares line through `points` (`x` and `y` in the caller's units): its slope, intercept, R² and
+ * the slope's standard error.
+ * NaN slope for fewer than two distinct x.
+ */
+export function linearFit(points: ReadonlyArray<{ x: number; y: number }>): {
+  n: number;
+  slope: number;
+  intercept: number;
+  r2: number;
+  /** The slope's standard error (NaN below three points): how far the slope may be off by noise alone. */
+  slopeStdErr: number;
+} {
+  const n = points.length;
+  const mx = points.reduce((a, p) => a + p.x, 0) / n;
+  const my = points.reduce((a, p) => a + p.y, 0) / n;
+  let sxx = 0;
+  let sxy = 0;
+  let syy = 0;
+  for (const p of points) {
+    sxx += (p.x - mx) ** 2;
+    sxy += (p.x - mx) * (p.y - my);
+    syy += (p.y - my) ** 2;
+  }
+  if (!(n >= 2) || sxx === 0) return { n, slope: NaN, intercept: NaN, r2: NaN, slopeStdErr: NaN };
+  const slope = sxy / sxx;
+  const intercept = my - slope * mx;
+  const residuals = points.reduce((a, p) => a + (p.y - intercept - slope * p.x) ** 2, 0);
+  const slopeStdErr = n > 2 ? Math.sqrt(residuals / (n - 2) / sxx) : NaN;
+  return { n, slope, intercept, r2: syy === 0 ? 1 : (sxy * sxy) / (sxx * syy), slopeStdErr };
+}
+
+/**
+ * The lowest point of every `width`-wide bucket of x (buckets from the first point's x; empty buckets are
+ * skipped). A garbage-collected heap is a sawtooth: its floor after collections is what a leak raises.
+ */
+export function bucketMinima(points: ReadonlyArray<{ x: number; y: number }>, width: number): Array<{ x: number; y: number }> {
+  if (points.length === 0) return [];
+  const x0 = Math.min(...points.map((p) => p.x));
+  const low = new Map<number, { x: number; y: number }>();
+  for (const p of points) {
+    const b = Math.floor((p.x - x0) / width);
+    const cur = low.get(b);
+    if (!cur || p.y < cur.y) low.set(b, p);
+  }
+  return [...low.entries()].sort((a, b) => a[0] - b[0]).map(([, p]) => p);
+}
+
 /** Runs `fn` over `items` with at most `concurrency` calls in flight; the first rejection rejects the whole run. */
 export async function pool<T>(items: readonly T[], concurrency: number, fn: (item: T, index: number) => Promise<void>): Promise<void> {
   let next = 0;
