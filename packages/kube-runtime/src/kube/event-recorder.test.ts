@@ -15,7 +15,17 @@ function setup() {
   transport.on({ method: 'PATCH' }, (req: KubeRequest) => req.body);
   const metrics = new RecordingMetrics();
   const warnings: string[] = [];
-  const logger = { debug() {}, info() {}, warn: (m: string) => void warnings.push(m), error() {}, child: () => logger };
+  const fields: Array<Record<string, unknown> | undefined> = [];
+  const logger = {
+    debug() {},
+    info() {},
+    warn: (m: string, f?: Record<string, unknown>) => {
+      warnings.push(m);
+      fields.push(f);
+    },
+    error() {},
+    child: () => logger,
+  };
   const recorder = new KubeEventRecorder({
     transport,
     reportingInstance: 'karpenter-operator-abc_1',
@@ -23,7 +33,7 @@ function setup() {
     metrics,
     logger,
   });
-  return { transport, recorder, metrics, warnings };
+  return { transport, recorder, metrics, warnings, fields };
 }
 
 describe('KubeEventRecorder', () => {
@@ -106,8 +116,8 @@ describe('KubeEventRecorder', () => {
     expect(transport.requests.map((r) => r.method)).toEqual(['POST', 'POST']);
   });
 
-  it('never throws: failed writes are logged and counted', async () => {
-    const { transport, recorder, metrics, warnings } = setup();
+  it('never throws: failed writes are logged, with what the Event said, and counted', async () => {
+    const { transport, recorder, metrics, warnings, fields } = setup();
     transport.on({ method: 'POST' }, () => {
       throw apiError(403, 'events.events.k8s.io is forbidden');
     });
@@ -116,6 +126,11 @@ describe('KubeEventRecorder', () => {
     await vi.advanceTimersByTimeAsync(60_000);
     await recorder.flush();
     expect(warnings).toEqual(['writing a Kubernetes Event failed']);
+    // A Role without Events (HyperShift's): the log carries the Event instead.
+    expect(fields[0]).toMatchObject({
+      error: expect.stringContaining('forbidden'),
+      event: { regarding: `Deployment ${deploymentRef.namespace}/${deploymentRef.name}`, type: 'Normal', reason: 'R', note: 'm' },
+    });
     expect(metrics.counters.get('karpenter_operator_events_failed_total')).toBe(1);
     expect(transport.requests.map((r) => r.method)).toEqual(['POST']); // no series patch of an Event that does not exist
   });

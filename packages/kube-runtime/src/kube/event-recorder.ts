@@ -142,6 +142,8 @@ export class KubeEventRecorder implements EventRecorder {
         `/apis/events.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/events`,
         body,
         undefined,
+        // What the Event said, in the log instead (a Role without Events, an API server refusing them).
+        { regarding: `${regarding.kind} ${regarding.namespace ? `${regarding.namespace}/` : ''}${regarding.name}`, type, reason, note },
       );
       this.tracked.set(key, { name, namespace, firstObserved: now, lastObserved: now, count: 1, written: 1, created, flush: undefined });
       this.track(created);
@@ -187,19 +189,20 @@ export class KubeEventRecorder implements EventRecorder {
     path: string,
     body: unknown,
     contentType: string | undefined,
+    event?: Record<string, string>,
   ): Promise<boolean> {
     try {
       await this.transport.request({ verb, kind: 'Event', method, path, body, ...(contentType ? { contentType } : {}) });
       return true;
     } catch (e) {
-      this.failed(e);
+      this.failed(e, event);
       return false;
     }
   }
 
-  private failed(e: unknown): void {
+  private failed(e: unknown, event?: Record<string, string>): void {
     this.metrics.inc(RuntimeMetrics.eventsDropped.name);
-    this.logger.warn('writing a Kubernetes Event failed', { error: describeError(e) });
+    this.logger.warn('writing a Kubernetes Event failed', { error: describeError(e), ...(event ? { event } : {}) });
   }
 
   private track(p: Promise<unknown>): void {
