@@ -108,6 +108,41 @@ describe('hostedControlPlaneRunAsUser', () => {
     ]);
   });
 
+  it("refused, the operator's own pod (HyperShift's Role grants pods get) gives the UID HyperShift set from the annotation", async () => {
+    const { l, lines } = logger();
+    const requests: KubeRequest[] = [];
+    const t: KubeTransport = {
+      request: async <T>(req: KubeRequest) => {
+        requests.push(req);
+        if (req.kind === 'Namespace') throw Object.assign(new Error('forbidden'), { code: 403 });
+        return { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'op-1' }, spec: { securityContext: { runAsUser: 1000710000 } } } as T;
+      },
+      watch: async () => {
+        throw new Error('no watches here');
+      },
+    };
+    expect(await hostedControlPlaneRunAsUser(t, 'clusters-demo', l, 'op-1')).toBe(1000710000);
+    expect(requests.map((r) => r.path)).toEqual(['/api/v1/namespaces/clusters-demo', '/api/v1/namespaces/clusters-demo/pods/op-1']);
+    expect(lines.map((x) => x.level)).toEqual(['info']);
+  });
+
+  it('refused, and the own pod names no UID or cannot be read: none, with the warning', async () => {
+    for (const pod of [() => ({ kind: 'Pod', spec: {} }), () => Promise.reject(Object.assign(new Error('nf'), { code: 404 }))]) {
+      const { l, lines } = logger();
+      const t: KubeTransport = {
+        request: async <T>(req: KubeRequest) => {
+          if (req.kind === 'Namespace') throw Object.assign(new Error('forbidden'), { code: 403 });
+          return (await pod()) as T;
+        },
+        watch: async () => {
+          throw new Error('no watches here');
+        },
+      };
+      expect(await hostedControlPlaneRunAsUser(t, 'clusters-demo', l, 'op-1')).toBeUndefined();
+      expect(lines).toEqual([expect.objectContaining({ level: 'warn', fields: expect.objectContaining({ pod: 'op-1' }) })]);
+    }
+  });
+
   it('any other failure is not taken for "no UID"', async () => {
     const down = answering(() => {
       throw Object.assign(new Error('unavailable'), { code: 503 });

@@ -30,14 +30,17 @@ export async function hostedControlPlaneName(transport: KubeTransport, namespace
 /**
  * Management-cluster mode: the UID HyperShift runs the HCP's pods as, from the HCP namespace's annotation
  * (`hcpRunAsUser`), read once at start-up with a live GET of that one namespace (HyperShift writes the
- * annotation once, before it deploys anything there; a Role in the namespace can grant that GET). Undefined
- * when the namespace has none (the SCC assigns the UID) or the operator may not read it, which is logged
- * naming the rule; a malformed value is a start-up error naming the annotation.
+ * annotation once, before it deploys anything there). HyperShift's Role grants no `namespaces`: on a 401/403
+ * the operator reads its own pod instead (`pods` `get`, which that Role grants), whose
+ * `spec.securityContext.runAsUser` HyperShift set from the same annotation. Undefined when neither names
+ * one (the SCC assigns the UID) or neither may be read, which is logged naming the rules; a malformed
+ * annotation is a start-up error naming it.
  */
 export async function hostedControlPlaneRunAsUser(
   transport: KubeTransport,
   namespace: string,
   logger: Logger,
+  podName?: string,
 ): Promise<number | undefined> {
   let ns: KubeObject;
   try {
@@ -45,15 +48,41 @@ export async function hostedControlPlaneRunAsUser(
   } catch (e) {
     const status = httpStatusOf(e);
     if (status !== 401 && status !== 403) throw e;
+    const fromPod = podName ? await ownPodRunAsUser(transport, namespace, podName) : undefined;
+    if (typeof fromPod === 'number') {
+      logger.info("cannot read the HCP namespace; the operand runs as the UID HyperShift gave this operator's pod", {
+        namespace,
+        pod: podName,
+        runAsUser: fromPod,
+      });
+      return fromPod;
+    }
     logger.warn('cannot read the HCP namespace: the operand runs without the UID HyperShift may assign there', {
       namespace,
       annotation: HcpPodConventions.defaultSecurityContextUidAnnotation,
       missing: `get namespaces (Role in ${namespace})`,
       status,
+      ...(podName ? { pod: podName, podLookup: fromPod ?? 'no spec.securityContext.runAsUser' } : {}),
     });
     return undefined;
   }
   return hcpRunAsUser(ns);
+}
+
+/** The `runAsUser` of this operator's own pod; a string says why there is none to read. */
+async function ownPodRunAsUser(transport: KubeTransport, namespace: string, podName: string): Promise<number | string | undefined> {
+  try {
+    const pod = await transport.request<KubeObject & { spec?: { securityContext?: { runAsUser?: unknown } } }>({
+      verb: 'get',
+      kind: 'Pod',
+      method: 'GET',
+      path: `/api/v1/namespaces/${namespace}/pods/${encodeURIComponent(podName)}`,
+    });
+    const uid = pod.spec?.securityContext?.runAsUser;
+    return typeof uid === 'number' && Number.isInteger(uid) && uid >= 0 ? uid : undefined;
+  } catch (e) {
+    return `get pods/${podName}: HTTP ${httpStatusOf(e) ?? 'error'}`;
+  }
 }
 
 /** Whether the API server serves `type`: a discovery request for its group-version (open to every user). */
