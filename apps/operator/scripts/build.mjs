@@ -1,7 +1,8 @@
 // Bundles each image's entry point into an ESM file (plus chunks/, shared by the entries and loaded as the
 // entry import()s them) with production dependencies inlined, and copies the
 // CRDs each one serves (produced from the pinned Go modules by tools/cluster/fetch-crds.sh) beside it: the
-// operator's Karpenter CRDs, the HyperShift sidecar's OpenshiftEC2NodeClass.
+// operator's Karpenter CRDs and (for management-cluster mode) OpenshiftEC2NodeClass, the HyperShift sidecar's
+// OpenshiftEC2NodeClass.
 //   build.mjs [OUTDIR] [--entry main|adapter]...
 // OUTDIR is apps/operator/dist by default (the image test builds into a tree of its own); without --entry every
 // entry is built.
@@ -19,7 +20,7 @@ const crdRoot = join(root, 'generated/crds');
 
 // crds: the generated/crds group directories whose CRDs the entry serves.
 const allEntries = [
-  { in: 'apps/operator/src/main.ts', out: 'main', crds: ['karpenter'] }, // images/operator.Containerfile
+  { in: 'apps/operator/src/main.ts', out: 'main', crds: ['karpenter', 'karpenter-hypershift'] }, // images/operator.Containerfile
   { in: 'apps/operator/src/adapter-main.ts', out: 'adapter', crds: ['karpenter-hypershift'] }, // images/hypershift-adapter.Containerfile
 ];
 

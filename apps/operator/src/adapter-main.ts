@@ -1,35 +1,24 @@
 // The HyperShift sidecar adapter (images/hypershift-adapter.Containerfile): the HCP-specific controllers of
 // packages/topology-hypershift/src/sidecar. It talks to the operator only through Kubernetes objects.
-import { existsSync } from 'node:fs';
+// The HyperShift sidecar adapter (images/hypershift-adapter.Containerfile). The operator runs the same
+// controllers itself in management-cluster mode (hosted-controllers.ts), so by default this process runs
+// none of them: it serves its probes and metrics and says so. `--run-controllers` runs them, for a pod
+// whose operator predates that; never beside an operator that runs them, or both would write the same objects.
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { describeError, systemClock, type Reconciler } from '@karpenter-operator/core';
-import {
-  AutoNodeStatusReconciler,
-  GuestIdentity,
-  guestProbe,
-  HcpFinalizerReconciler,
-  NODECLASS_POLICY_CONTROLLER,
-  NodeClassPolicyReconciler,
-  OPENSHIFT_NODECLASS_CRD,
-  OpenshiftNodeClassReconciler,
-  type SelfSubjectReviewStatus,
-} from '@karpenter-operator/topology-hypershift/sidecar';
-import { loadObjects } from './cli/load-objects.js';
+import { systemClock, type Reconciler } from '@karpenter-operator/core';
 import { DEFAULT_ADDRESSES, parseAdapterConfig } from './config.js';
-import { providerFor } from './providers.js';
+import { guestCallsOver, hostedControllers, loadOpenshiftNodeClassCrd, type HostedControllers } from './hosted-controllers.js';
 import { startHttpServer } from './http/server.js';
 import {
   ControllerRuntime,
   createKubeCluster,
   ExitCodes,
-  isConnectionFailure,
   KubeEventRecorder,
   loadKubeConfig,
   Manager,
   routeByCluster,
   runMain,
-  toCoreError,
   WatchedKubeConfig,
 } from '@karpenter-operator/kube-runtime';
 import { createLogger } from './observability/logger.js';
@@ -39,9 +28,12 @@ import { PromMetrics } from './observability/metrics.js';
 const USAGE = `Usage: karpenter-operator-hypershift-adapter [run] --namespace NS --guest-kubeconfig FILE [--kubeconfig FILE] [--hcp-name NAME]
        [--metrics-bind-address [host]:port (${DEFAULT_ADDRESSES.adapter.metrics})] [--health-probe-bind-address [host]:port (${DEFAULT_ADDRESSES.adapter.health})]
        [--guest-unreachable-timeout DURATION (5m): how long the guest API may be unreachable during HCP deletion before the HCP finalizer goes]
-The HyperShift sidecar adapter: HCP status.autoNode, the HCP finalizer when the guest is gone, and (with --hcp-name)
-each OpenshiftEC2NodeClass translated into an EC2NodeClass with its ignition userData (guarded by a ValidatingAdmissionPolicy). The operand's
-credentials Secret (karpenter-credentials) is HyperShift's own.`;
+       [--run-controllers]
+The HyperShift sidecar adapter. The operator runs its controllers itself in management-cluster mode, so by default it
+runs none and only serves its probes and metrics. With --run-controllers (for an operator that predates that; never
+beside one that runs them) it runs them: HCP status.autoNode, the HCP finalizer when the guest is gone, and (with
+--hcp-name) each OpenshiftEC2NodeClass translated into an EC2NodeClass with its ignition userData (guarded by a
+ValidatingAdmissionPolicy).`;
 
 async function main(argv: string[]): Promise<number> {
   const parsed = parseAdapterConfig(argv);
@@ -71,49 +63,29 @@ async function main(argv: string[]): Promise<number> {
   const guestKubeconfig = new WatchedKubeConfig(guestPath, { logger });
   await guestKubeconfig.start();
   const guest = createKubeCluster(() => guestKubeconfig.current(), { metrics, logger, clock, onActivity: metrics.loopActivity });
-  const probeGuest = guestProbe({
-    request: () => guest.transport.request({ verb: 'get', kind: 'Version', method: 'GET', path: '/version' }),
-    isConnectionFailure,
-    describe: (e) => describeError(toCoreError(e, 'GET /version')),
-  });
   const events = new KubeEventRecorder({ transport: mgmt.transport, reportingInstance: 'hypershift-adapter', logger, metrics, clock });
-  const base = { management: mgmt.store, guest: guest.store, namespace, ...(hcpName ? { hcpName } : {}) };
-  const reconcilers: Reconciler[] = [
-    new AutoNodeStatusReconciler(base),
-    new HcpFinalizerReconciler({ ...base, clock, events, unreachableAfterMs, probeGuest }),
-  ];
-  const identity = new GuestIdentity({
-    logger,
-    selfSubjectReview: () =>
-      guest.transport
-        .request<SelfSubjectReviewStatus>({
-          verb: 'create',
-          kind: 'SelfSubjectReview',
-          method: 'POST',
-          path: '/apis/authentication.k8s.io/v1/selfsubjectreviews',
-          body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
-        })
-        .catch((e: unknown) => {
-          throw toCoreError(e, 'SelfSubjectReview');
-        }),
-  });
-  if (hcpName) {
-    // HyperShift's autoNode is AWS only. The sidecar uses the provider's pure NodeClass members, no CRDs or EC2.
-    const cloud = providerFor('AWS', { crdDir: '' });
-    // The OpenshiftEC2NodeClass CRD it serves in the guest, bundled beside adapter.js (build.mjs).
-    const crdDir = process.env.KARPENTER_CRD_DIR ?? join(dirname(fileURLToPath(import.meta.url)), 'crds');
-    // The build writes it as JSON too: read that file alone rather than parse every CRD in the directory.
-    const bundled = join(crdDir, `${OPENSHIFT_NODECLASS_CRD.split('.').slice(1).join('.')}_${OPENSHIFT_NODECLASS_CRD.split('.')[0]}.json`);
-    const crd = loadObjects(existsSync(bundled) ? bundled : crdDir).find(
-      (o) => o.kind === 'CustomResourceDefinition' && o.metadata.name === OPENSHIFT_NODECLASS_CRD,
-    );
-    if (!crd) throw new Error(`CRD ${OPENSHIFT_NODECLASS_CRD} is missing from ${crdDir}`);
-    const now = () => new Date(clock.now()).toISOString().replace(/\.\d{3}Z$/, 'Z');
-    reconcilers.push(
-      new OpenshiftNodeClassReconciler({ ...base, hcpName, events, cloud, crd, now }),
-      new NodeClassPolicyReconciler({ management: mgmt.store, guest: guest.store, namespace, hcpName, exempt: () => identity.usernames() }),
-    );
-  }
+  const hosted: HostedControllers | undefined = parsed.config.runControllers
+    ? hostedControllers({
+        management: mgmt.store,
+        guest: guest.store,
+        namespace,
+        ...(hcpName ? { hcpName } : {}),
+        events,
+        clock,
+        logger,
+        guestCalls: guestCallsOver(guest.transport),
+        unreachableAfterMs,
+        // The OpenshiftEC2NodeClass CRD it serves in the guest, bundled beside adapter.js (build.mjs).
+        ...(hcpName
+          ? {
+              openshiftNodeClassCrd: loadOpenshiftNodeClassCrd(
+                process.env.KARPENTER_CRD_DIR ?? join(dirname(fileURLToPath(import.meta.url)), 'crds'),
+              ),
+            }
+          : {}),
+      })
+    : undefined;
+  const reconcilers: Reconciler[] = hosted?.reconcilers ?? [];
   const runtime = new ControllerRuntime({
     reconcilers,
     caches: routeByCluster({ control: mgmt.informers, workload: guest.informers }),
@@ -121,10 +93,7 @@ async function main(argv: string[]): Promise<number> {
     logger,
     clock,
   });
-  guestKubeconfig.onChange(() => {
-    identity.forget();
-    if (hcpName) runtime.enqueue(NODECLASS_POLICY_CONTROLLER, hcpName);
-  });
+  guestKubeconfig.onChange(() => hosted?.guestKubeconfigChanged((controller, key) => runtime.enqueue(controller, key)));
 
   const manager = new Manager({ logger }).handleSignals();
   manager.addServer(
@@ -144,6 +113,8 @@ async function main(argv: string[]): Promise<number> {
     .onStop('runtime', () => runtime.stop({ timeoutMs: 20_000 }))
     .onStop('events', () => events.close())
     .onStop('guest kubeconfig', () => guestKubeconfig.stop());
+  if (!hosted)
+    logger.info('running no controllers: the operator runs them in management-cluster mode (--run-controllers runs them here instead)');
   logger.info('starting the hypershift adapter', {
     namespace,
     hcpName: hcpName ?? '(every HCP of the namespace)',

@@ -213,8 +213,16 @@ describe('parseAdapterConfig', () => {
         metrics: { host: '0.0.0.0', port: 8082 },
         health: { host: '0.0.0.0', port: 8083 },
         unreachableAfterMs: 300_000,
+        runControllers: false,
       });
     }
+  });
+
+  it('runs no controllers unless --run-controllers says so: the operator runs them in management-cluster mode', () => {
+    const on = parseAdapterConfig(['--namespace=a', '--guest-kubeconfig=/k', '--run-controllers']);
+    expect(on.ok && on.config.runControllers).toBe(true);
+    const off = parseAdapterConfig(['--namespace=a', '--guest-kubeconfig=/k']);
+    expect(off.ok && off.config.runControllers).toBe(false);
   });
 
   it('reads --guest-unreachable-timeout with the duration parser of the operator', () => {

@@ -44,6 +44,11 @@ export interface OperatorConfig {
   region?: string;
   /** Management-cluster mode: the HostedControlPlane's name (HCP_NAME); default the one HCP in the namespace. */
   hcpName?: string;
+  /**
+   * Management-cluster mode: GUEST_UNREACHABLE_TIMEOUT, how long the guest API may be unreachable during the HCP's
+   * deletion before HyperShift's finalizer is released (default 5 minutes; HyperShift sets none).
+   */
+  guestUnreachableAfterMs?: number;
   /** Management-cluster mode: the Secret in the HCP namespace the operand mounts as its guest kubeconfig (GUEST_KUBECONFIG_SECRET). */
   guestKubeconfigSecret?: string;
   operandImageAws?: string;
@@ -82,7 +87,8 @@ export const FLAG_ALIASES: Readonly<Record<string, string>> = { 'target-kubeconf
 
 /**
  * Default listen addresses of the two processes. They differ so that the operator and the sidecar adapter
- * can run as two containers of one pod (where they share the network namespace) without a flag.
+ * can run as two containers of one pod (where they share the network namespace) without a flag. HyperShift's
+ * Deployment declares only the operator's metrics port (8080); nothing else in its pod listens.
  */
 export const DEFAULT_ADDRESSES = {
   operator: { metrics: ':8080', health: ':8081' },
@@ -197,6 +203,9 @@ export function parseConfig(
     errors,
   );
   const leaderElectionTiming = parseElectionTiming(flags, errors);
+  const guestUnreachableAfterMs = env.GUEST_UNREACHABLE_TIMEOUT
+    ? parseDuration('GUEST_UNREACHABLE_TIMEOUT', env.GUEST_UNREACHABLE_TIMEOUT, errors)
+    : undefined;
   const proxy = readProxyEnv(env);
   if (errors.length) return { ok: false, errors };
   const config: OperatorConfig = {
@@ -215,6 +224,7 @@ export function parseConfig(
     ...(proxy.proxyEnv ? { proxyEnv: proxy.proxyEnv } : {}),
   };
   if (leaderElectionTiming) config.leaderElectionTiming = leaderElectionTiming;
+  if (guestUnreachableAfterMs !== undefined) config.guestUnreachableAfterMs = guestUnreachableAfterMs;
   const opt = (k: keyof OperatorConfig, v: string | undefined) => {
     if (v) (config as unknown as Record<string, unknown>)[k] = v;
   };
@@ -249,6 +259,11 @@ export interface AdapterConfig {
   health: { host: string; port: number };
   /** `--guest-unreachable-timeout`: how long the guest API may be unreachable during HCP deletion. */
   unreachableAfterMs: number;
+  /**
+   * `--run-controllers`: run the hosted controllers here. Off by default: the operator runs them itself in
+   * management-cluster mode, and two processes must not write the same objects.
+   */
+  runControllers: boolean;
 }
 
 /** The adapter's settings from its flags (`run` first is optional); every value problem at once, each naming its flag. */
@@ -265,6 +280,7 @@ export function parseAdapterConfig(
       .option('--metrics-bind-address <[host]:port>', '', DEFAULT_ADDRESSES.adapter.metrics)
       .option('--health-probe-bind-address <[host]:port>', '', DEFAULT_ADDRESSES.adapter.health)
       .option('--guest-unreachable-timeout <duration>', '', '5m')
+      .addOption(boolFlag('--run-controllers', 'run the hosted controllers here (the operator runs them by default)'))
       .helpOption('-h, --help'),
     args,
   );
@@ -278,6 +294,7 @@ export function parseAdapterConfig(
   const metrics = parseAddress('--metrics-bind-address', flags.get('metrics-bind-address')!, errors);
   const health = parseAddress('--health-probe-bind-address', flags.get('health-probe-bind-address')!, errors);
   const unreachableAfterMs = parseDuration('--guest-unreachable-timeout', flags.get('guest-unreachable-timeout')!, errors);
+  const runControllers = parseBool('--run-controllers', flags.get('run-controllers'), false, errors);
   if (!namespace || !guestKubeconfig || errors.length) return { ok: false, errors };
   const kubeconfig = flags.get('kubeconfig');
   const hcpName = flags.get('hcp-name');
@@ -287,6 +304,7 @@ export function parseAdapterConfig(
     metrics,
     health,
     unreachableAfterMs,
+    runControllers,
     ...(kubeconfig ? { kubeconfig } : {}),
     ...(hcpName ? { hcpName } : {}),
   };

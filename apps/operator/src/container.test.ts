@@ -3,6 +3,13 @@ import { silentLogger, TopologyId, type Reconciler, type Topology } from '@karpe
 import { FakeClock, MemoryClusterStore, RecordingEvents, RecordingMetrics } from '@karpenter-operator/core/testing';
 import { parseConfig } from './config.js';
 import { buildContainer, ReconcilersId } from './container.js';
+import {
+  AUTONODE_STATUS_CONTROLLER,
+  HCP_FINALIZER_CONTROLLER,
+  NODECLASS_POLICY_CONTROLLER,
+  OPENSHIFT_NODECLASS_CONTROLLER,
+  OPENSHIFT_NODECLASS_CRD,
+} from '@karpenter-operator/topology-hypershift/sidecar';
 
 const env = { RELEASE_VERSION: '4.22.0', KARPENTER_IMAGE_AWS: 'quay.io/k:1' };
 const hostedEnv = {
@@ -15,6 +22,12 @@ const hostedEnv = {
   HCP_NAME: 'demo',
 };
 
+const crd = { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: OPENSHIFT_NODECLASS_CRD } };
+const hostedControllers = {
+  guestCalls: { probeGuest: async () => {}, selfSubjectReview: async () => ({ status: { userInfo: { username: 'u' } } }) },
+  openshiftNodeClassCrd: crd,
+};
+
 function build(argv: string[], e: Record<string, string>, withGuest: boolean) {
   const parsed = parseConfig(argv, e, { crdDir: '/crds' });
   if (!parsed.ok) throw new Error(parsed.errors.join('; '));
@@ -24,7 +37,7 @@ function build(argv: string[], e: Record<string, string>, withGuest: boolean) {
     config: parsed.config,
     platform: 'AWS',
     store: control,
-    ...(withGuest ? { guestStore: guest } : {}),
+    ...(withGuest ? { guestStore: guest, hostedControllers } : {}),
     events: new RecordingEvents(),
     logger: silentLogger,
     metrics: new RecordingMetrics(),
@@ -46,7 +59,7 @@ describe('buildContainer', () => {
     );
   });
 
-  it('management-cluster mode: the HyperShift topology over both stores; no MachineConfigPools and no default NodeClass (the adapter writes it)', () => {
+  it('management-cluster mode: the HyperShift topology over both stores; no MachineConfigPools and no default NodeClass (the hosted controllers write it)', () => {
     const { c, control, guest } = build(['--namespace=clusters-demo', '--guest-kubeconfig=/g/kubeconfig'], hostedEnv, true);
     const topology = c.get<Topology>(TopologyId);
     expect(topology.name).toBe('hypershift');
@@ -57,6 +70,39 @@ describe('buildContainer', () => {
     expect(names).toContain('certificatesigningrequest.node-identity');
     expect(names).not.toContain('ec2nodeclass.default');
     expect(names).not.toContain('machineconfigpool.node-config');
+  });
+
+  it('management-cluster mode runs the hosted controllers itself, once each: HyperShift deploys no adapter container', () => {
+    const { c } = build(['--namespace=clusters-demo', '--guest-kubeconfig=/g/kubeconfig'], hostedEnv, true);
+    const names = c.get<Reconciler[]>(ReconcilersId).map((r) => r.name);
+    const hosted = [AUTONODE_STATUS_CONTROLLER, HCP_FINALIZER_CONTROLLER, OPENSHIFT_NODECLASS_CONTROLLER, NODECLASS_POLICY_CONTROLLER];
+    for (const n of hosted)
+      expect(
+        names.filter((x) => x === n),
+        n,
+      ).toHaveLength(1);
+    // Standalone has none of them.
+    const standalone = build(['--namespace=openshift-karpenter'], env, false)
+      .c.get<Reconciler[]>(ReconcilersId)
+      .map((r) => r.name);
+    expect(standalone.filter((n) => hosted.includes(n))).toEqual([]);
+  });
+
+  it('management-cluster mode without the guest calls and the CRD is a start-up error', () => {
+    const parsed = parseConfig(['--namespace=clusters-demo', '--guest-kubeconfig=/g/kubeconfig'], hostedEnv, { crdDir: '/crds' });
+    if (!parsed.ok) throw new Error(parsed.errors.join('; '));
+    expect(() =>
+      buildContainer({
+        config: parsed.config,
+        platform: 'AWS',
+        store: new MemoryClusterStore(),
+        guestStore: new MemoryClusterStore(),
+        events: new RecordingEvents(),
+        logger: silentLogger,
+        metrics: new RecordingMetrics(),
+        clock: new FakeClock(),
+      }),
+    ).toThrow(/guest calls/);
   });
 
   it('management-cluster mode: every watch on the management cluster is in the HCP namespace (HyperShift grants a Role there, nothing cluster-wide)', () => {

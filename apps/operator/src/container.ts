@@ -19,6 +19,7 @@ import {
   type CloudProvider,
   type Clock,
   type ClusterStore,
+  type KubeObject,
   type EventRecorder,
   type Logger,
   type Metrics,
@@ -34,6 +35,7 @@ import {
   OperandPodMonitorReconciler,
 } from '@karpenter-operator/topology-hypershift';
 import type { OperatorConfig } from './config.js';
+import { hostedControllers, type GuestCalls, type HostedControllers } from './hosted-controllers.js';
 import { nodeLifecycleReconcilers } from './node-lifecycle.js';
 import { providerModule, providerOptions } from './providers.js';
 
@@ -41,6 +43,8 @@ export const SettingsId = token<OperatorSettings>('OperatorSettings');
 export const StatusBoardId = token<StatusBoard>('StatusBoard');
 export const ReconcilersId = token<Reconciler[]>('Reconcilers');
 export const ControlStoreId = token<ClusterStore>('ControlClusterStore');
+/** Management-cluster mode: the hosted controllers folded into the operator (their reconcilers are in `ReconcilersId`). */
+export const HostedControllersId = token<HostedControllers>('HostedControllers');
 
 export interface ContainerInputs {
   config: OperatorConfig;
@@ -58,6 +62,11 @@ export interface ContainerInputs {
   hostedRunAsUser?: number;
   /** Management-cluster mode: the optional kinds the management cluster serves (`managementKindsServed`), checked at start-up. */
   hostedKinds?: { podMonitor: boolean; capiCluster: boolean; controlPlaneComponent: boolean };
+  /**
+   * Management-cluster mode: what the hosted controllers (hosted-controllers.ts) need beyond the stores: the
+   * live guest calls and the OpenshiftEC2NodeClass CRD, read by the caller (I/O).
+   */
+  hostedControllers?: { guestCalls: GuestCalls; openshiftNodeClassCrd: KubeObject };
   /** A topology other than standalone (HyperShift); built by the caller from its package. */
   topology?: (inputs: ContainerInputs, settings: OperatorSettings) => Topology;
 }
@@ -92,8 +101,24 @@ export function buildContainer(inputs: ContainerInputs): Container {
     if (!inputs.guestStore) throw new Error('management-cluster mode needs the guest cluster store (--guest-kubeconfig)');
     if (!config.hcpName)
       throw new Error('management-cluster mode needs the HostedControlPlane name (HCP_NAME, or found in the namespace at start-up)');
+    if (!inputs.hostedControllers) throw new Error('management-cluster mode needs the guest calls and the OpenshiftEC2NodeClass CRD');
     c.bind(ManagementClusterStoreId).toConstantValue(inputs.store);
     c.bind(GuestClusterStoreId).toConstantValue(inputs.guestStore);
+    // HyperShift's Deployment runs no adapter container: the operator runs the hosted controllers itself.
+    c.bind(HostedControllersId).toConstantValue(
+      hostedControllers({
+        management: inputs.store,
+        guest: inputs.guestStore,
+        namespace: config.namespace,
+        hcpName: config.hcpName,
+        events: inputs.events,
+        clock: inputs.clock,
+        logger: inputs.logger,
+        guestCalls: inputs.hostedControllers.guestCalls,
+        openshiftNodeClassCrd: inputs.hostedControllers.openshiftNodeClassCrd,
+        ...(config.guestUnreachableAfterMs !== undefined ? { unreachableAfterMs: config.guestUnreachableAfterMs } : {}),
+      }),
+    );
     c.load(
       hypershiftTopologyModule({
         namespace: config.namespace,
@@ -145,7 +170,7 @@ export function buildContainer(inputs: ContainerInputs): Container {
         new OperandReconciler({ topology, cloud, settings: s, events, logger }),
         new TeardownReconciler({ topology, clock, events, logger }),
         // A hosted cluster has no Machine Config Operator, and its default NodeClass comes from the
-        // ignition Secrets through the sidecar adapter: only node identity runs there.
+        // ignition Secrets through the hosted controllers below: only node identity runs there.
         ...nodeLifecycleReconcilers({
           topology,
           cloud,
@@ -163,6 +188,9 @@ export function buildContainer(inputs: ContainerInputs): Container {
         ...(topology instanceof HyperShiftTopology
           ? [new OperandPodMonitorReconciler({ topology, events, served: inputs.hostedKinds?.podMonitor ?? false })]
           : []),
+        // HCP status.autoNode, the finalizer release, OpenshiftEC2NodeClasses: their failures (a 403 names
+        // the verb and resource) fold into AutoNodeEnabled like every use-case's.
+        ...(hosted ? c.get<HostedControllers>(HostedControllersId).reconcilers : []),
       ];
       const status = new StatusReconciler({ topology, cloud, settings: s, board });
       return [...core.map((r) => instrument(r, { board })), status];

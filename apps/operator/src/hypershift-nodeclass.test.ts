@@ -16,7 +16,7 @@ const established = (name: string): KubeObject => ({
   status: { conditions: [{ type: 'Established', status: 'True' }] },
 });
 
-// The sidecar as adapter-main wires it: OpenshiftEC2NodeClasses and their ignition Secrets translated by
+// As hosted-controllers.ts wires it: OpenshiftEC2NodeClasses and their ignition Secrets translated by
 // topology-hypershift, rendered by the AWS provider, the one renderer the standalone default NodeClass uses too.
 describe('HyperShift NodeClasses through the AWS provider', () => {
   it('carry the OpenShift kubelet reservations and drop reserved tags, like the standalone NodeClass', async () => {

@@ -25,7 +25,7 @@ run flags: --namespace NS (required) --kubeconfig FILE --guest-kubeconfig FILE (
            --health-probe-bind-address [host]:port (:8081)
            --crd-dir DIR --log-level debug|info|warn|error
 env: RELEASE_VERSION (required unless MANAGEMENT_CLUSTER=true), KARPENTER_IMAGE_AWS, CLUSTER_NAME, CLUSTER_ENDPOINT,
-     PLATFORM, REGION, MANAGEMENT_CLUSTER, HCP_NAME, AWS_SHARED_CREDENTIALS_FILE, NODE_IDENTITY_CREDENTIALS_FILE,
+     PLATFORM, REGION, MANAGEMENT_CLUSTER, HCP_NAME, GUEST_UNREACHABLE_TIMEOUT, AWS_SHARED_CREDENTIALS_FILE, NODE_IDENTITY_CREDENTIALS_FILE,
      POD_NAMESPACE, POD_NAME (or MY_NAME)
 exit codes: 0 stopped or done, 1 failed, 2 a flag or setting is wrong (the message names it) or the leader lease
             was lost, 3 the platform changed`;

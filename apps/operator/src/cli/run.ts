@@ -17,7 +17,8 @@ import {
 } from '@karpenter-operator/core';
 import { platformRequirements, type OperatorConfig } from '../config.js';
 import { metricsServiceHostnames } from '../manifests/monitoring.js';
-import { buildContainer, ReconcilersId, StatusBoardId } from '../container.js';
+import { buildContainer, HostedControllersId, ReconcilersId, StatusBoardId } from '../container.js';
+import { guestCallsOver, loadOpenshiftNodeClassCrd, type HostedControllers } from '../hosted-controllers.js';
 import { hostedControlPlaneName, hostedControlPlaneRunAsUser, managementKindsServed } from './hosted-control-plane.js';
 import { startSecureMetricsServer } from '../http/secure-metrics.js';
 import { clusterEgressProblems, readIfPresent } from '../egress.js';
@@ -247,7 +248,7 @@ export async function runOperator(config: OperatorConfig, env: Record<string, st
     ? routeByCluster({ control: cluster.informers, workload: guest.cluster.informers })
     : cluster.informers;
   const hcpName = guest ? await hostedControlPlaneName(cluster.transport, config.namespace, config.hcpName) : undefined;
-  const runAsUser = guest ? await hostedControlPlaneRunAsUser(cluster.transport, config.namespace, logger) : undefined;
+  const runAsUser = guest ? await hostedControlPlaneRunAsUser(cluster.transport, config.namespace, logger, config.podName) : undefined;
   const hostedKinds = guest ? await managementKindsServed(cluster.transport, logger) : undefined;
   if (guest)
     logger.info('management-cluster mode', {
@@ -263,7 +264,16 @@ export async function runOperator(config: OperatorConfig, env: Record<string, st
     ...(hostedKinds ? { hostedKinds } : {}),
     platform,
     store: cluster.store,
-    ...(guest ? { guestStore: guest.cluster.store } : {}),
+    ...(guest
+      ? {
+          guestStore: guest.cluster.store,
+          hostedControllers: {
+            guestCalls: guestCallsOver(guest.cluster.transport),
+            // Bundled beside main.js with Karpenter's CRDs (build.mjs).
+            openshiftNodeClassCrd: loadOpenshiftNodeClassCrd(config.crdDir),
+          },
+        }
+      : {}),
     events,
     logger,
     metrics,
@@ -306,6 +316,10 @@ export async function runOperator(config: OperatorConfig, env: Record<string, st
     concurrency: { 'certificatesigningrequest.node-identity': 8 },
   });
   live.runtime = runtime;
+  if (guest) {
+    const hosted = container.get<HostedControllers>(HostedControllersId);
+    guest.kubeconfig.onChange(() => hosted.guestKubeconfigChanged((controller, key) => runtime.enqueue(controller, key)));
+  }
   board.onChange(() => runtime.enqueue('clusteroperator.status', STATUS_KEY));
 
   if (!(await runtime.syncInformers(manager.signal))) return manager.done;

@@ -3,7 +3,8 @@ import { NODECLASS_POLICY_NAME, OPENSHIFT_NODECLASS_CRD } from '@karpenter-opera
 import { operandGrantRules, operatorClusterRules, OperatorRbacNames, type DocumentedRule } from './operator-rbac.js';
 
 /**
- * What HyperShift must grant the operator and the sidecar adapter in management-cluster mode. Not part of
+ * What HyperShift must grant the operator (and the sidecar adapter, when it runs the hosted controllers
+ * instead of the operator) in management-cluster mode. Not part of
  * `install/` (the CVO never applies it): HyperShift's control-plane operator creates these objects when it
  * deploys the operator into an HCP namespace. The integration test applies exactly these, so a rule the
  * operator needs and this file lacks fails there as a 403.
@@ -79,7 +80,7 @@ const MANAGEMENT_RULES: ManagementRule[] = [
     verbs: ro,
   },
   {
-    by: ['adapter'],
+    by: ['operator', 'adapter'],
     why: "HyperShift's ConfigMaps set-karpenter-taint (read by its ignition generator) and karpenter-subnets (resolved subnets).",
     apiGroups: [''],
     resources: ['configmaps'],

@@ -13,6 +13,7 @@ import {
   type CloudProvider,
   type KubeObject,
   type OperatorSettings,
+  type Reconciler,
   type Topology,
 } from '@karpenter-operator/core';
 import { FakeClock, MemoryClusterStore, RecordingEvents, RecordingMetrics } from '@karpenter-operator/core/testing';
@@ -25,8 +26,9 @@ import {
 } from '@karpenter-operator/topology-hypershift';
 import { KARPENTER_AWS_CRDS_DIR } from '@karpenter-operator/provider-aws/testing';
 import { aHostedControlPlane } from '@karpenter-operator/topology-hypershift/testing';
-import { parseConfig, UNKNOWN_RELEASE_VERSION, type OperatorConfig } from '../../src/config.js';
-import { buildContainer, SettingsId } from '../../src/container.js';
+import { DEFAULT_ADDRESSES, parseAddress, parseConfig, UNKNOWN_RELEASE_VERSION, type OperatorConfig } from '../../src/config.js';
+import { buildContainer, ReconcilersId, SettingsId } from '../../src/container.js';
+import { loadOpenshiftNodeClassCrd } from '../../src/hosted-controllers.js';
 import { operatorManagementRules } from '../../src/manifests/hypershift-rbac.js';
 import { containerStart, hypershiftObjects, operatorContainer, secretFileAt } from '../support/hypershift-deployment.js';
 
@@ -40,6 +42,12 @@ const objects = hypershiftObjects();
 const container = operatorContainer(objects);
 const pod = { namespace: objects.deployment.metadata.namespace, name: 'karpenter-operator-6c9f8d7b5-x2kqz' };
 const start = containerStart(container, pod);
+
+/** What run.ts passes for the hosted controllers: the guest calls (unused here) and the CRD the build bundles. */
+const hostedControllers = {
+  guestCalls: { probeGuest: async () => {}, selfSubjectReview: async () => ({}) },
+  openshiftNodeClassCrd: loadOpenshiftNodeClassCrd(join(repo, 'generated/crds/karpenter-hypershift')),
+};
 
 function parsed(): OperatorConfig {
   const r = parseConfig(start.argv.slice(1), start.env, { crdDir: '/crds' });
@@ -103,6 +111,55 @@ describe("HyperShift's karpenter-operator Deployment", () => {
     expect(container.ports?.find((p) => p.name === 'metrics')?.containerPort).toBe(config.metricsBindAddress.port);
   });
 
+  it('runs no adapter container: the operator and the token minter, with the prober as init container', () => {
+    const spec = objects.deployment.spec.template.spec as { containers: Array<{ name: string }>; initContainers?: Array<{ name: string }> };
+    expect(spec.containers.map((c) => c.name)).toEqual(['karpenter-operator', 'cloud-token-minter']);
+    expect((spec.initContainers ?? []).map((c) => c.name)).toEqual(['availability-prober']);
+  });
+
+  it('so the operator runs the hosted controllers itself: OpenshiftEC2NodeClass default, its EC2NodeClass, status.autoNode, the finalizer release', () => {
+    const config = parsed();
+    const c = buildContainer({
+      config: { ...config, hcpName: 'demo' },
+      platform: config.platform!,
+      store: new MemoryClusterStore(),
+      guestStore: new MemoryClusterStore(),
+      hostedControllers,
+      events: new RecordingEvents(),
+      logger: silentLogger,
+      metrics: new RecordingMetrics(),
+      clock: new FakeClock(),
+    });
+    expect(c.get<Reconciler[]>(ReconcilersId).map((r) => r.name)).toEqual(
+      expect.arrayContaining([
+        'hostedcontrolplane.autonode-status',
+        'hostedcontrolplane.finalizer',
+        'openshiftec2nodeclass.translate',
+        'validatingadmissionpolicy.managed-nodeclass',
+      ]),
+    );
+  });
+
+  it("the operator's ports collide with no port of HyperShift's pod, nor with the sidecar adapter's defaults", () => {
+    const config = parsed();
+    const own = [config.metricsBindAddress.port, config.healthProbeBindAddress.port];
+    expect(new Set(own).size).toBe(2);
+    const spec = objects.deployment.spec.template.spec as {
+      containers: Array<{ name: string; ports?: Array<{ containerPort: number }> }>;
+      initContainers?: Array<{ name: string; ports?: Array<{ containerPort: number }> }>;
+    };
+    // Declared by the other containers of the pod (they share its network namespace).
+    const others = [...spec.containers, ...(spec.initContainers ?? [])]
+      .filter((c) => c.name !== container.name)
+      .flatMap((c) => (c.ports ?? []).map((p) => p.containerPort));
+    expect(own.filter((p) => others.includes(p))).toEqual([]);
+    // The operator's own declared ports are the ones it listens on, nothing undeclared beyond health.
+    expect((container.ports ?? []).map((p) => p.containerPort)).toEqual([config.metricsBindAddress.port]);
+    const adapter = [DEFAULT_ADDRESSES.adapter.metrics, DEFAULT_ADDRESSES.adapter.health].map((a) => parseAddress('x', a, []).port);
+    expect(adapter).toEqual([8082, 8083]);
+    expect(own.filter((p) => adapter.includes(p))).toEqual([]);
+  });
+
   it('derives the facts from the one HCP of the namespace, whose name differs from CLUSTER_NAME (the infra ID)', async () => {
     const config = parsed();
     const management = new MemoryClusterStore([
@@ -118,6 +175,7 @@ describe("HyperShift's karpenter-operator Deployment", () => {
       platform: config.platform!,
       store: management,
       guestStore: new MemoryClusterStore(),
+      hostedControllers,
       events: new RecordingEvents(),
       logger: silentLogger,
       metrics: new RecordingMetrics(),
@@ -162,6 +220,7 @@ describe("HyperShift's karpenter-operator Deployment", () => {
         platform: config.platform!,
         store: management,
         guestStore: guest,
+        hostedControllers,
         events: new RecordingEvents(),
         logger: silentLogger,
         metrics: new RecordingMetrics(),
@@ -232,6 +291,7 @@ describe("HyperShift's karpenter-operator Deployment", () => {
         platform: config.platform!,
         store: management,
         guestStore: guest,
+        hostedControllers,
         events: new RecordingEvents(),
         logger: silentLogger,
         metrics: new RecordingMetrics(),
