@@ -37,7 +37,6 @@ import {
   ignitionUserData,
   OPERATOR_SA,
   prepareHostedClusters,
-  startAdapter,
   startIgnitionStandIn,
   startOperatorAsHyperShift,
 } from '../support/hypershift-env.js';
@@ -82,7 +81,6 @@ let guest: ClusterHandle | undefined;
 let dir: string | undefined;
 let runnerDir: string | undefined;
 let op: OperatorProcess | undefined;
-let adapter: OperatorProcess | undefined;
 let operand: RealOperand | undefined;
 let stopIgnition: (() => void) | undefined;
 const started = new Date();
@@ -106,7 +104,6 @@ async function diagnostics(): Promise<string> {
     `operand crashes: ${JSON.stringify(operand?.runner.crashes().map((c) => ({ container: c.container, exitCode: c.exitCode, tail: c.logTail.slice(-600) })) ?? [])}`,
     `operand logs:\n${operand?.runner.logTails(25) ?? '(not started)'}`,
     `operator log tail:\n${op?.logs().split('\n').slice(-10).join('\n') ?? ''}`,
-    `adapter log tail:\n${adapter?.logs().split('\n').slice(-10).join('\n') ?? ''}`,
   ].join('\n');
 }
 
@@ -120,10 +117,7 @@ async function timed<T>(what: string, step: () => Promise<T>): Promise<T> {
 
 /** `waitFor` whose failure carries the diagnostics; records how long it took under `what`. */
 const eventually = eventuallyWith({
-  processes: [
-    { name: 'operator', get: () => op },
-    { name: 'adapter', get: () => adapter },
-  ],
+  processes: [{ name: 'operator', get: () => op }],
   diagnostics,
   took,
 });
@@ -212,7 +206,7 @@ describe('HyperShift end to end: a pending pod in the guest becomes a Ready node
     await tagDiscovery(true);
     let guestKubeconfigPath: string;
     ({ guest, dir, guestKubeconfigPath } = await timed('setup: guest cluster started', () =>
-      prepareHostedClusters(mgmt, { namespace: NS }),
+      prepareHostedClusters(mgmt, { namespace: NS, managementRole: 'project' }),
     ));
     await timed('setup: HostedControlPlane created', () =>
       createHostedControlPlane(mgmt, hostedControlPlane(world, { name: HCP, namespace: NS }), '4.22.0'),
@@ -221,9 +215,6 @@ describe('HyperShift end to end: a pending pod in the guest becomes a Ready node
     await applyObject(mgmt.kubeConfig(), hyperShiftCredentialsSecret(NS));
     op = await timed('setup: operator started', () =>
       startOperatorAsHyperShift(mgmt, world, { namespace: NS, guestKubeconfigPath, name: 'hcp-e2e-operator' }),
-    );
-    adapter = await timed('setup: adapter started', () =>
-      startAdapter(mgmt, { namespace: NS, guestKubeconfigPath, hcpName: HCP, name: 'hcp-e2e-adapter' }),
     );
     // Karpenter's guest identity is the operator's to create; the kubeconfig for it is HyperShift's to write.
     await eventually(
@@ -268,7 +259,6 @@ describe('HyperShift end to end: a pending pod in the guest becomes a Ready node
     await step('stopping the operand', () => operand?.stop());
     await step('stopping the ignition stand-in', () => stopIgnition?.());
     await step('stopping the operator', () => op?.stop());
-    await step('stopping the adapter', () => adapter?.stop());
     await step('removing the finalizers of the HCP', () =>
       kubeRequest(mgmt.kubeConfig(), 'PATCH', hcpPath(NS, HCP), {
         body: { metadata: { finalizers: null } },
@@ -415,7 +405,7 @@ describe('HyperShift end to end: a pending pod in the guest becomes a Ready node
     );
   }, 400_000);
 
-  it('no 403 for the operator, the adapter, Karpenter or the token minter, on either cluster; no operand crash', () => {
+  it('no 403 for the operator, Karpenter or the token minter, on either cluster; no operand crash', () => {
     const refused = (c: ClusterHandle | typeof mgmt, user: string) =>
       c.auditEvents({ user, codes: [403], since: started }).map((e) => `${user}: ${e.verb} ${e.requestURI}`);
     expect(refused(mgmt, MGMT_USER)).toEqual([]);

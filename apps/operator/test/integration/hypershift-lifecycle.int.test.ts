@@ -21,7 +21,6 @@ import {
   hyperShiftCredentialsSecret,
   OPERATOR_SA,
   prepareHostedClusters,
-  startAdapter,
   startOperatorAsHyperShift,
 } from '../support/hypershift-env.js';
 import { conditionOf } from '../support/k8s.js';
@@ -50,7 +49,6 @@ const world = seededWorld();
 let guest: ClusterHandle;
 let dir: string;
 let op: OperatorProcess | undefined;
-let adapter: OperatorProcess | undefined;
 let stopKarpenterStandIn: (() => void) | undefined;
 const started = new Date();
 
@@ -104,7 +102,7 @@ describe('HyperShift lifecycle: PodMonitor and cleanup on CAPI Cluster deletion'
   let guestKubeconfigPath: string;
 
   beforeAll(async () => {
-    ({ guest, dir, guestKubeconfigPath } = await prepareHostedClusters(mgmt, { namespace: NS }));
+    ({ guest, dir, guestKubeconfigPath } = await prepareHostedClusters(mgmt, { namespace: NS, managementRole: 'project' }));
     await createHostedControlPlane(mgmt, hostedControlPlane(world, { name: HCP, namespace: NS, clusterID: CLUSTER_ID }));
     await applyObject(mgmt.kubeConfig(), hyperShiftCredentialsSecret(NS));
     // HyperShift's CAPI Cluster of the hosted cluster, named after the infra ID; CAPI keeps its finalizer on it.
@@ -114,13 +112,11 @@ describe('HyperShift lifecycle: PodMonitor and cleanup on CAPI Cluster deletion'
       spec: {},
     } as KubeObj);
     op = await startOperatorAsHyperShift(mgmt, world, { namespace: NS, guestKubeconfigPath, name: 'lifecycle-operator' });
-    adapter = await startAdapter(mgmt, { namespace: NS, guestKubeconfigPath, hcpName: HCP, name: 'lifecycle-adapter' });
   }, 240_000);
 
   afterAll(async () => {
     stopKarpenterStandIn?.();
     await op?.stop();
-    await adapter?.stop();
     const m = mgmt.kubeConfig();
     // Nothing of this file may outlive it on the shared cluster.
     for (const path of [hcpPath(NS, HCP), `/apis/cluster.x-k8s.io/v1beta1/namespaces/${NS}/clusters/${world.facts.infraId}`]) {
@@ -232,10 +228,9 @@ describe('HyperShift lifecycle: PodMonitor and cleanup on CAPI Cluster deletion'
     );
     expect(await operand()).toBeUndefined();
     expect(op?.exited()).toBe(false);
-    expect(adapter?.exited()).toBe(false);
   }, 240_000);
 
-  it('no 403 for the operator or the adapter on the management cluster', () => {
+  it('no 403 for the operator on the management cluster under the Role this project asks HyperShift for', () => {
     expect(mgmt.auditEvents({ user: MGMT_USER, codes: [403], since: started }).map((e) => `${e.verb} ${e.requestURI}`)).toEqual([]);
   });
 });

@@ -20,6 +20,7 @@ export interface EnvVar {
 }
 export interface Container {
   name: string;
+  image?: string;
   command?: string[];
   args?: string[];
   env?: EnvVar[];
@@ -119,4 +120,25 @@ export function secretFileAt(objects: HyperShiftObjects, container: Container, p
     return { secret: volume.secret.secretName, key: rest };
   }
   return undefined;
+}
+
+/**
+ * HyperShift's RBAC for the operator, exactly as the fixture has it (its ServiceAccount, Role and RoleBinding),
+ * moved into `namespace`: what the integration tests run the operator under.
+ */
+export function hypershiftRbacObjects(
+  namespace: string,
+): Array<{ apiVersion: string; kind: string; metadata: { name: string; namespace?: string } }> {
+  const docs = parseAllDocuments(readFileSync(FIXTURE, 'utf8')).map(
+    (d) => d.toJS() as { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } },
+  );
+  return docs
+    .filter((d) => ['ServiceAccount', 'Role', 'RoleBinding'].includes(d.kind))
+    .map((d) => {
+      const o = structuredClone(d) as typeof d & { subjects?: Array<{ kind: string; name: string; namespace?: string }> };
+      o.metadata.namespace = namespace;
+      // A RoleBinding subject without a namespace is the binding's own namespace's ServiceAccount.
+      if (o.subjects) o.subjects = o.subjects.map((s) => (s.kind === 'ServiceAccount' ? { ...s, namespace } : s));
+      return o;
+    });
 }

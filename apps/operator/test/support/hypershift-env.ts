@@ -15,14 +15,14 @@ import {
 import type { SeededWorld } from '@karpenter-operator/testkit';
 import { anIgnitionSecret } from '@karpenter-operator/topology-hypershift/testing';
 import { GUEST_OPERATOR_SUBJECT, hostedGuestRbac, hostedManagementRbac } from '../../src/manifests/hypershift-rbac.js';
-import { containerStart, operatorContainer } from './hypershift-deployment.js';
+import { containerStart, hypershiftRbacObjects, operatorContainer } from './hypershift-deployment.js';
 import { startOperator, type OperatorProcess } from './operator-process.js';
 
 /**
  * The HyperShift side of the management-cluster integration tests: what HyperShift creates in an HCP
- * namespace (the HostedControlPlane, Secret `karpenter-credentials`, the RBAC of src/manifests/hypershift-rbac.ts,
- * the PriorityClass), a guest cluster with the operator's guest identity, and the operator and the adapter
- * started as HyperShift starts them.
+ * namespace (the HostedControlPlane, Secret `karpenter-credentials`, HyperShift's Role for the operator (or
+ * this project's src/manifests/hypershift-rbac.ts), the PriorityClass), a guest cluster with the operator's
+ * guest identity, and the operator started as HyperShift starts it.
  */
 
 export const HCP_TYPE = { apiVersion: 'hypershift.openshift.io/v1beta1', kind: 'HostedControlPlane' } as const;
@@ -161,7 +161,15 @@ export interface HostedClusters {
  */
 export async function prepareHostedClusters(
   mgmt: ClusterClient,
-  o: { namespace: string; namespaceAnnotations?: Record<string, string> },
+  o: {
+    namespace: string;
+    namespaceAnnotations?: Record<string, string>;
+    /**
+     * The operator's Role in the HCP namespace: HyperShift's own, exactly as it renders it (no Events, no
+     * namespaces: the default), or this project's hypershift-rbac.ts (what HyperShift should grant).
+     */
+    managementRole?: 'hypershift' | 'project';
+  },
 ): Promise<HostedClusters> {
   await addNewerStatusFieldsToCrd(mgmt);
   const guest = await startCluster({ ec2: false });
@@ -175,7 +183,11 @@ export async function prepareHostedClusters(
     kind: 'Namespace',
     metadata: { name: o.namespace, ...(o.namespaceAnnotations ? { annotations: o.namespaceAnnotations } : {}) },
   });
-  for (const obj of hostedManagementRbac(o.namespace, OPERATOR_SA)) await applyObject(m, obj as KubeObj);
+  const rbac =
+    (o.managementRole ?? 'hypershift') === 'hypershift'
+      ? hypershiftRbacObjects(o.namespace)
+      : hostedManagementRbac(o.namespace, OPERATOR_SA);
+  for (const obj of rbac) await applyObject(m, obj as KubeObj);
   // HyperShift creates this PriorityClass; the operand's pods are refused without it.
   await applyObject(m, {
     apiVersion: 'scheduling.k8s.io/v1',
@@ -221,9 +233,17 @@ export async function createHostedControlPlane(mgmt: ClusterClient, hcp: KubeObj
 export function startOperatorAsHyperShift(
   mgmt: ClusterClient,
   world: SeededWorld,
-  o: { namespace: string; guestKubeconfigPath: string; name?: string },
+  o: {
+    namespace: string;
+    guestKubeconfigPath: string;
+    name?: string;
+    /** The pod name HyperShift's downward API gives the operator (MY_NAME). */
+    podName?: string;
+    /** More environment (test-only settings such as GUEST_UNREACHABLE_TIMEOUT). */
+    env?: Record<string, string>;
+  },
 ): Promise<OperatorProcess> {
-  const start = containerStart(operatorContainer(), { namespace: o.namespace, name: 'karpenter-operator-6c9f8d7b5-hcp' });
+  const start = containerStart(operatorContainer(), { namespace: o.namespace, name: o.podName ?? 'karpenter-operator-6c9f8d7b5-hcp' });
   const { AWS_SHARED_CREDENTIALS_FILE: _inPod, HTTP_PROXY: _h, HTTPS_PROXY: _s, NO_PROXY: _n, ...env } = start.env;
   const contractArgs = start.argv.slice(1).map((a) => a.replace(/^--target-kubeconfig=.*/, `--target-kubeconfig=${o.guestKubeconfigPath}`));
   return startOperator(mgmt, {
@@ -231,11 +251,21 @@ export function startOperatorAsHyperShift(
     serviceAccount: OPERATOR_SA,
     name: o.name ?? 'hcp-operator',
     contractArgs,
-    env: { ...env, CLUSTER_NAME: world.facts.infraId, REGION: world.facts.region, RELEASE_VERSION: undefined, POD_NAME: undefined },
+    env: {
+      ...env,
+      CLUSTER_NAME: world.facts.infraId,
+      REGION: world.facts.region,
+      RELEASE_VERSION: undefined,
+      POD_NAME: undefined,
+      ...o.env,
+    },
   });
 }
 
-/** The sidecar adapter beside it, for the HCP `hcpName`; the guest counts as gone after 5 s unreachable. */
+/**
+ * The sidecar adapter beside it, for the HCP `hcpName`, running no controllers (the operator runs them): what
+ * a deployment that still has the adapter container gets.
+ */
 export function startAdapter(
   mgmt: ClusterClient,
   o: { namespace: string; guestKubeconfigPath: string; hcpName: string; name?: string },
@@ -246,7 +276,7 @@ export function startAdapter(
     leaderElect: false,
     name: o.name ?? 'hcp-adapter',
     entry: 'adapter',
-    args: [`--guest-kubeconfig=${o.guestKubeconfigPath}`, `--hcp-name=${o.hcpName}`, '--guest-unreachable-timeout=5s'],
+    args: [`--guest-kubeconfig=${o.guestKubeconfigPath}`, `--hcp-name=${o.hcpName}`],
   });
 }
 
