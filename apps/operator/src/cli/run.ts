@@ -93,6 +93,35 @@ async function detectPlatform(
   return undefined;
 }
 
+/**
+ * A start-up read of management-cluster mode (the HCP's name, its UID, the kinds served), retried like
+ * `detectPlatform`'s: a refused (403), throttled or failed read keeps the process up and not ready, its
+ * /readyz detail and log naming the request and the error, rather than a crash loop. A wrong answer
+ * (`InvalidInputError`: no HCP, several) is still a start-up error. `undefined`: stopped while waiting.
+ */
+async function startupRead<T>(
+  what: string,
+  read: () => Promise<T>,
+  logger: Logger,
+  opts: { signal: AbortSignal; clock: Clock; onRetry(reason: string): void },
+): Promise<{ value: T } | undefined> {
+  for (let failures = 1; !opts.signal.aborted; failures++) {
+    try {
+      return { value: await read() };
+    } catch (e) {
+      if (isInvalidInputError(e)) throw e;
+      const reason = toCoreError(e, what).message;
+      const delay = retryDelay(failures, startupBackoff, e, opts.clock.now());
+      const fields = { attempt: failures, retryInMs: delay, error: reason };
+      if (failures < 5) logger.warn('start-up read failed; retrying', fields);
+      else logger.error('start-up read keeps failing; retrying', fields);
+      opts.onRetry(reason);
+      await sleep(systemTimers, delay, opts.signal);
+    }
+  }
+  return undefined;
+}
+
 /** Restarts the process when the platform seen in Infrastructure differs from the one the provider was chosen for. */
 function platformWatch(platform: string, onChange: (next: string) => void): Reconciler {
   return {
@@ -247,9 +276,35 @@ export async function runOperator(config: OperatorConfig, env: Record<string, st
   const caches: CacheFactory = guest
     ? routeByCluster({ control: cluster.informers, workload: guest.cluster.informers })
     : cluster.informers;
-  const hcpName = guest ? await hostedControlPlaneName(cluster.transport, config.namespace, config.hcpName) : undefined;
-  const runAsUser = guest ? await hostedControlPlaneRunAsUser(cluster.transport, config.namespace, logger, config.podName) : undefined;
-  const hostedKinds = guest ? await managementKindsServed(cluster.transport, logger) : undefined;
+  const retrying = { signal: manager.signal, clock, onRetry: (reason: string) => (live.waitingFor = reason) };
+  let hcpName: string | undefined;
+  let runAsUser: number | undefined;
+  let hostedKinds: Awaited<ReturnType<typeof managementKindsServed>> | undefined;
+  if (guest) {
+    const ns = config.namespace;
+    const name = await startupRead(
+      `listing hostedcontrolplanes in ${ns}`,
+      () => hostedControlPlaneName(cluster.transport, ns, config.hcpName),
+      logger,
+      retrying,
+    );
+    const uid =
+      name &&
+      (await startupRead(
+        `reading the UID of ${ns}`,
+        () => hostedControlPlaneRunAsUser(cluster.transport, ns, logger, config.podName),
+        logger,
+        retrying,
+      ));
+    const kinds =
+      uid &&
+      (await startupRead('discovering the optional kinds', () => managementKindsServed(cluster.transport, logger), logger, retrying));
+    if (!kinds) return manager.done;
+    live.waitingFor = undefined;
+    hcpName = name.value;
+    runAsUser = uid.value;
+    hostedKinds = kinds.value;
+  }
   if (guest)
     logger.info('management-cluster mode', {
       namespace: config.namespace,
