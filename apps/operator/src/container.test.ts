@@ -3,6 +3,9 @@ import { silentLogger, TopologyId, type Reconciler, type Topology } from '@karpe
 import { FakeClock, MemoryClusterStore, RecordingEvents, RecordingMetrics } from '@karpenter-operator/core/testing';
 import { parseConfig } from './config.js';
 import { buildContainer, ReconcilersId } from './container.js';
+import { loadOpenshiftNodeClassCrd } from './hosted-controllers.js';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import {
   AUTONODE_STATUS_CONTROLLER,
   HCP_FINALIZER_CONTROLLER,
@@ -86,6 +89,29 @@ describe('buildContainer', () => {
       .c.get<Reconciler[]>(ReconcilersId)
       .map((r) => r.name);
     expect(standalone.filter((n) => hosted.includes(n))).toEqual([]);
+  });
+
+  it('management-cluster mode from an image without the OpenshiftEC2NodeClass CRD: the other hosted controllers, no translation', () => {
+    const parsed = parseConfig(['--namespace=clusters-demo', '--guest-kubeconfig=/g/kubeconfig'], hostedEnv, { crdDir: '/crds' });
+    if (!parsed.ok) throw new Error(parsed.errors.join('; '));
+    const c = buildContainer({
+      config: parsed.config,
+      platform: 'AWS',
+      store: new MemoryClusterStore(),
+      guestStore: new MemoryClusterStore(),
+      hostedControllers: { guestCalls: hostedControllers.guestCalls },
+      events: new RecordingEvents(),
+      logger: silentLogger,
+      metrics: new RecordingMetrics(),
+      clock: new FakeClock(),
+    });
+    const names = c.get<Reconciler[]>(ReconcilersId).map((r) => r.name);
+    expect(names).toEqual(expect.arrayContaining([AUTONODE_STATUS_CONTROLLER, HCP_FINALIZER_CONTROLLER]));
+    expect(names.filter((n) => [OPENSHIFT_NODECLASS_CONTROLLER, NODECLASS_POLICY_CONTROLLER].includes(n))).toEqual([]);
+  });
+
+  it('the OpenshiftEC2NodeClass CRD of an image without one is undefined, not a start-up crash', () => {
+    expect(loadOpenshiftNodeClassCrd(join(tmpdir(), 'ko-no-such-crd-dir'))).toBeUndefined();
   });
 
   it('management-cluster mode without the guest calls and the CRD is a start-up error', () => {

@@ -66,7 +66,7 @@ export interface ContainerInputs {
    * Management-cluster mode: what the hosted controllers (hosted-controllers.ts) need beyond the stores: the
    * live guest calls and the OpenshiftEC2NodeClass CRD, read by the caller (I/O).
    */
-  hostedControllers?: { guestCalls: GuestCalls; openshiftNodeClassCrd: KubeObject };
+  hostedControllers?: { guestCalls: GuestCalls; openshiftNodeClassCrd?: KubeObject | undefined };
   /** A topology other than standalone (HyperShift); built by the caller from its package. */
   topology?: (inputs: ContainerInputs, settings: OperatorSettings) => Topology;
 }

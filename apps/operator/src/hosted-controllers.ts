@@ -94,13 +94,13 @@ export function guestCallsOver(transport: KubeTransport): GuestCalls {
  * The OpenshiftEC2NodeClass CRD from `crdDir` (the build bundles it beside each entry point, as JSON too:
  * that file alone is read rather than every CRD of the directory). Throws naming the directory when absent.
  */
-export function loadOpenshiftNodeClassCrd(crdDir: string): KubeObject {
+export function loadOpenshiftNodeClassCrd(crdDir: string): KubeObject | undefined {
   const [plural, ...group] = OPENSHIFT_NODECLASS_CRD.split('.');
   const bundled = join(crdDir, `${group.join('.')}_${plural}.json`);
+  if (!existsSync(bundled) && !existsSync(crdDir)) return undefined;
   const crd = loadObjects(existsSync(bundled) ? bundled : crdDir).find(
     (o) => o.kind === 'CustomResourceDefinition' && o.metadata.name === OPENSHIFT_NODECLASS_CRD,
   );
-  if (!crd) throw new Error(`CRD ${OPENSHIFT_NODECLASS_CRD} is missing from ${crdDir}`);
   return crd;
 }
 
@@ -118,8 +118,9 @@ export function hostedControllers(inputs: HostedControllersInputs): HostedContro
     }),
   ];
   const identity = new GuestIdentity({ logger, selfSubjectReview: guestCalls.selfSubjectReview });
-  if (hcpName) {
-    if (!inputs.openshiftNodeClassCrd) throw new Error(`the OpenshiftEC2NodeClass translation needs the ${OPENSHIFT_NODECLASS_CRD} CRD`);
+  // Without the CRD (an image built without it) the translation cannot serve its kind: it is off, and the
+  // composition root says so; the rest of the HyperShift controllers run.
+  if (hcpName && inputs.openshiftNodeClassCrd) {
     // HyperShift's autoNode is AWS only. The translation uses the provider's pure NodeClass members, no CRDs or EC2.
     const cloud = providerFor('AWS', { crdDir: '' });
     const now = () => new Date(clock.now()).toISOString().replace(/\.\d{3}Z$/, 'Z');
@@ -132,7 +133,7 @@ export function hostedControllers(inputs: HostedControllersInputs): HostedContro
     reconcilers,
     guestKubeconfigChanged(enqueue) {
       identity.forget();
-      if (hcpName) enqueue(NODECLASS_POLICY_CONTROLLER, hcpName);
+      if (hcpName && inputs.openshiftNodeClassCrd) enqueue(NODECLASS_POLICY_CONTROLLER, hcpName);
     },
   };
 }

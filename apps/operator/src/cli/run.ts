@@ -324,8 +324,8 @@ export async function runOperator(config: OperatorConfig, env: Record<string, st
           guestStore: guest.cluster.store,
           hostedControllers: {
             guestCalls: guestCallsOver(guest.cluster.transport),
-            // Bundled beside main.js with Karpenter's CRDs (build.mjs).
-            openshiftNodeClassCrd: loadOpenshiftNodeClassCrd(config.crdDir),
+            // Bundled beside main.js with Karpenter's CRDs (build.mjs); absent from an image built without it.
+            openshiftNodeClassCrd: openshiftNodeClassCrd(config.crdDir, logger),
           },
         }
       : {}),
@@ -413,4 +413,15 @@ export async function runOperator(config: OperatorConfig, env: Record<string, st
     await runtime.startWorkers();
   }
   return manager.done;
+}
+
+/** The OpenshiftEC2NodeClass CRD the image bundles; without it the translation is off, said once, loudly. */
+function openshiftNodeClassCrd(crdDir: string, logger: Logger): KubeObject | undefined {
+  const crd = loadOpenshiftNodeClassCrd(crdDir);
+  if (!crd)
+    logger.error(
+      'this image bundles no OpenshiftEC2NodeClass CRD: OpenshiftEC2NodeClass default and its translation into EC2NodeClasses are off',
+      { crdDir },
+    );
+  return crd;
 }
