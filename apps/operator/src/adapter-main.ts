@@ -1,5 +1,3 @@
-// The HyperShift sidecar adapter (images/hypershift-adapter.Containerfile): the HCP-specific controllers of
-// packages/topology-hypershift/src/sidecar. It talks to the operator only through Kubernetes objects.
 // The HyperShift sidecar adapter (images/hypershift-adapter.Containerfile). The operator runs the same
 // controllers itself in management-cluster mode (hosted-controllers.ts), so by default this process runs
 // none of them: it serves its probes and metrics and says so. `--run-controllers` runs them, for a pod

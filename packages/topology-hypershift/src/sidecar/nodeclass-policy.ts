@@ -92,7 +92,7 @@ export function renderNodeClassPolicy(exempt: readonly string[]): KubeObject[] {
           },
           {
             expression: forResource('openshiftec2nodeclasses'),
-            message: `OpenshiftEC2NodeClass ${Names.defaultNodeClass} is managed for this hosted cluster: its spec comes from the HostedCluster (AutoNode, public IPs); create another OpenshiftEC2NodeClass for other settings`,
+            message: `OpenshiftEC2NodeClass ${Names.defaultNodeClass} is managed for this hosted cluster: its spec comes from the hosted cluster's infra ID (HyperShift's default subnets and security groups); create another OpenshiftEC2NodeClass for other settings`,
             reason: 'Forbidden',
           },
         ],
