@@ -8,8 +8,9 @@
 //       nodeclass:  a tag of EC2NodeClass `soak` changes (the operator has nothing to write; Karpenter drifts
 //                   the pool's nodes and replaces them);
 //       machineset: every worker MachineSet's AMI flips between the RHCOS AMI and a copy of it (the operator
-//                   writes amiSelectorTerms, a field it owns, on both NodeClasses: 2 writes; Karpenter drifts
-//                   and replaces the nodes);
+//                   writes amiSelectorTerms, a field it owns, on both NodeClasses for each distinct set of
+//                   AMIs the MachineSets pass through: patched one by one, old → both → new, so 4 writes;
+//                   Karpenter drifts and replaces the nodes);
 //   - both workloads are scaled to random sizes (pods that need a node each) and the bench waits until
 //     every pod runs; scaling down leaves Karpenter to consolidate.
 // Every fourth machine also submits a forged client CSR (extra `system:masters`), which must stay unapproved.
@@ -492,7 +493,8 @@ await runBench('soak', { timeoutMs: TIMEOUT_MS }, async (ctx) => {
   const heapFit = fitOf((s) => s.heapUsedMiB);
   const result = {
     seed: SEED,
-    durationS: Math.round((churnEndedMs - t0) / 1000),
+    // `durationS` is the harness's: the whole run, cluster start and wind-down included.
+    churnS: Math.round((churnEndedMs - t0) / 1000),
     cycles: cycle,
     nodeClaimsLaunched: claimsSeen.size,
     scaleUpToAllRunningS: summarize(scaleUps),
