@@ -14,9 +14,13 @@
 // compared run other Node flags than the image's launcher (`=` for none) and more environment (NAME=VALUE ...),
 // so a change of the launcher is measured the same way.
 //
+// --topology hypershift runs the operator in management-cluster mode instead, as HyperShift's Deployment
+// starts it (an HCP namespace with HyperShift's Role, a guest cluster): its memory 60 s into the window and at
+// its end, against the 60Mi HyperShift requests for the container, and its own request count over the window.
+//
 //   npm run bench -- idle [--window-s 120] [--settle-s 15] [--runs 1] [--compare MAIN
 //                          [--compare-node-flags=--max-semi-space-size=1] [--compare-node-env="NAME=VALUE ..."]]
-//                          [--timeout-s 600]
+//                          [--topology standalone|hypershift] [--timeout-s 600]
 import { parseArgs } from 'node:util';
 import { summarizeAuditWindow } from './src/audit-window.js';
 import {
@@ -35,6 +39,8 @@ import {
 } from './src/harness.js';
 import { byLabel, residentSplit, sumOf } from './src/prom.js';
 import { median, ratio } from './src/stats.js';
+import { hostedConverged, startHostedOperator } from './src/hosted.js';
+import { waitFor } from '@karpenter-operator/testkit';
 
 const { values: args } = parseArgs({
   options: {
@@ -45,8 +51,11 @@ const { values: args } = parseArgs({
     compare: { type: 'string' },
     'compare-node-flags': { type: 'string' },
     'compare-node-env': { type: 'string' },
+    topology: { type: 'string', default: 'standalone' },
   },
 });
+if (!['standalone', 'hypershift'].includes(args.topology))
+  throw new Error(`--topology must be standalone or hypershift, got ${args.topology}`);
 const RUNS = Number(args.runs);
 const COMPARE = args.compare;
 const words = (s: string) => s.split(/\s+/).filter(Boolean);
@@ -124,7 +133,51 @@ async function oneRun(ctx: BenchContext, run: number, bundle: 'this' | 'compare'
   };
 }
 
+/** The management-cluster run: one operator as HyperShift starts it, converged, settled, then the window. */
+async function hostedRun(ctx: BenchContext) {
+  const h = await startHostedOperator(ctx);
+  await waitFor(
+    'the operator to converge (operand Deployment, EC2NodeClass default with userData in the guest)',
+    () => hostedConverged(ctx, h),
+    {
+      timeoutMs: 300_000,
+      intervalMs: 1000,
+    },
+  );
+  ctx.log(`hypershift: converged; settling ${SETTLE_MS / 1000} s, then watching ${WINDOW_MS / 1000} s`);
+  await sleep(SETTLE_MS);
+  const before = await h.metrics();
+  const at60 = Math.min(60_000, WINDOW_MS);
+  await sleep(at60);
+  const memoryAt60s = { ...memoryBreakdown(await h.metrics()), procRssMiB: h.rssMiB(), ...residentSplit(h.op.proc.pid!) };
+  await sleep(WINDOW_MS - at60);
+  const after = await h.metrics();
+  const atEnd = { ...memoryBreakdown(after), procRssMiB: h.rssMiB() };
+  const requests =
+    (sumOf(after, 'karpenter_operator_api_requests_total') ?? NaN) - (sumOf(before, 'karpenter_operator_api_requests_total') ?? NaN);
+  const cpuS =
+    Math.round(((sumOf(after, 'process_cpu_seconds_total') ?? NaN) - (sumOf(before, 'process_cpu_seconds_total') ?? NaN)) * 100) / 100;
+  await h.stop();
+  // What HyperShift's karpenter-operator component requests for this container.
+  const REQUEST_MIB = 60;
+  return {
+    topology: 'hypershift',
+    windowS: WINDOW_MS / 1000,
+    settleS: SETTLE_MS / 1000,
+    operatorMemory: { at60s: memoryAt60s, atEnd },
+    operatorRequests: requests,
+    operatorCpuS: { window: cpuS },
+    hyperShiftMemoryRequestMiB: REQUEST_MIB,
+    targets: { rssAt60sWithinHyperShiftRequest: (memoryAt60s.rssMiB ?? Infinity) <= REQUEST_MIB },
+    notes: [
+      "The operator as HyperShift renders its Deployment (args and env), under HyperShift's Role, with the guest cluster and the HCP namespace as HyperShift lays them out.",
+      "requests: the operator's own karpenter_operator_api_requests_total over the window, both clusters.",
+    ],
+  };
+}
+
 await runBench('idle', { timeoutMs: Number(args['timeout-s']) * 1000 }, async (ctx) => {
+  if (args.topology === 'hypershift') return hostedRun(ctx);
   await installManifests(ctx);
   await applyKarpenterAndCredentials(ctx);
   const runs: Awaited<ReturnType<typeof oneRun>>[] = [];

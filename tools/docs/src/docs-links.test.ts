@@ -63,11 +63,14 @@ describe('tools/bench/results', () => {
   const dir = join(root, 'tools/bench/results');
   const files = readdirSync(dir).filter((f) => f.endsWith('.json'));
 
-  it.each(files.map((file) => ({ name: file, file })))('$name is the one result of an existing benchmark, named after it', ({ file }) => {
-    const { benchmark } = JSON.parse(readFileSync(join(dir, file), 'utf8')) as { benchmark?: string };
-    expect(benchNames(root)).toContain(benchmark);
-    expect(file).toBe(`${benchmark}.json`);
-  });
+  it.each(files.map((file) => ({ name: file, file })))(
+    '$name is the one result of an existing benchmark (and topology other than standalone), named after it',
+    ({ file }) => {
+      const { benchmark, topology } = JSON.parse(readFileSync(join(dir, file), 'utf8')) as { benchmark?: string; topology?: string };
+      expect(benchNames(root)).toContain(benchmark);
+      expect(file).toBe(topology && topology !== 'standalone' ? `${benchmark}-${topology}.json` : `${benchmark}.json`);
+    },
+  );
 
   it('are each linked from docs/benchmarks.md', () => {
     const linked = scanMarkdown(readFileSync(join(root, 'docs/benchmarks.md'), 'utf8')).links.map((l) => l.target);

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
+import { findRepoRoot } from '@karpenter-operator/testkit';
 
 /**
  * HyperShift's contract for starting this operator, as test data: the Deployment (and Role) HyperShift's
@@ -11,7 +11,7 @@ import { parseAllDocuments } from 'yaml';
  * integration test starts the operator with it.
  */
 
-const FIXTURE = join(dirname(fileURLToPath(import.meta.url)), '../fixtures/hypershift/karpenter-operator.yaml');
+const FIXTURE = join(findRepoRoot(), 'apps/operator/test/fixtures/hypershift/karpenter-operator.yaml');
 
 export interface EnvVar {
   name: string;

@@ -1,12 +1,12 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { Names } from '@karpenter-operator/core';
 import {
   applyManifests,
   deleteObject,
+  findRepoRoot,
   freePort,
   getObject,
   kubeRequest,
@@ -15,7 +15,8 @@ import {
   type KubeObj,
 } from '@karpenter-operator/testkit';
 
-export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../../../..');
+// The repository's root, however this module is loaded (from source by vitest, or bundled by a benchmark).
+export const REPO = findRepoRoot();
 export const OPERATOR_NS = 'openshift-karpenter';
 export const OPERATOR_SA = 'karpenter-operator';
 export const OPERATOR_USER = `system:serviceaccount:${OPERATOR_NS}:${OPERATOR_SA}`;
