@@ -3,13 +3,12 @@
 // karpenter-credentials, the operator's pod, a stand-in for HyperShift's ignition generator), a guest
 // cluster, and the operator started from HyperShift's rendered Deployment (its args and env).
 import { readFileSync, rmSync } from 'node:fs';
-import { applyObject, applyStatus, getObject, type ClusterHandle, type KubeObj } from '@karpenter-operator/testkit';
-import { operatorContainer } from '../../../apps/operator/test/support/hypershift-deployment.js';
+import { applyObject, applyStatus, getObject, type ClusterHandle } from '@karpenter-operator/testkit';
 import {
+  applyOperatorPod,
   AUTONODE,
   hostedControlPlane,
   hyperShiftCredentialsSecret,
-  OPERATOR_SA,
   prepareHostedClusters,
   startIgnitionStandIn,
   startOperatorAsHyperShift,
@@ -50,17 +49,7 @@ export async function startHostedOperator(ctx: BenchContext): Promise<HostedOper
   });
   const stopIgnition = startIgnitionStandIn(mgmt, guest, ctx.world, HOSTED_NS);
   await applyObject(mgmt.kubeConfig(), hyperShiftCredentialsSecret(HOSTED_NS, AUTONODE.provisionerConfig.karpenter.aws.roleARN));
-  await applyObject(mgmt.kubeConfig(), {
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: { name: POD, namespace: HOSTED_NS, labels: { app: 'karpenter-operator' } },
-    spec: {
-      serviceAccountName: OPERATOR_SA,
-      securityContext: { runAsUser: HCP_UID, fsGroup: HCP_UID },
-      nodeSelector: { 'karpenter-operator.bench/never': 'scheduled' },
-      containers: [{ name: 'karpenter-operator', image: operatorContainer().image ?? 'karpenter-operator' }],
-    },
-  } as KubeObj);
+  await applyOperatorPod(mgmt, { namespace: HOSTED_NS, name: POD, uid: HCP_UID });
   const op = await startOperatorAsHyperShift(mgmt, ctx.world, { namespace: HOSTED_NS, guestKubeconfigPath, podName: POD });
   let stopped = false;
   const stop = async () => {

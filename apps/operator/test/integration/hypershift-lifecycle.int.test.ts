@@ -21,6 +21,7 @@ import {
   hyperShiftCredentialsSecret,
   OPERATOR_SA,
   prepareHostedClusters,
+  startKarpenterStandIn,
   startOperatorAsHyperShift,
 } from '../support/hypershift-env.js';
 import { conditionOf } from '../support/k8s.js';
@@ -40,7 +41,6 @@ const MGMT_USER = `system:serviceaccount:${NS}:${OPERATOR_SA}`;
 const CAPI = { apiVersion: 'cluster.x-k8s.io/v1beta1', kind: 'Cluster' } as const;
 /** CAPI's own finalizer on a Cluster: it keeps the Cluster (deletionTimestamp set) while CAPI tears it down. */
 const CAPI_FINALIZER = 'cluster.cluster.x-k8s.io';
-const TERMINATION_ANNOTATION = 'karpenter.sh/nodeclaim-termination-timestamp';
 const NODECLAIM = { apiVersion: 'karpenter.sh/v1', kind: 'NodeClaim' } as const;
 const NODEPOOL = { apiVersion: 'karpenter.sh/v1', kind: 'NodePool' } as const;
 
@@ -63,40 +63,6 @@ const logTail = (p: OperatorProcess | undefined) =>
     .filter((l) => /warn|error|teardown|NodeClaim|NodePool/i.test(l))
     .slice(-20)
     .join('\n');
-
-/**
- * What Karpenter does for a deleting NodeClaim once it may terminate the instance at once: removes its
- * `karpenter.sh/termination` finalizer. This stand-in does so only for NodeClaims that carry Karpenter's
- * termination-timestamp annotation (the forced path), never for one still draining; it records when it saw
- * each annotated.
- */
-function startKarpenterStandIn(forcedAt: Map<string, number>): () => void {
-  let stopped = false;
-  void (async () => {
-    while (!stopped) {
-      try {
-        for (const c of await listObjects(guest.kubeConfig(), NODECLAIM.apiVersion, NODECLAIM.kind)) {
-          const { name, deletionTimestamp, annotations, resourceVersion } = c.metadata as KubeObj['metadata'] & {
-            deletionTimestamp?: string;
-            resourceVersion?: string;
-          };
-          if (!deletionTimestamp || !annotations?.[TERMINATION_ANNOTATION]) continue;
-          if (!forcedAt.has(name)) forcedAt.set(name, Date.now());
-          await kubeRequest(guest.kubeConfig(), 'PATCH', `/apis/karpenter.sh/v1/nodeclaims/${name}`, {
-            body: { metadata: { finalizers: [], resourceVersion } },
-            contentType: 'application/merge-patch+json',
-          });
-        }
-      } catch {
-        // The CRD is not served yet, or a write raced another: look again.
-      }
-      await new Promise((r) => setTimeout(r, 500));
-    }
-  })();
-  return () => {
-    stopped = true;
-  };
-}
 
 describe('HyperShift lifecycle: PodMonitor and cleanup on CAPI Cluster deletion', () => {
   let guestKubeconfigPath: string;
@@ -190,7 +156,7 @@ describe('HyperShift lifecycle: PodMonitor and cleanup on CAPI Cluster deletion'
     await applyObject(g, aNodePool('general', { instanceTypes: ['m5.large'], arch: 'amd64' }));
     for (const name of ['lifecycle-a', 'lifecycle-b']) await applyKarpenterNodeClaim(guest, name, undefined, ['karpenter.sh/termination']);
     const forcedAt = new Map<string, number>();
-    stopKarpenterStandIn = startKarpenterStandIn(forcedAt);
+    stopKarpenterStandIn = startKarpenterStandIn(guest, forcedAt);
 
     // HyperShift's hosted-cluster deletion starts with the CAPI Cluster; CAPI's finalizer keeps it there.
     const deletedAt = Date.now();

@@ -31,6 +31,9 @@ import {
   prepareHostedClusters,
   startIgnitionStandIn,
   startOperatorAsHyperShift,
+  applyOperatorPod,
+  startKarpenterStandIn,
+  TERMINATION_ANNOTATION,
 } from '../support/hypershift-env.js';
 import type { OperatorProcess } from '../support/operator-process.js';
 import {
@@ -66,7 +69,6 @@ const HCP_STATUS = {
 /** A NodeClaim the user's NodePool `general` has, left alone when AutoNode is turned off. */
 const USER_CLAIM = 'hcp-user-claim';
 const KARPENTER_TERMINATION = 'karpenter.sh/termination';
-const TERMINATION_ANNOTATION = 'karpenter.sh/nodeclaim-termination-timestamp';
 const HCP = 'demo';
 const SA = OPERATOR_SA;
 const HCP_PATH = hcpPath(NS, HCP);
@@ -606,8 +608,8 @@ describe('HyperShift: management cluster + guest cluster', () => {
       async () => (await finalizers()).includes(FINALIZER) && (await operand()) !== undefined,
       { timeoutMs: 60_000, intervalMs: 500 },
     );
-    const forced = new Set<string>();
-    const stopStandIn = startKarpenterStandIn(forced);
+    const forced = new Map<string, number>();
+    const stopStandIn = startKarpenterStandIn(guest, forced);
     try {
       await deleteObject(mgmt.kubeConfig(), HCP_TYPE.apiVersion, HCP_TYPE.kind, HCP, NS);
       await waitFor('the HCP to be gone', async () => (await hcp()) === undefined, { timeoutMs: 90_000, intervalMs: 500 }).catch(
@@ -623,7 +625,7 @@ describe('HyperShift: management cluster + guest cluster', () => {
     expect(await listObjects(g, 'karpenter.sh/v1', 'NodePool')).toEqual([]);
     expect(await listObjects(g, 'karpenter.sh/v1', 'NodeClaim')).toEqual([]);
     // Forced at once: the stand-in only releases NodeClaims carrying Karpenter's termination-timestamp annotation.
-    expect([...forced]).toEqual([USER_CLAIM]);
+    expect([...forced.keys()]).toEqual([USER_CLAIM]);
     expect(await operand()).toBeUndefined();
     const notes = (await teardownEvents()).filter((e) => e.reason === 'TeardownComplete').map((e) => e.note);
     expect(notes).toContain('NodePools, NodeClaims and the operand are removed');
@@ -741,39 +743,6 @@ describe('HyperShift: management cluster + guest cluster', () => {
 });
 
 /**
- * What Karpenter does for a deleting NodeClaim once it may terminate the instance at once: removes its
- * `karpenter.sh/termination` finalizer. This stand-in does so only for NodeClaims that carry Karpenter's
- * termination-timestamp annotation (the forced path), never for one still draining, and records their names.
- */
-function startKarpenterStandIn(forced: Set<string>): () => void {
-  let stopped = false;
-  void (async () => {
-    while (!stopped) {
-      try {
-        for (const c of await listObjects(guest.kubeConfig(), 'karpenter.sh/v1', 'NodeClaim')) {
-          const { name, deletionTimestamp, annotations, resourceVersion } = c.metadata as KubeObj['metadata'] & {
-            deletionTimestamp?: string;
-            resourceVersion?: string;
-          };
-          if (!deletionTimestamp || !annotations?.[TERMINATION_ANNOTATION]) continue;
-          forced.add(name);
-          await kubeRequest(guest.kubeConfig(), 'PATCH', `/apis/karpenter.sh/v1/nodeclaims/${name}`, {
-            body: { metadata: { finalizers: [], resourceVersion } },
-            contentType: 'application/merge-patch+json',
-          });
-        }
-      } catch {
-        // A write raced another: look again.
-      }
-      await new Promise((r) => setTimeout(r, 500));
-    }
-  })();
-  return () => {
-    stopped = true;
-  };
-}
-
-/**
  * The world of one describe block: the guest cluster, the HCP namespace with HyperShift's RBAC and the HCP
  * with `status`, HyperShift's ignition generator (the stand-in), credentials Secret and the operator's pod
  * object, then the operator as HyperShift starts it. Waits for the namespace of a previous block to be gone first.
@@ -795,17 +764,7 @@ async function startHostedCluster(status: Record<string, unknown>): Promise<void
   // What HyperShift's control-plane operator writes from spec.autoNode's role (its karpenter-credentials).
   await applyObject(mgmt.kubeConfig(), hyperShiftCredentialsSecret(NS, autoNode.provisionerConfig.karpenter.aws.roleARN));
   // The operator's own pod, as HyperShift's component framework lays it out on a management cluster without SCCs.
-  await applyObject(mgmt.kubeConfig(), {
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: { name: OPERATOR_POD, namespace: NS, labels: { app: 'karpenter-operator' } },
-    spec: {
-      serviceAccountName: OPERATOR_SA,
-      securityContext: { runAsUser: HCP_UID, fsGroup: HCP_UID },
-      nodeSelector: { 'karpenter-operator.test/never': 'scheduled' },
-      containers: [{ name: 'karpenter-operator', image: operatorContainer().image ?? 'karpenter-operator' }],
-    },
-  } as KubeObj);
+  await applyOperatorPod(mgmt, { namespace: NS, name: OPERATOR_POD, uid: HCP_UID });
   await startTheOperator();
 }
 

@@ -313,3 +313,59 @@ export function startIgnitionStandIn(mgmt: ClusterClient, guest: ClusterClient, 
     stopped = true;
   };
 }
+
+/**
+ * The operator's own pod object in the HCP namespace, as HyperShift's component framework lays it out on a
+ * management cluster without SCCs (`runAsUser` and `fsGroup` the namespace's UID); never scheduled. The operator
+ * reads its UID from it when HyperShift's Role refuses it the namespace.
+ */
+export async function applyOperatorPod(mgmt: ClusterClient, o: { namespace: string; name: string; uid: number }): Promise<void> {
+  await applyObject(mgmt.kubeConfig(), {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: o.name, namespace: o.namespace, labels: { app: 'karpenter-operator' } },
+    spec: {
+      serviceAccountName: OPERATOR_SA,
+      securityContext: { runAsUser: o.uid, fsGroup: o.uid },
+      nodeSelector: { 'karpenter-operator.test/never': 'scheduled' },
+      containers: [{ name: 'karpenter-operator', image: operatorContainer().image ?? 'karpenter-operator' }],
+    },
+  } as KubeObj);
+}
+
+/** Karpenter's annotation on a NodeClaim it terminates without draining. */
+export const TERMINATION_ANNOTATION = 'karpenter.sh/nodeclaim-termination-timestamp';
+
+/**
+ * What Karpenter does for a deleting NodeClaim once it may terminate the instance at once: removes its
+ * `karpenter.sh/termination` finalizer. This stand-in does so only for NodeClaims in `guest` that carry
+ * Karpenter's termination-timestamp annotation (the forced path), never for one still draining; it records when
+ * it first saw each annotated in `forcedAt`. Returns its stop.
+ */
+export function startKarpenterStandIn(guest: ClusterClient, forcedAt: Map<string, number>): () => void {
+  let stopped = false;
+  void (async () => {
+    while (!stopped) {
+      try {
+        for (const c of await listObjects(guest.kubeConfig(), 'karpenter.sh/v1', 'NodeClaim')) {
+          const { name, deletionTimestamp, annotations, resourceVersion } = c.metadata as KubeObj['metadata'] & {
+            deletionTimestamp?: string;
+            resourceVersion?: string;
+          };
+          if (!deletionTimestamp || !annotations?.[TERMINATION_ANNOTATION]) continue;
+          if (!forcedAt.has(name)) forcedAt.set(name, Date.now());
+          await kubeRequest(guest.kubeConfig(), 'PATCH', `/apis/karpenter.sh/v1/nodeclaims/${name}`, {
+            body: { metadata: { finalizers: [], resourceVersion } },
+            contentType: 'application/merge-patch+json',
+          });
+        }
+      } catch {
+        // The CRD is not served yet, or a write raced another: look again.
+      }
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  })();
+  return () => {
+    stopped = true;
+  };
+}
