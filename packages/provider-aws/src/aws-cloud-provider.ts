@@ -29,7 +29,7 @@ import { instanceIdFromProviderId, liveInstances } from './instances.js';
 import type { IAMClient } from '@aws-sdk/client-iam';
 import type { EC2Client } from '@aws-sdk/client-ec2';
 import { EC2_FILTER_VALUES_MAX, EC2NodeClassLabel, EC2NodeClassType } from './names.js';
-import { renderEc2NodeClass } from './nodeclass.js';
+import { ec2LaunchHold, renderEc2NodeClass } from './nodeclass.js';
 import { awsOperandRbac } from './rbac.js';
 import { SqsAdapter } from './sqs.js';
 
@@ -151,6 +151,10 @@ export class AwsCloudProvider implements CloudProvider {
 
   renderNodeClass(source: NodeClassSource): DefaultNodeClass {
     return renderEc2NodeClass(source);
+  }
+
+  launchHold(pool: string): Record<string, unknown> {
+    return ec2LaunchHold(pool);
   }
 
   /** EC2 references (subnets, security groups, AMIs), then the instance profile in IAM. */

@@ -211,6 +211,12 @@ describe('Ec2Adapter.verifyNodeClass', () => {
       ],
     },
     {
+      name: "the operator's launch hold is not a missing AMI",
+      world: { ...goodWorld(), images: [] },
+      spec: { amiSelectorTerms: [{ tags: { 'karpenter-operator.openshift.io/awaiting-machineconfigpool': 'karpenter-default' } }] },
+      want: [],
+    },
+    {
       name: 'no selector terms at all',
       world: goodWorld(),
       spec: { subnetSelectorTerms: [] },

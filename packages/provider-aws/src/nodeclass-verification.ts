@@ -2,6 +2,7 @@ import type { EC2Client, Filter, Image, SecurityGroup, Subnet } from '@aws-sdk/c
 import type { ClusterFacts, KubeObject, VerificationProblem } from '@karpenter-operator/core';
 import { chunks, clusterTagKey, describeImages, describeSecurityGroups, describeSubnets, hasTag } from './ec2-reads.js';
 import { EC2_FILTER_VALUES_MAX } from './names.js';
+import { isLaunchHoldTerm } from './nodeclass.js';
 
 type Term = Record<string, unknown>;
 
@@ -163,8 +164,9 @@ export async function verifyNodeClassReferences(
                 .filter(Boolean)
             : undefined,
         ),
+      // The operator's own launch hold is not a reference to verify (it matches no AMI by design).
       filtersOf: (t) =>
-        typeof t.alias === 'string' || typeof t.ssmParameter === 'string'
+        typeof t.alias === 'string' || typeof t.ssmParameter === 'string' || isLaunchHoldTerm(t)
           ? undefined
           : nonEmpty([...(typeof t.name === 'string' ? [{ Name: 'name', Values: [t.name] }] : []), ...tagsOf(t)]),
       missing: (term, id) => (id ? `AMI ${id} not found` : `no available AMI matches ${JSON.stringify(term)}`),

@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import type { NodeClassSource } from '@karpenter-operator/core';
-import { isRestrictedTagKey, OPENSHIFT_KUBE_RESERVED, OPENSHIFT_SYSTEM_RESERVED, renderEc2NodeClass } from './nodeclass.js';
+import { Names, type NodeClassSource } from '@karpenter-operator/core';
+import {
+  ec2LaunchHold,
+  isLaunchHoldTerm,
+  isRestrictedTagKey,
+  OPENSHIFT_KUBE_RESERVED,
+  OPENSHIFT_SYSTEM_RESERVED,
+  renderEc2NodeClass,
+} from './nodeclass.js';
 
 // What a HyperShift hosted control plane decodes: no root volume, tokens, public IP or maxPods of its own.
 const hcpSource: NodeClassSource = {
@@ -91,5 +98,16 @@ describe('renderEc2NodeClass', () => {
     { key: 'kubernetes.io/role/internal-elb', restricted: false },
   ])('restricted tag key $key: $restricted', ({ key, restricted }) => {
     expect(isRestrictedTagKey(key)).toBe(restricted);
+  });
+});
+
+describe('ec2LaunchHold', () => {
+  it('selects an AMI by a tag naming the pool, which verification recognises and no other term matches', () => {
+    const hold = ec2LaunchHold('karpenter-gpu');
+    expect(hold).toEqual({ amiSelectorTerms: [{ tags: { [Names.launchHoldKey]: 'karpenter-gpu' } }] });
+    const [term] = hold.amiSelectorTerms as Array<Record<string, unknown>>;
+    expect(isLaunchHoldTerm(term!)).toBe(true);
+    expect(isLaunchHoldTerm({ id: 'ami-0x86' })).toBe(false);
+    expect(isLaunchHoldTerm({ tags: { Name: 'rhcos' } })).toBe(false);
   });
 });

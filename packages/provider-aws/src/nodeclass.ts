@@ -21,6 +21,21 @@ export function isRestrictedTagKey(key: string): boolean {
 }
 
 /**
+ * The image selector a NodeClass holds while MachineConfigPool `pool` does not serve the registration taint:
+ * one tag term no AMI carries, so Karpenter resolves no AMI, reports the NodeClass not Ready and launches
+ * nothing from it. The tag says what it waits for. Pure.
+ */
+export function ec2LaunchHold(pool: string): Record<string, unknown> {
+  return { amiSelectorTerms: [{ tags: { [Names.launchHoldKey]: pool } }] };
+}
+
+/** True for the term `ec2LaunchHold` writes (verification does not look it up). Pure. */
+export function isLaunchHoldTerm(term: Record<string, unknown>): boolean {
+  const tags = term.tags;
+  return typeof tags === 'object' && tags !== null && Names.launchHoldKey in tags;
+}
+
+/**
  * EC2NodeClass `default` from a decoded source, whichever topology decoded it (worker MachineSets
  * standalone, ignition Secrets on HyperShift): the one place its spec, the kubelet reservations and the
  * protected fields are decided. Tags are applied in order (a later key wins); restricted keys are dropped.

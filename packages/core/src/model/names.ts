@@ -27,6 +27,11 @@ export const Names = {
   infrastructure: 'cluster',
   nodeBootstrapperUser: 'system:serviceaccount:openshift-machine-config-operator:node-bootstrapper',
   registrationTaintKubeletConfig: 'set-karpenter-taint',
+  /**
+   * Marks the image selector a NodeClass holds while its MachineConfigPool does not serve the registration
+   * taint yet (`CloudProvider.launchHold`); the value names the pool. No image carries it.
+   */
+  launchHoldKey: 'karpenter-operator.openshift.io/awaiting-machineconfigpool',
   nodePoolLabel: 'karpenter.sh/nodepool',
   terminationAnnotation: 'karpenter.sh/nodeclaim-termination-timestamp',
   featureGate: 'KarpenterOperator',

@@ -162,6 +162,16 @@ export interface CloudProvider {
   renderNodeClass(source: NodeClassSource): DefaultNodeClass;
 
   /**
+   * The protected `spec` fields that keep a NodeClass from launching anything while its MachineConfigPool
+   * `pool` does not serve the registration taint yet: a machine booted before that would register untainted,
+   * which Karpenter refuses, and would only be replaced after its registration TTL. The values must match
+   * nothing in the cloud and say why (AWS: an image selector on tag `Names.launchHoldKey` = `pool`, which
+   * no image carries, so Karpenter reports the NodeClass not Ready). `verifyNodeClass` does not count them
+   * as problems. Pure.
+   */
+  launchHold(pool: string): Record<string, unknown>;
+
+  /**
    * Checks against the cloud that what a NodeClass references exists and belongs to the cluster.
    * Returns the problems found (empty when good). Throws `TransientError` when the cloud API is
    * unreachable or throttling, `ForbiddenError` when the credentials are refused.

@@ -84,6 +84,10 @@ export class UnsupportedCloudProvider implements CloudProvider {
     throw this.unsupported();
   }
 
+  launchHold(): Record<string, unknown> {
+    throw this.unsupported();
+  }
+
   verifyNodeClass(): Promise<VerificationProblem[]> {
     return Promise.reject(this.unsupported());
   }

@@ -1,5 +1,6 @@
 import type { ClusterFacts, DiscoveryInput, OperatorSettings } from '../model/cluster.js';
 import type { KubeObject, TypeRef } from '../model/kube.js';
+import { Names } from '../model/names.js';
 import type {
   CloudProvider,
   DefaultNodeClass,
@@ -22,6 +23,7 @@ export type FakeCloudMethod =
   | 'renderDefaultNodeClass'
   | 'discoverDefaultNodeClass'
   | 'renderNodeClass'
+  | 'launchHold'
   | 'verifyNodeClass'
   | 'instanceIdFromProviderId'
   | 'describeInstances'
@@ -203,6 +205,12 @@ export class FakeCloudProvider implements CloudProvider {
       object: { ...this.nodeClassType, metadata: { name: 'default' }, spec },
       protectedSpec: { imageSelectorTerms: source.imageSelectorTerms, userData: source.userData },
     });
+  }
+
+  /** An image selector no image matches, naming the pool (the shape, not a provider's real one). */
+  launchHold(pool: string): Record<string, unknown> {
+    this.record('launchHold', [pool]);
+    return { imageSelectorTerms: [{ tags: { [Names.launchHoldKey]: pool } }] };
   }
 
   async verifyNodeClass(nodeClass: KubeObject, facts: ClusterFacts): Promise<VerificationProblem[]> {

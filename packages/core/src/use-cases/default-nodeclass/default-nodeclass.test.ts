@@ -12,6 +12,8 @@ import { protectedFieldsPatch, sameAsSets } from './protected-fields.js';
 const EC2NodeClass = { apiVersion: 'karpenter.k8s.aws/v1', kind: 'EC2NodeClass' } as const;
 
 const NS = 'openshift-machine-api';
+const HOLD = 'karpenter-operator.openshift.io/awaiting-machineconfigpool';
+const held = (pool: string) => [{ tags: { [HOLD]: pool } }];
 const MCS = 'https://api-int.mycluster.example.com:22623/config';
 const pointer = (pool: string, extra: Record<string, unknown> = {}) =>
   JSON.stringify({ ignition: { config: { merge: [{ source: `${MCS}/${pool}` }] }, version: '3.2.0', ...extra } });
@@ -112,6 +114,9 @@ class FakeCloud implements CloudProvider {
   async discoverDefaultNodeClass(input: DiscoveryInput): Promise<DiscoveredNodeClass> {
     this.discoverCalls++;
     return { ...this.renderDefaultNodeClass(input), sources: structuredClone(this.sources), unverified: [] };
+  }
+  launchHold(pool: string): Record<string, unknown> {
+    return { amiSelectorTerms: [{ tags: { [HOLD]: pool } }] };
   }
   async verifyNodeClass(): Promise<VerificationProblem[]> {
     this.verifyCalls++;
@@ -382,31 +387,83 @@ describe('ec2nodeclass.default', () => {
     expect(w.r.keysFor({ ...Types.MachineConfigPool, metadata: { name: 'worker' } })).toEqual([]);
   });
 
-  it('points userData at the NodeClass pool only once MCS serves it with the registration taint, and stays there', async () => {
+  it('holds launches until MCS serves the NodeClass pool with the registration taint, then points at it and stays there', async () => {
     w = world();
     w.store.seed(pool('default', 'none'));
     expect((await twice(w)).second).toEqual([]);
-    expect((await specOf(w, 'default')).userData).toBe(pointer('worker'));
+    // Created unlaunchable: a machine booting pool worker would register untainted and never join.
+    expect(await specOf(w, 'default')).toMatchObject({ userData: pointer('worker'), amiSelectorTerms: held('karpenter-default') });
     // Rendered at once, before MCO generated the taint's MachineConfig for it: a node booting from it
-    // would register untainted, so userData waits.
+    // would register untainted, so the hold stays.
     w.store.seed(pool('default', 'untainted'));
     expect(await twice(w)).toEqual({ first: [], second: [] });
-    expect((await specOf(w, 'default')).userData).toBe(pointer('worker'));
+    expect(await specOf(w, 'default')).toMatchObject({ userData: pointer('worker'), amiSelectorTerms: held('karpenter-default') });
     w.store.seed(pool('default', 'serving'));
+    w.events.events.length = 0;
     const { first, second } = await twice(w);
+    // The release's images and the pool pointer arrive in one write.
     expect(first.map((x) => x.verb)).toEqual(['apply']);
     expect(second).toEqual([]);
-    expect((await specOf(w, 'default')).userData).toBe(pointer('karpenter-default'));
-    // A pool that is re-rendering (no configuration for a moment) must not flip userData back.
+    expect(await specOf(w, 'default')).toMatchObject({ userData: pointer('karpenter-default'), amiSelectorTerms: [{ id: 'ami-0x86' }] });
+    expect(w.events.events.map((e) => e.reason)).toEqual(['ProtectedFieldsEnforced']);
+    // A pool that is re-rendering (no configuration for a moment) must not flip userData back, nor hold again.
     w.store.seed(pool('default', 'none'));
     expect(await twice(w)).toEqual({ first: [], second: [] });
+  });
+
+  it("holds a user NodeClass whose pool is not served, says why, and releases it with the pool's pointer", async () => {
+    w = world([machineSet('worker-a', 'ami-0x86'), userDataSecret(), pool('batch', 'untainted')]);
+    w.store.seed({
+      ...EC2NodeClass,
+      metadata: { name: 'batch' },
+      spec: { amiFamily: 'Custom', amiSelectorTerms: [{ id: 'ami-0x86' }], role: 'batch-role', userData: pointer('worker') },
+    });
+    const { first, second } = await twice(w, 'batch');
+    expect(first.map((x) => [x.verb, x.ref.name])).toEqual([['apply', 'batch']]);
+    expect(second).toEqual([]);
+    expect(await specOf(w, 'batch')).toEqual({
+      amiFamily: 'Custom',
+      amiSelectorTerms: held('karpenter-batch'),
+      userData: pointer('worker'),
+      role: 'batch-role',
+    });
+    const heldEvent = w.events.events.find((e) => e.reason === 'LaunchHeld');
+    expect(heldEvent?.regarding.name).toBe('batch');
+    expect(heldEvent?.message).toContain(`${HOLD}=karpenter-batch`);
+    expect(heldEvent?.message).toContain('MachineConfigPool karpenter-batch');
+    // The MachineSets changing while it is held changes nothing on it.
+    w.store.seed(machineSet('worker-b', 'ami-0arm'));
+    expect((await twice(w, 'batch')).first).toEqual([]);
+    w.store.seed(taintKubeletConfig('batch'));
+    w.store.seed(pool('batch', 'serving'));
+    expect((await twice(w, 'batch')).second).toEqual([]);
+    expect(await specOf(w, 'batch')).toMatchObject({
+      amiSelectorTerms: [{ id: 'ami-0x86' }, { id: 'ami-0arm' }],
+      userData: pointer('karpenter-batch'),
+    });
+  });
+
+  it('holds nothing with per-NodeClass pools off: the cluster userData and images', async () => {
+    const store = new MemoryClusterStore([machineSet('worker-a', 'ami-0x86'), userDataSecret()]);
+    const r = new DefaultNodeClassReconciler({
+      store,
+      cloud: new FakeCloud(),
+      facts: async () => facts,
+      clock: new FakeClock(),
+      events: new RecordingEvents(),
+      logger: silentLogger,
+      maxPods: 250,
+      perNodeClassPools: false,
+    });
+    await r.reconcile('default');
+    expect((await store.get(ref('default')))?.spec).toMatchObject({ amiSelectorTerms: [{ id: 'ami-0x86' }], userData: pointer('worker') });
   });
 
   it('does not point userData at a pool whose taint KubeletConfig MCO has not synced', async () => {
     w = world();
     w.store.seed({ ...taintKubeletConfig('default'), metadata: { ...taintKubeletConfig('default').metadata, annotations: {} } });
     await twice(w);
-    expect((await specOf(w, 'default')).userData).toBe(pointer('worker'));
+    expect(await specOf(w, 'default')).toMatchObject({ userData: pointer('worker'), amiSelectorTerms: held('karpenter-default') });
   });
 
   it('resyncs default and every NodeClass', async () => {

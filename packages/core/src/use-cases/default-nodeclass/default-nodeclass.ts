@@ -82,6 +82,14 @@ export function describeSources(sources: DiscoveredNodeClass['sources']): string
   return `DiscoveredFrom: ${sources.map((s) => `${s.field}=${s.source}`).join(', ')}`;
 }
 
+/** `DefaultNodeClassReconciler.targetFor`'s answer. */
+interface PoolTarget {
+  /** userData names this pool. */
+  pool?: string;
+  /** The pool does not serve yet: launches are held, and why. */
+  hold?: { pool: string; message: string };
+}
+
 interface VerifyState {
   /** What was verified: the NodeClass's referencing fields. */
   subject: string;
@@ -189,20 +197,26 @@ export class DefaultNodeClassReconciler implements Reconciler {
         : [await store.get({ ...cloud.nodeClassType, name: key })].filter((o): o is KubeObject => o !== undefined);
       for (const nc of targets) {
         if (nc.metadata.deletionTimestamp) continue;
-        const patch = protectedFieldsPatch(nc, outcome.rendered.protectedSpec, await this.poolFor(nc));
+        const target = await this.targetFor(nc);
+        const patch = protectedFieldsPatch(nc, this.protectedFor(outcome.rendered, target), target.pool);
         if (!patch) continue;
         const r = await store.apply(patch, { fieldManager: Names.fieldManager, force: true });
         if (r.changed) {
           this.deps.logger.info('enforced protected NodeClass fields', {
             nodeClass: nc.metadata.name,
             fields: Object.keys(patch.spec as object),
+            ...(target.hold ? { heldUntil: target.hold.message } : {}),
           });
-          this.deps.events.record(
-            this.ref(nc.metadata.name),
-            'Normal',
-            'ProtectedFieldsEnforced',
-            'amiFamily, amiSelectorTerms and userData follow the cluster release',
-          );
+          if (target.hold) {
+            this.deps.events.record(this.ref(nc.metadata.name), 'Normal', 'LaunchHeld', this.heldMessage(target.hold));
+          } else {
+            this.deps.events.record(
+              this.ref(nc.metadata.name),
+              'Normal',
+              'ProtectedFieldsEnforced',
+              'amiFamily, amiSelectorTerms and userData follow the cluster release',
+            );
+          }
         }
         if (nc.metadata.name === Names.defaultNodeClass && r.object) current = r.object;
       }
@@ -297,28 +311,47 @@ export class DefaultNodeClassReconciler implements Reconciler {
 
   private async forPool(rendered: DefaultNodeClass, name: string): Promise<KubeObject> {
     const object = structuredClone(rendered.object);
+    const target = await this.targetFor({ ...object, metadata: { name } });
     const spec = object.spec as Record<string, unknown>;
-    const pool = await this.poolFor({ ...object, metadata: { name } });
-    if (pool && typeof spec.userData === 'string') spec.userData = rewriteIgnitionPool(spec.userData, pool);
+    Object.assign(spec, structuredClone(this.protectedFor(rendered, target)));
+    if (target.pool && typeof spec.userData === 'string') spec.userData = rewriteIgnitionPool(spec.userData, target.pool);
     return object;
   }
 
+  /** The protected fields to enforce: the release's, or the provider's launch hold in place of its image selector. */
+  private protectedFor(rendered: DefaultNodeClass, target: PoolTarget): Record<string, unknown> {
+    return target.hold ? { ...rendered.protectedSpec, ...this.deps.cloud.launchHold(target.hold.pool) } : rendered.protectedSpec;
+  }
+
+  private heldMessage(hold: NonNullable<PoolTarget['hold']>): string {
+    return (
+      `launches are held (${Names.launchHoldKey}=${hold.pool}) until MachineConfigPool ${hold.pool} serves the ` +
+      `registration taint: ${hold.message}`
+    );
+  }
+
   /**
-   * The MCS pool a NodeClass's userData should name: its own once MCS serves it with the registration
-   * taint (`poolServing`), and it stays there once it does (a pool that is re-rendering must not flip
-   * userData back and forth, which would drift nodes); `undefined` (the cluster's own userData, pool
-   * `worker`) before that.
+   * Where a NodeClass's nodes boot from, decided once for creation and enforcement:
+   *
+   * - its own MachineConfigPool (`pool`) once MCS serves it with the registration taint (`poolServing`), and
+   *   from then on (a pool that is re-rendering must not flip userData back and forth, which would drift nodes);
+   * - before that, nowhere (`hold`): a machine booting the cluster's own userData (pool `worker`) registers
+   *   without the taint, which Karpenter refuses, and is only replaced after its registration TTL. So the
+   *   image selector is the provider's launch hold, and the release's images come back together with the
+   *   pool pointer, in one write;
+   * - with per-NodeClass pools off, the cluster's own userData and images (neither).
    */
-  private async poolFor(nodeClass: KubeObject): Promise<string | undefined> {
-    if (this.deps.perNodeClassPools === false) return undefined;
+  private async targetFor(nodeClass: KubeObject): Promise<PoolTarget> {
+    if (this.deps.perNodeClassPools === false) return {};
     const pool = poolNameFor(nodeClass.metadata.name);
     const current = (nodeClass.spec as { userData?: unknown } | undefined)?.userData;
-    if (typeof current === 'string' && ignitionPools(current).includes(pool)) return pool;
+    if (typeof current === 'string' && ignitionPools(current).includes(pool)) return { pool };
     const [mcp, kubeletConfigs] = await Promise.all([
       this.deps.store.get({ ...Types.MachineConfigPool, name: pool }),
       this.deps.store.list(Types.KubeletConfig),
     ]);
-    return poolServing(nodeClass.metadata.name, mcp, kubeletConfigs).state === 'Serving' ? pool : undefined;
+    const serving = poolServing(nodeClass.metadata.name, mcp, kubeletConfigs);
+    return serving.state === 'Serving' ? { pool } : { hold: { pool, message: serving.message } };
   }
 
   private ref(name: string): ObjectRef {
