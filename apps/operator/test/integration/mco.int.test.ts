@@ -288,6 +288,62 @@ describe('the real Machine Config Operator renders and serves the Karpenter pool
     expect(drifted.map((c) => c.metadata.name)).toEqual([]);
   }, 1_200_000);
 
+  it('a NodeClass, its NodePool and a pending pod made at once: nothing launches before MCS serves its pool, the first machine joins', async () => {
+    const third = 'third';
+    const pool3 = 'mco-at-once';
+    const hold = [{ tags: { 'karpenter-operator.openshift.io/awaiting-machineconfigpool': `karpenter-${third}` } }];
+    const base = (await getObject<KubeObj & { spec: Record<string, unknown> }>(kc(), ...NC, 'default'))!.spec;
+    const { userData: _drop, ...spec } = base;
+    // What the NodeClass and the pool's NodeClaims looked like, from the moment they were made.
+    let heldSeen = 0;
+    const claimsSeen = new Set<string>();
+    let watching = true;
+    const watch = (async () => {
+      while (watching) {
+        const nc = await getObject<KubeObj & { spec?: { amiSelectorTerms?: unknown } }>(kc(), ...NC, third).catch(() => undefined);
+        if (JSON.stringify(nc?.spec?.amiSelectorTerms) === JSON.stringify(hold)) heldSeen++;
+        const claims = await listObjects<WithConditions>(kc(), ...NODECLAIM, undefined, `karpenter.sh/nodepool=${pool3}`).catch(
+          () => [] as WithConditions[],
+        );
+        for (const c of claims) claimsSeen.add(c.metadata.name);
+        await new Promise((res) => setTimeout(res, 250));
+      }
+    })();
+    const started = Date.now();
+    await Promise.all([
+      applyObject(kc(), { apiVersion: NC[0], kind: NC[1], metadata: { name: third }, spec }),
+      applyObject(kc(), aNodePool(pool3, { arch: 'amd64', nodeClass: third, instanceTypes: ['m6i.large', 'm5.large'] })),
+      applyObject(kc(), aPoolWorkload('at-once', WORKLOAD_NS, { pool: pool3, replicas: 1, cpu: '1', memory: '1Gi' })),
+    ]);
+    try {
+      // Without the hold, the first machine boots /config/worker, registers untainted, is refused and is only
+      // replaced after Karpenter's 15-minute registration TTL: this bound is well inside that.
+      const ready = await eventually(
+        `a NodeClaim of ${pool3} Registered and Ready`,
+        async () =>
+          (await listObjects<WithConditions>(kc(), ...NODECLAIM, undefined, `karpenter.sh/nodepool=${pool3}`)).find((c) =>
+            ['Registered', 'Ready'].every((t) => conditionOf(c, t)?.status === 'True'),
+          ),
+        600_000,
+      );
+      const joinedS = (Date.now() - started) / 1000;
+      const sim = operand!.kubelets.kubelets().find((k) => k.nodeClaim === ready.metadata.name)!;
+      expect(sim.served!.renderedConfig ?? '', 'the machine booted from its own pool').toMatch(new RegExp(`^rendered-karpenter-${third}-`));
+      expect(sim.registeredTaints).toContainEqual(TAINT);
+      expect(await userDataOf(third)).toContain(`/config/karpenter-${third}"`);
+      expect(heldSeen, `EC2NodeClass ${third} observed held while MCC rendered its pool`).toBeGreaterThan(0);
+      expect([...claimsSeen], `NodeClaims of ${pool3}: only the one that joined`).toEqual([ready.metadata.name]);
+      console.log(
+        `[mco] NodeClass+NodePool+pod at once: joined in ${joinedS.toFixed(1)} s, held for ${heldSeen} observations, ${claimsSeen.size} NodeClaim`,
+      );
+    } finally {
+      watching = false;
+      await watch;
+      await deleteObject(kc(), 'apps/v1', 'Deployment', 'at-once', WORKLOAD_NS).catch(() => false);
+      await deleteObject(kc(), 'karpenter.sh/v1', 'NodePool', pool3).catch(() => false);
+    }
+  }, 900_000);
+
   /** `MachineConfigPoolsReady` of the Karpenter CR and ClusterOperator `karpenter`'s Degraded, once `ok` holds for both. */
   async function poolsReport(what: string, ok: (ready: Cond | undefined, degraded: Cond | undefined) => boolean) {
     return eventually(

@@ -208,13 +208,14 @@ describe('standalone operator on a real cluster, as its ServiceAccount', () => {
 
   it('maintains EC2NodeClass default from the worker MachineSets (accepted by the real CRD), and its MachineConfigPool', async () => {
     const world = seededWorld();
+    // Launchable once MCO serves its pool: until then its AMI terms hold launches (docs/node-configuration.md).
     const spec = await waitFor(
-      'EC2NodeClass default',
+      'EC2NodeClass default pointing at its pool',
       async () => {
         const sp = await ncSpec();
-        return sp.amiFamily ? sp : undefined;
+        return sp.amiFamily && sp.userData?.includes('/config/karpenter-default"') ? sp : undefined;
       },
-      { timeoutMs: 30_000 },
+      { timeoutMs: 60_000 },
     );
     expect(spec.amiFamily).toBe('Custom');
     expect(spec.amiSelectorTerms).toEqual([{ id: world.facts.amis.x86_64 }]);
@@ -477,7 +478,8 @@ describe('standalone operator on a real cluster, as its ServiceAccount', () => {
           JSON.stringify(sp.amiSelectorTerms) === JSON.stringify((await ncSpec()).amiSelectorTerms)
         );
       },
-      { timeoutMs: 20_000 },
+      // Held (no AMI) until the stand-in MCO has rendered pool karpenter-gpu with its taint.
+      { timeoutMs: 60_000 },
     );
     await deleteObject(kc(), ...NC, 'gpu');
     await waitFor(

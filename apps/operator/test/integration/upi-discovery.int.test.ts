@@ -136,7 +136,15 @@ describe('discovery without worker MachineSets (UPI-shaped cluster)', () => {
 
   it('creates EC2NodeClass default from the proven conventions, accepted by the real CRD', async () => {
     const world = seededWorld();
-    const spec = await waitFor('EC2NodeClass default from conventions', ncSpec, { timeoutMs: 60_000 });
+    // Launchable once MCO serves its pool: until then its AMI terms hold launches (docs/node-configuration.md).
+    const spec = await waitFor(
+      'EC2NodeClass default from conventions, pointing at its pool',
+      async () => {
+        const sp = await ncSpec();
+        return String(sp?.userData).includes('/config/karpenter-default"') ? sp : undefined;
+      },
+      { timeoutMs: 90_000 },
+    );
     expect(spec.instanceProfile).toBe(world.facts.instanceProfile);
     expect(spec.securityGroupSelectorTerms).toEqual([{ id: world.ec2!.securityGroupIds.node }, { id: world.ec2!.securityGroupIds.lb }]);
     expect(spec.subnetSelectorTerms).toEqual(
