@@ -8,7 +8,9 @@ KO_SCRIPT=fetch-crds
 # shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-stamp="openshift-api=$OPENSHIFT_API_VERSION karpenter-aws=$KARPENTER_AWS_VERSION hypershift-api=$HYPERSHIFT_API_VERSION controller-tools=$CONTROLLER_TOOLS_VERSION cco=$CCO_VERSION kwok=$KWOK_VERSION prometheus-operator=$PROMETHEUS_OPERATOR_VERSION cluster-api=$CLUSTER_API_VERSION mco=$MCO_VERSION layout=7"
+# The OpenshiftEC2NodeClass types are this repository's: a change to them regenerates the CRD.
+oec2nc_api_sum=$(cat "$ko_repo_root"/tools/cluster/openshiftec2nodeclass-api/{go.mod,go.sum,v1/*.go} | cksum | cut -d' ' -f1)
+stamp="openshift-api=$OPENSHIFT_API_VERSION karpenter-aws=$KARPENTER_AWS_VERSION hypershift-api=$HYPERSHIFT_API_VERSION controller-tools=$CONTROLLER_TOOLS_VERSION cco=$CCO_VERSION kwok=$KWOK_VERSION prometheus-operator=$PROMETHEUS_OPERATOR_VERSION cluster-api=$CLUSTER_API_VERSION mco=$MCO_VERSION oec2nc-api=$oec2nc_api_sum layout=8"
 if [ -f "$ko_crd_dir/.stamp" ] && [ "$(cat "$ko_crd_dir/.stamp")" = "$stamp" ] && [ -f "$ko_kwok_stages" ]; then
   echo "$ko_crd_dir"; exit 0
 fi
@@ -98,21 +100,25 @@ copy hypershift controlplanecomponents.hypershift.openshift.io "$hypershift" "$h
 cpc_crd="$tmp/hypershift/controlplanecomponents.hypershift.openshift.io.yaml"
 sed -i '/^    feature-gate\.release\.openshift\.io\/: /d' "$cpc_crd"
 
-# OpenshiftEC2NodeClass (karpenter.hypershift.openshift.io) has Go types only in the API module: generate its
-# CRD with the pinned controller-gen, from a scratch copy of the module (the module cache is read-only). It is
-# served in the guest by the HyperShift sidecar, not seeded by testkit (karpenter-hypershift/ is not a seeded group).
+# OpenshiftEC2NodeClass (karpenter.hypershift.openshift.io) v1: HyperShift promoted it to v1 and removed
+# v1beta1, but the Go module proxy refuses every hypershift/api version that has v1. Its CRD is rendered with the
+# pinned controller-gen from this project's own Go types for v1 (openshiftec2nodeclass-api/, written from the
+# API's field list): v1 only, served and stored. It is served in the guest by the HyperShift sidecar, not seeded
+# by testkit (karpenter-hypershift/ is not a seeded group).
 cgen_dir="$ko_cache_root/bin/controller-gen-$CONTROLLER_TOOLS_VERSION"
 if [ ! -x "$cgen_dir/controller-gen" ]; then
   (cd "${TMPDIR:-/tmp}" && GOFLAGS=-mod=mod GOBIN="$cgen_dir" go install "sigs.k8s.io/controller-tools/cmd/controller-gen@$CONTROLLER_TOOLS_VERSION") \
     || ko_fail "could not build controller-gen $CONTROLLER_TOOLS_VERSION"
 fi
-cp -r "$hypershift" "$tmp/.hypershift-api" && chmod -R u+w "$tmp/.hypershift-api"
-(cd "$tmp/.hypershift-api" && GOFLAGS=-mod=mod "$cgen_dir/controller-gen" crd paths=./karpenter/v1beta1/... output:crd:dir="$tmp/.oec2nc") \
-  || ko_fail "controller-gen could not generate the OpenshiftEC2NodeClass CRD from $h"
+oec2nc_api="$ko_repo_root/tools/cluster/openshiftec2nodeclass-api"
+# -mod=readonly: the committed go.mod/go.sum are used as they are (never rewritten); the modules they name come
+# from the Go module proxy into the module cache.
+(cd "$oec2nc_api" && GOFLAGS=-mod=readonly "$cgen_dir/controller-gen" crd paths=./v1/... output:crd:dir="$tmp/.oec2nc") \
+  || ko_fail "controller-gen could not generate the OpenshiftEC2NodeClass CRD from $oec2nc_api"
 mv "$tmp/.oec2nc/karpenter.hypershift.openshift.io_openshiftec2nodeclasses.yaml" \
   "$tmp/karpenter-hypershift/openshiftec2nodeclasses.karpenter.hypershift.openshift.io.yaml"
-echo "karpenter-hypershift/openshiftec2nodeclasses.karpenter.hypershift.openshift.io.yaml <= $h karpenter/v1beta1 (controller-gen $CONTROLLER_TOOLS_VERSION)" >> "$tmp/SOURCES.txt"
-rm -rf "$tmp/.hypershift-api" "$tmp/.oec2nc"
+echo "karpenter-hypershift/openshiftec2nodeclasses.karpenter.hypershift.openshift.io.yaml <= tools/cluster/openshiftec2nodeclass-api v1 (controller-gen $CONTROLLER_TOOLS_VERSION)" >> "$tmp/SOURCES.txt"
+rm -rf "$tmp/.oec2nc"
 
 # A HyperShift management cluster's other kinds the operator uses in the HCP namespace: PodMonitor (the
 # operand's scrape) and CAPI's Cluster (its deletion starts the teardown).
