@@ -48,15 +48,31 @@ const oec2nc = (name: string, spec: Record<string, unknown> = {}, meta: Record<s
   spec,
 });
 const specOf = (o: KubeObject | undefined) => o?.spec as Record<string, unknown> | undefined;
-/** An OpenshiftEC2NodeClass spec with every field HyperShift's API (the pinned module) has. */
+/** An OpenshiftEC2NodeClass v1 spec with every field HyperShift's v1 API has. */
 const everyField = {
   subnetSelectorTerms: [{ tags: { tier: 'private', zone: 'a' } }],
   securityGroupSelectorTerms: [{ id: 'sg-0a' }],
-  associatePublicIPAddress: false,
+  capacityReservationSelectorTerms: [{ ownerID: '123456789012', instanceMatchCriteria: 'Targeted' }],
+  ipAddressAssociation: 'SubnetDefault',
   tags: { team: 'a', cost: 'b' },
+  blockDeviceMappings: [{ deviceName: '/dev/xvda', rootVolume: 'RootVolume', ebs: { volumeSizeGiB: 200, volumeType: 'GP3', iops: 4000 } }],
+  instanceStorePolicy: 'RAID0',
+  monitoring: 'Detailed',
+  metadataOptions: { httpPutResponseHopLimit: 2 },
+  kubelet: { maxPods: 110 },
+  version: '4.20.1',
+};
+/** `everyField` as the EC2NodeClass carries it. */
+const everyFieldTranslated = {
+  subnetSelectorTerms: [{ tags: { tier: 'private', zone: 'a' } }],
+  securityGroupSelectorTerms: [{ id: 'sg-0a' }],
+  capacityReservationSelectorTerms: [{ ownerID: '123456789012', instanceMatchCriteria: 'targeted' }],
+  associatePublicIPAddress: false,
   blockDeviceMappings: [{ deviceName: '/dev/xvda', rootVolume: true, ebs: { volumeSize: '200Gi', volumeType: 'gp3', iops: 4000 } }],
   instanceStorePolicy: 'RAID0',
   detailedMonitoring: true,
+  metadataOptions: { httpTokens: 'required', httpPutResponseHopLimit: 2 },
+  kubelet: { systemReserved: { cpu: '500m' }, maxPods: 110 },
 };
 const hcpOf = (overrides: Record<string, unknown> = {}) => decodeHostedControlPlane(aHostedControlPlane(overrides));
 
@@ -98,39 +114,53 @@ describe('translateOpenshiftNodeClass', () => {
     });
   });
 
-  it("carries the NodeClass's own selectors, block devices, instance-store policy, monitoring and public-IP choice", () => {
-    const subnets = [{ id: 'subnet-0a' }];
-    const groups = [{ name: 'workers' }];
-    const bdm = [{ deviceName: '/dev/xvda', rootVolume: true, ebs: { volumeSize: '200Gi', volumeType: 'gp3' } }];
+  it("carries every v1 field in Karpenter's terms; metadataOptions and kubelet over the provider's defaults", () => {
+    const t = translateOpenshiftNodeClass({ hcp: hcpOf(), openshift: oec2nc('foo', everyField), ignition, render });
+    if (!t.ok) throw new Error(t.message);
+    expect(t.object.spec).toEqual({
+      amiFamily: 'Custom',
+      amiSelectorTerms: [{ id: 'ami-0abc' }],
+      userData: ignition.userData,
+      instanceProfile: 'demo-x7k2p-worker',
+      tags: { 'red-hat-managed': 'true', team: 'a', cost: 'b' },
+      ...everyFieldTranslated,
+    });
+  });
+
+  it('ipAddressAssociation Public is associatePublicIPAddress true; unset leaves it to the subnet', () => {
+    const spec = (s: Record<string, unknown>) => {
+      const t = translateOpenshiftNodeClass({ hcp: hcpOf(), openshift: oec2nc('foo', s), ignition, render });
+      if (!t.ok) throw new Error(t.message);
+      return specOf(t.object)!;
+    };
+    expect(spec({ ipAddressAssociation: 'Public' }).associatePublicIPAddress).toBe(true);
+    expect(spec({ monitoring: 'Basic' })).not.toHaveProperty('associatePublicIPAddress');
+    expect(spec({ monitoring: 'Basic' }).detailedMonitoring).toBe(false);
+  });
+
+  it('a field it cannot translate is refused, naming the field: nothing is rendered', () => {
     const t = translateOpenshiftNodeClass({
       hcp: hcpOf(),
-      openshift: oec2nc('foo', {
-        subnetSelectorTerms: subnets,
-        securityGroupSelectorTerms: groups,
-        blockDeviceMappings: bdm,
-        instanceStorePolicy: 'RAID0',
-        detailedMonitoring: true,
-        associatePublicIPAddress: false,
-      }),
+      openshift: oec2nc('foo', { blockDeviceMappings: [{ ebs: { volumeSizeGiB: 10, volumeType: 'gp3' } }] }),
       ignition,
       render,
     });
-    if (!t.ok) throw new Error(t.message);
-    expect(t.object.spec).toMatchObject({
-      subnetSelectorTerms: subnets,
-      securityGroupSelectorTerms: groups,
-      blockDeviceMappings: bdm,
-      instanceStorePolicy: 'RAID0',
-      detailedMonitoring: true,
-      associatePublicIPAddress: false,
+    expect(t).toEqual({
+      ok: false,
+      reason: 'UntranslatableField',
+      message:
+        'OpenshiftEC2NodeClass foo spec.blockDeviceMappings[0].ebs.volumeType cannot be translated into EC2NodeClass foo: "gp3" is not one of Standard, IO1, IO2, GP2, SC1, ST1, GP3',
     });
+    // A v1beta1 field is not v1's: refused, not dropped.
+    const old = translateOpenshiftNodeClass({ hcp: hcpOf(), openshift: oec2nc('foo', { detailedMonitoring: true }), ignition, render });
+    expect(old).toMatchObject({ ok: false, reason: 'UntranslatableField', message: expect.stringContaining('spec.detailedMonitoring') });
   });
 
   it('owns every field it renders (what it owns is what it may remove)', () => {
     const t = translateOpenshiftNodeClass({ hcp: hcpOf(), openshift: oec2nc('foo', everyField), ignition, render });
     if (!t.ok) throw new Error(t.message);
     expect(Object.keys(specOf(t.object)!).filter((k) => !(TRANSLATED_SPEC_FIELDS as readonly string[]).includes(k))).toEqual([]);
-    expect(Object.keys(specOf(t.object)!)).toEqual(expect.arrayContaining(Object.keys(everyField)));
+    expect(Object.keys(specOf(t.object)!)).toEqual(expect.arrayContaining(Object.keys(everyFieldTranslated)));
   });
 
   it("tags: the HostedCluster's resourceTags win on a conflict, which is named", () => {
@@ -264,6 +294,24 @@ describe('mirroredStatus', () => {
     });
     expect(mirroredStatus(undefined, problem, 't2', first)).toEqual(first);
   });
+
+  it("reports the EC2NodeClass's capacity reservations in v1's terms, and removes them once gone", () => {
+    const cr = {
+      availabilityZone: 'us-east-2a',
+      id: 'cr-0a',
+      instanceMatchCriteria: 'targeted',
+      instanceType: 'm6i.large',
+      ownerID: '123456789012',
+      reservationType: 'capacity-block',
+      state: 'expiring',
+      endTime: '2026-12-31T00:00:00Z',
+    };
+    const got = mirroredStatus(ec2({ capacityReservations: [cr], conditions: [ready] }), undefined, 'now', undefined);
+    expect(got.capacityReservations).toEqual([
+      { ...cr, instanceMatchCriteria: 'Targeted', reservationType: 'CapacityBlock', state: 'Expiring' },
+    ]);
+    expect(mirroredStatus(ec2({ conditions: [ready] }), undefined, 'now', got)).toMatchObject({ capacityReservations: null });
+  });
 });
 
 describe('OpenshiftNodeClassReconciler', () => {
@@ -360,7 +408,7 @@ describe('OpenshiftNodeClassReconciler', () => {
   it('an OpenshiftEC2NodeClass default from an earlier rendering (discovery-tagged subnets, public IPs) becomes the current one', async () => {
     const hcp = aHostedControlPlane({ metadata: { annotations: { 'hypershift.openshift.io/aws-machine-public-ips': 'true' } } });
     const { guest, r } = setup(hcp);
-    const earlier = { subnetSelectorTerms: discovery, securityGroupSelectorTerms: discovery, associatePublicIPAddress: true };
+    const earlier = { subnetSelectorTerms: discovery, securityGroupSelectorTerms: discovery, ipAddressAssociation: 'Public' };
     guest.seed(oec2nc('default', earlier));
     await r.reconcile('*');
     expect(specOf(await guest.get({ ...OpenshiftEC2NodeClassType, name: 'default' }))).toEqual({
@@ -494,6 +542,29 @@ describe('OpenshiftNodeClassReconciler', () => {
     expect(events.events.map((e) => e.reason)).toEqual(['InstanceProfileMissing']);
   });
 
+  it('a field it cannot translate: Ready False naming the field, one Warning, the last good EC2NodeClass stays', async () => {
+    const { guest, events, r } = setup();
+    guest.seed(oec2nc('foo', { monitoring: 'Detailed' }));
+    await r.reconcile('foo');
+    const good = specOf(await guest.get({ ...EC2NodeClass, name: 'foo' }));
+    expect(good).toMatchObject({ detailedMonitoring: true });
+    const foo = (await guest.get({ ...OpenshiftEC2NodeClassType, name: 'foo' }))!;
+    guest.seed({ ...foo, spec: { monitoring: 'Detailed', kubelet: { evictionSoftGracePeriod: { 'memory.available': '1.5m' } } } });
+    await r.reconcile('foo');
+    await r.reconcile('foo');
+    expect(specOf(await guest.get({ ...EC2NodeClass, name: 'foo' }))).toEqual(good);
+    const status = (await guest.get({ ...OpenshiftEC2NodeClassType, name: 'foo' }))?.status as { conditions: unknown[] };
+    expect(status.conditions).toEqual([
+      expect.objectContaining({
+        type: 'Ready',
+        status: 'False',
+        reason: 'UntranslatableField',
+        message: expect.stringContaining('spec.kubelet.evictionSoftGracePeriod[memory.available]'),
+      }),
+    ]);
+    expect(events.events.map((e) => e.reason)).toEqual(['UntranslatableField']);
+  });
+
   it('waits for the CRDs and does nothing while AutoNode is off', async () => {
     const { guest, r } = setup(aHostedControlPlane({ spec: { autoNode: null } }));
     await r.reconcile('*');
@@ -510,13 +581,13 @@ describe('OpenshiftNodeClassReconciler', () => {
     await r.reconcile('*');
     await r.reconcile('*');
     const first = (await guest.get({ ...EC2NodeClass, name: 'foo' }))!;
-    expect(first.spec).toMatchObject({ ...everyField, tags: { 'red-hat-managed': 'true', team: 'a', cost: 'b' } });
+    expect(first.spec).toMatchObject({ ...everyFieldTranslated, tags: { 'red-hat-managed': 'true', team: 'a', cost: 'b' } });
     // Someone else (an exempt admin) sets fields the translation does not map.
-    const unmapped = { context: 'launch-template-context', capacityReservationSelectorTerms: [{ id: 'cr-0a' }] };
+    const unmapped = { context: 'launch-template-context', ipPrefixCount: 1 };
     guest.seed({ ...first, spec: { ...specOf(first), ...unmapped } });
     const foo = (await guest.get({ ...OpenshiftEC2NodeClassType, name: 'foo' }))!;
     // Scalars and a list go; inside what stays, a tag of a selector term and a field of a block device go.
-    const bdm = [{ deviceName: '/dev/xvda', rootVolume: true, ebs: { volumeSize: '200Gi', volumeType: 'gp3' } }];
+    const bdm = [{ deviceName: '/dev/xvda', rootVolume: 'RootVolume', ebs: { volumeSizeGiB: 200, volumeType: 'GP3' } }];
     guest.seed({ ...foo, spec: { subnetSelectorTerms: [{ tags: { tier: 'private' } }], blockDeviceMappings: bdm } });
     await r.reconcile('foo');
     expect(specOf(await guest.get({ ...EC2NodeClass, name: 'foo' }))).toEqual({
@@ -527,7 +598,7 @@ describe('OpenshiftNodeClassReconciler', () => {
       subnetSelectorTerms: [{ tags: { tier: 'private' } }],
       securityGroupSelectorTerms: discovery,
       tags: { 'red-hat-managed': 'true' },
-      blockDeviceMappings: bdm,
+      blockDeviceMappings: [{ deviceName: '/dev/xvda', rootVolume: true, ebs: { volumeSize: '200Gi', volumeType: 'gp3' } }],
       metadataOptions: { httpTokens: 'required' },
       kubelet: { systemReserved: { cpu: '500m' } },
       ...unmapped,

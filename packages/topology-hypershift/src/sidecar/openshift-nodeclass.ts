@@ -21,12 +21,16 @@ import { ignitionSecretWatch, IgnitionLabels, mergeNodeClassTags, nodeClassInput
 import { ADAPTER_FIELD_MANAGER, EC2NODECLASS_CRD } from './names.js';
 import { HcpScope } from './hcp-scope.js';
 import { controlPlaneUpgrade, releaseName, type ControlPlaneUpgrade } from './control-plane-release.js';
+import { capacityReservationsStatus, translateV1Spec } from './nodeclass-v1.js';
 
 export const OPENSHIFT_NODECLASS_CONTROLLER = 'openshiftec2nodeclass.translate';
 
-/** HyperShift's NodeClass API (hypershift/api `karpenter/v1beta1`), the one its ignition generator reacts to. */
+/**
+ * HyperShift's NodeClass API, v1 (HyperShift removed v1beta1): the version its ignition generator reacts to. The
+ * CRD is rendered from this project's own Go types for v1 (tools/cluster/openshiftec2nodeclass-api).
+ */
 export const OpenshiftEC2NodeClassType = {
-  apiVersion: 'karpenter.hypershift.openshift.io/v1beta1',
+  apiVersion: 'karpenter.hypershift.openshift.io/v1',
   kind: 'OpenshiftEC2NodeClass',
 } as const satisfies TypeRef;
 export const OPENSHIFT_NODECLASS_CRD = 'openshiftec2nodeclasses.karpenter.hypershift.openshift.io';
@@ -38,6 +42,8 @@ export const OpenshiftNodeClassReasons = {
   instanceProfileMissing: 'InstanceProfileMissing',
   ignitionPending: 'IgnitionSecretPending',
   invalid: 'InvalidOpenshiftEC2NodeClass',
+  /** `Ready` False: a field of the OpenshiftEC2NodeClass cannot be translated; the message names it. */
+  untranslatable: 'UntranslatableField',
   /** Event: the HostedCluster's resourceTags overrode tags the OpenshiftEC2NodeClass sets. */
   tagsOverridden: 'ResourceTagsOverride',
   /** Condition `UserDataUpToDate` False: the EC2NodeClass keeps its userData while the control plane upgrades. */
@@ -75,9 +81,9 @@ const OWN_CONDITION_TYPES: ReadonlySet<string> = new Set([
  * The EC2NodeClass spec fields the translation decides, whatever the OpenshiftEC2NodeClass sets: the sidecar
  * owns each of them whole, at every depth. One the translation leaves out (the OpenshiftEC2NodeClass no longer
  * sets it) is removed from the EC2NodeClass, and so is a map key, list element or field inside one that it no
- * longer renders. The others (`role`, `context`, `capacityReservationSelectorTerms`, `cpuOptions`,
- * `networkInterfaces`, `placementGroupSelector`, `connectionTracking`, `ipPrefixCount`) are not mapped from an
- * OpenshiftEC2NodeClass: whatever someone else set there is left alone.
+ * longer renders. The others (`role`, `context`, `cpuOptions`, `networkInterfaces`, `placementGroupSelector`,
+ * `connectionTracking`, `ipPrefixCount`) are not mapped from an OpenshiftEC2NodeClass: whatever someone else set
+ * there is left alone.
  */
 export const TRANSLATED_SPEC_FIELDS = [
   'amiFamily',
@@ -86,6 +92,7 @@ export const TRANSLATED_SPEC_FIELDS = [
   'instanceProfile',
   'subnetSelectorTerms',
   'securityGroupSelectorTerms',
+  'capacityReservationSelectorTerms',
   'tags',
   'associatePublicIPAddress',
   'blockDeviceMappings',
@@ -206,11 +213,16 @@ export type Translation = { ok: true; object: KubeObject; tagConflicts: string[]
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
- * OpenshiftEC2NodeClass → EC2NodeClass of the same name, owned by it (controller owner reference, so the
+ * OpenshiftEC2NodeClass v1 → EC2NodeClass of the same name, owned by it (controller owner reference, so the
  * guest's garbage collector follows a deletion). The provider renders the NodeClass from the ignition
  * Secret's userData and AMIs, the HCP's instance profile and the OpenshiftEC2NodeClass's selectors
- * (HyperShift's defaults, `defaultSubnetTerms` and `defaultSecurityGroupTerms`, when it names none); its
- * block devices, instance-store policy and detailed monitoring are carried over as given. Tags, per tag: the HostedCluster's `resourceTags` win over the NodeClass's own on a
+ * (HyperShift's defaults, `defaultSubnetTerms` and `defaultSecurityGroupTerms`, when it names none); every
+ * other v1 field is translated into Karpenter's terms (`translateV1Spec`): capacity reservation selectors,
+ * `ipAddressAssociation` (→ `associatePublicIPAddress`), block devices (`volumeSizeGiB` → `volumeSize`, enums
+ * lowercased or made booleans), instance-store policy, `monitoring` (→ `detailedMonitoring`), and
+ * `metadataOptions` and `kubelet` laid over the provider's defaults field by field. A field that cannot be
+ * translated is refused (reason `UntranslatableField`, the message names it): nothing is rendered and the
+ * last good EC2NodeClass stays. Tags, per tag: the HostedCluster's `resourceTags` win over the NodeClass's own on a
  * conflict unless that tag's `overridePolicy` is `Allow` (the keys whose NodeClass value was refused are
  * returned); keys Karpenter reserves are dropped by the renderer. The result is the whole of the
  * EC2NodeClass's `TRANSLATED_SPEC_FIELDS`: what it leaves out is removed from the EC2NodeClass.
@@ -229,6 +241,15 @@ export function translateOpenshiftNodeClass(input: TranslationInput): Translatio
       message: `${hcp.object} has no metadata.annotations[${HcpAnnotations.defaultInstanceProfile}]: EC2NodeClass ${name} needs an instance profile (Karpenter accepts no NodeClass without a role or an instance profile)`,
     };
   }
+  const v1 = translateV1Spec(spec);
+  if (!v1.ok) {
+    return {
+      ok: false,
+      reason: OpenshiftNodeClassReasons.untranslatable,
+      message: `OpenshiftEC2NodeClass ${name} ${v1.field} cannot be translated into EC2NodeClass ${name}: ${v1.message}`,
+    };
+  }
+  const translated = v1.spec;
   if (!input.ignition) {
     return {
       ok: false,
@@ -240,12 +261,10 @@ export function translateOpenshiftNodeClass(input: TranslationInput): Translatio
     return { ok: false, reason: OpenshiftNodeClassReasons.invalid, message: `${hcp.object} spec.infraID: missing` };
   }
   const terms = (field: string, fallback: Array<Record<string, unknown>>): Array<Record<string, unknown>> => {
-    const v = spec[field];
-    return Array.isArray(v) && v.length ? (structuredClone(v) as Array<Record<string, unknown>>) : fallback;
+    const v = translated[field];
+    return Array.isArray(v) && v.length ? (v as Array<Record<string, unknown>>) : fallback;
   };
-  const ownTags = isRecord(spec.tags)
-    ? Object.fromEntries(Object.entries(spec.tags).filter((e): e is [string, string] => typeof e[1] === 'string'))
-    : {};
+  const ownTags = (translated.tags as Record<string, string> | undefined) ?? {};
   const { tags, conflicts } = mergeNodeClassTags(hcp.resourceTags, ownTags, hcp.resourceTagOverridesAllowed);
   const kept = conflicts.filter((k) => !hcp.resourceTagOverridesAllowed.includes(k));
   const source: NodeClassSource = {
@@ -255,15 +274,19 @@ export function translateOpenshiftNodeClass(input: TranslationInput): Translatio
     subnetSelectorTerms: terms('subnetSelectorTerms', defaultSubnetTerms(hcp.infraID)),
     securityGroupSelectorTerms: terms('securityGroupSelectorTerms', defaultSecurityGroupTerms(hcp.infraID)),
     tags: Object.entries(tags).map(([key, value]) => ({ key, value })),
-    ...(spec.associatePublicIPAddress === true ? { associatePublicIp: true } : {}),
   };
   const rendered = input.render(source).object;
   const out = structuredClone(rendered.spec) as Record<string, unknown>;
-  if (spec.associatePublicIPAddress === false) out.associatePublicIPAddress = false;
-  if (Array.isArray(spec.blockDeviceMappings) && spec.blockDeviceMappings.length)
-    out.blockDeviceMappings = structuredClone(spec.blockDeviceMappings);
-  if (typeof spec.instanceStorePolicy === 'string') out.instanceStorePolicy = spec.instanceStorePolicy;
-  if (typeof spec.detailedMonitoring === 'boolean') out.detailedMonitoring = spec.detailedMonitoring;
+  // Whole fields: what the OpenshiftEC2NodeClass sets replaces the provider's rendering.
+  for (const f of ['associatePublicIPAddress', 'capacityReservationSelectorTerms', 'instanceStorePolicy', 'detailedMonitoring'])
+    if (translated[f] !== undefined) out[f] = translated[f];
+  if (Array.isArray(translated.blockDeviceMappings) && translated.blockDeviceMappings.length)
+    out.blockDeviceMappings = translated.blockDeviceMappings;
+  // Field by field: what it sets wins, the provider's defaults fill the rest.
+  for (const f of ['metadataOptions', 'kubelet']) {
+    const own = translated[f] as Record<string, unknown> | undefined;
+    if (own && Object.keys(own).length) out[f] = { ...(isRecord(out[f]) ? out[f] : {}), ...own };
+  }
   return {
     ok: true,
     tagConflicts: kept,
@@ -330,9 +353,10 @@ export function holdIgnitionDuringUpgrade(
  *
  * `Ready` is HyperShift's: whatever the EC2NodeClass says, it is False while HyperShift's ignition generator
  * reports `VersionResolved` other than True, with that condition's reason (`ResolutionFailed` when it has
- * none) and message. An OpenshiftEC2NodeClass without `VersionResolved` keeps the EC2NodeClass's `Ready`:
- * the pinned API has no `spec.version` and its generator writes no such condition, where HyperShift's newer
- * one, which always writes it, counts an absent one as not resolved. Pure.
+ * none) and message. An OpenshiftEC2NodeClass without `VersionResolved` (the generator has not reached it
+ * yet) keeps the EC2NodeClass's `Ready`. The capacity reservations Karpenter resolved are reported in v1's
+ * terms (`capacityReservationsStatus`); `releaseImage` and `version` are the ignition generator's, never
+ * written here. Pure.
  */
 export function mirroredStatus(
   ec2: KubeObject | undefined,
@@ -347,6 +371,7 @@ export function mirroredStatus(
     Object.fromEntries(keys.filter((k) => o[k] !== undefined).map((k) => [k, o[k]]));
   const subnets = list(status.subnets).map((s) => pick(s, ['id', 'zone', 'zoneID']));
   const securityGroups = list(status.securityGroups).map((s) => pick(s, ['id', 'name']));
+  const capacityReservations = capacityReservationsStatus(status.capacityReservations);
   let conditions = list(status.conditions).map((c) =>
     pick(c, ['type', 'status', 'reason', 'message', 'lastTransitionTime', 'observedGeneration']),
   );
@@ -389,7 +414,7 @@ export function mirroredStatus(
   conditions = [...conditions, ...theirs];
   // Merge patch: a list that is gone is sent as null, so it is removed rather than left behind.
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries({ subnets, securityGroups, conditions }))
+  for (const [k, v] of Object.entries({ subnets, securityGroups, capacityReservations, conditions }))
     out[k] = v.length ? v : current?.[k] !== undefined ? null : undefined;
   return Object.fromEntries(Object.entries(out).filter(([, v]) => v !== undefined));
 }
@@ -402,7 +427,7 @@ export interface OpenshiftNodeClassDeps {
   events: EventRecorder;
   /** Renders EC2NodeClasses (the composition root passes the AWS provider). */
   cloud: Pick<CloudProvider, 'nodeClassType' | 'renderNodeClass'>;
-  /** The OpenshiftEC2NodeClass CRD to serve in the guest (generated from the pinned hypershift API). */
+  /** The OpenshiftEC2NodeClass CRD to serve in the guest (v1, rendered from this project's own Go types). */
   crd: KubeObject;
   /** Now, RFC 3339 (condition transition times). */
   now: () => string;
