@@ -173,6 +173,11 @@ describe('translateV1Spec: refusals name the field', () => {
       'spec.capacityReservationSelectorTerms[0].instanceMatchCriteria',
       '"open" is not one of Open, Targeted',
     ],
+    [
+      { capacityReservationSelectorTerms: [{ ownerID: '123456789012' }] },
+      'spec.capacityReservationSelectorTerms[0]',
+      'Karpenter needs tags, id or instanceMatchCriteria in a term (ownerID alone selects nothing there)',
+    ],
     [{ subnetSelectorTerms: [{ name: 'x' }] }, 'spec.subnetSelectorTerms[0].name', 'not a field of OpenshiftEC2NodeClass v1'],
     [
       { blockDeviceMappings: [{ ebs: { volumeSize: '10Gi' } }] },

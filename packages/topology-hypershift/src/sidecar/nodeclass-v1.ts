@@ -130,6 +130,9 @@ function capacityReservationTerms(v: unknown): Array<Record<string, unknown>> {
   return list(field, v).map((t, i) => {
     const at = `${field}[${i}]`;
     only(at, t, ['tags', 'id', 'ownerID', 'instanceMatchCriteria']);
+    // v1 accepts a term of ownerID alone; Karpenter's EC2NodeClass wants tags, id or instanceMatchCriteria in each.
+    if (t.tags === undefined && t.id === undefined && t.instanceMatchCriteria === undefined)
+      throw new Refused(at, 'Karpenter needs tags, id or instanceMatchCriteria in a term (ownerID alone selects nothing there)');
     return fields(t, {
       tags: (x) => ['tags', stringMap(`${at}.tags`, x)],
       id: (x) => ['id', x],
