@@ -44,7 +44,7 @@ export interface HostedControllersInputs {
   logger: Logger;
   /** Live calls to the guest API (not cache reads): the finalizer-release probe and who this process is there. */
   guestCalls: GuestCalls;
-  /** The OpenshiftEC2NodeClass CRD served in the guest (`loadOpenshiftNodeClassCrd`); needed with `hcpName`. */
+  /** The OpenshiftEC2NodeClass CRD served in the guest (v1 only, `loadOpenshiftNodeClassCrd`); needed with `hcpName`. */
   openshiftNodeClassCrd?: KubeObject;
   /** How long the guest API may be unreachable during HCP deletion before the finalizer is released. Default 5 minutes. */
   unreachableAfterMs?: number;

@@ -174,7 +174,7 @@ export function guestClusterRules(): PolicyRule[] {
     },
   ];
   const openshiftNodeClasses: PolicyRule[] = [
-    // The adapter serves HyperShift's OpenshiftEC2NodeClass CRD (server-side apply of that one name) ...
+    // The adapter serves HyperShift's OpenshiftEC2NodeClass CRD, v1 (server-side apply of that one name) ...
     {
       apiGroups: ['apiextensions.k8s.io'],
       resources: ['customresourcedefinitions'],
