@@ -428,6 +428,8 @@ describe('OpenshiftNodeClassReconciler', () => {
     const { guest, r } = setup();
     guest.seed(oec2nc('foo'));
     await r.reconcile('foo');
+    // Nothing to mirror yet: no status is written (v1 refuses an empty one).
+    expect((await guest.get({ ...OpenshiftEC2NodeClassType, name: 'foo' }))?.status).toBeUndefined();
     const ec2 = (await guest.get({ ...EC2NodeClass, name: 'foo' }))!;
     const conditions = [{ type: 'Ready', status: 'True', reason: 'Ready', message: '', lastTransitionTime: '2026-01-01T00:00:00Z' }];
     guest.seed({ ...ec2, status: { subnets: [{ id: 'subnet-1', zone: 'us-east-2a' }], conditions } });

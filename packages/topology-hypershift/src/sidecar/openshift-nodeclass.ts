@@ -599,6 +599,9 @@ export class OpenshiftNodeClassReconciler implements Reconciler {
     const current = latest.status as Record<string, unknown> | undefined;
     const status = mirroredStatus(ec2, t.ok ? undefined : t, this.deps.now(), current, t.ok ? hold.held : undefined);
     const rv = latest.metadata.resourceVersion;
+    // v1's status has at least one property (MinProperties=1): with nothing to say yet (no EC2NodeClass status,
+    // no problem), nothing is written, rather than an empty status the API server refuses.
+    if (!Object.keys(status).length) return {};
     await guest.patchStatus(ref, status, rv ? { resourceVersion: rv } : {});
     return {};
   }
