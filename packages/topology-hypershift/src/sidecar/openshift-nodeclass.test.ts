@@ -428,8 +428,18 @@ describe('OpenshiftNodeClassReconciler', () => {
     const { guest, r } = setup();
     guest.seed(oec2nc('foo'));
     await r.reconcile('foo');
-    // Nothing to mirror yet: no status is written (v1 refuses an empty one).
-    expect((await guest.get({ ...OpenshiftEC2NodeClassType, name: 'foo' }))?.status).toBeUndefined();
+    // Nothing to mirror yet: Ready Unknown (v1 refuses an empty status).
+    expect((await guest.get({ ...OpenshiftEC2NodeClassType, name: 'foo' }))?.status).toEqual({
+      conditions: [
+        {
+          type: 'Ready',
+          status: 'Unknown',
+          reason: 'AwaitingEC2NodeClass',
+          message: 'its EC2NodeClass has not reported Ready yet',
+          lastTransitionTime: expect.any(String),
+        },
+      ],
+    });
     const ec2 = (await guest.get({ ...EC2NodeClass, name: 'foo' }))!;
     const conditions = [{ type: 'Ready', status: 'True', reason: 'Ready', message: '', lastTransitionTime: '2026-01-01T00:00:00Z' }];
     guest.seed({ ...ec2, status: { subnets: [{ id: 'subnet-1', zone: 'us-east-2a' }], conditions } });
@@ -649,6 +659,7 @@ describe('OpenshiftNodeClassReconciler', () => {
         expect(await userDataOf(guest, name)).toBe(`${name}-user-data`);
         expect(specOf(await guest.get({ ...EC2NodeClass, name }))?.amiSelectorTerms).toEqual([{ id: 'ami-0123456789abcdef0' }]);
         expect(await conditionsOf(guest, name)).toEqual([
+          expect.objectContaining({ type: 'Ready', status: 'Unknown', reason: 'AwaitingEC2NodeClass' }),
           {
             type: 'UserDataUpToDate',
             status: 'False',
@@ -660,7 +671,7 @@ describe('OpenshiftNodeClassReconciler', () => {
       }
       expect((specOf(await guest.get({ ...EC2NodeClass, name: 'foo' }))?.tags as Record<string, string>)['team']).toBe('b');
       expect(await userDataOf(guest, 'bar')).toBe('bar-user-data-4.23');
-      expect(await conditionsOf(guest, 'bar')).toEqual([]);
+      expect(await conditionsOf(guest, 'bar')).toEqual([expect.objectContaining({ type: 'Ready', status: 'Unknown' })]);
       guest.clearWrites();
       await r.reconcile('*');
       expect(guest.writes).toEqual([]);
@@ -671,7 +682,7 @@ describe('OpenshiftNodeClassReconciler', () => {
       for (const name of ['default', 'foo']) {
         expect(await userDataOf(guest, name)).toBe(`${name}-user-data-4.23`);
         expect(specOf(await guest.get({ ...EC2NodeClass, name }))?.amiSelectorTerms).toEqual([{ id: 'ami-0423' }]);
-        expect(await conditionsOf(guest, name)).toEqual([]);
+        expect(await conditionsOf(guest, name)).toEqual([expect.objectContaining({ type: 'Ready', status: 'Unknown' })]);
       }
       guest.clearWrites();
       await r.reconcile('*');

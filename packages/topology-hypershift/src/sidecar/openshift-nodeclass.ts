@@ -44,6 +44,8 @@ export const OpenshiftNodeClassReasons = {
   invalid: 'InvalidOpenshiftEC2NodeClass',
   /** `Ready` False: a field of the OpenshiftEC2NodeClass cannot be translated; the message names it. */
   untranslatable: 'UntranslatableField',
+  /** `Ready` Unknown: the EC2NodeClass has reported no `Ready` of its own yet. */
+  awaitingEc2NodeClass: 'AwaitingEC2NodeClass',
   /** Event: the HostedCluster's resourceTags overrode tags the OpenshiftEC2NodeClass sets. */
   tagsOverridden: 'ResourceTagsOverride',
   /** Condition `UserDataUpToDate` False: the EC2NodeClass keeps its userData while the control plane upgrades. */
@@ -399,6 +401,22 @@ export function mirroredStatus(
     conditions = [
       ...conditions.filter((c) => c.type !== 'Ready'),
       falseCondition('Ready', { reason, message: `Version resolution failed: ${detail}` }),
+    ];
+  }
+  // `Ready` is always said (as HyperShift does): Unknown until the EC2NodeClass reports its own. v1's status
+  // needs at least one property, and a status whose last list goes would otherwise be empty.
+  if (!conditions.some((c) => c.type === 'Ready')) {
+    const was = list(current?.conditions).find((c) => c.type === 'Ready');
+    const same = was && was.status === 'Unknown' && was.reason === OpenshiftNodeClassReasons.awaitingEc2NodeClass;
+    conditions = [
+      {
+        type: 'Ready',
+        status: 'Unknown',
+        reason: OpenshiftNodeClassReasons.awaitingEc2NodeClass,
+        message: 'its EC2NodeClass has not reported Ready yet',
+        lastTransitionTime: same && typeof was.lastTransitionTime === 'string' ? was.lastTransitionTime : now,
+      },
+      ...conditions,
     ];
   }
   if (held)
