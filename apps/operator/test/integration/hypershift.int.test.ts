@@ -136,7 +136,7 @@ const component = (name: string) => getObject(mgmt.kubeConfig(), CPC_API, 'Contr
 const patchHcp = (body: Record<string, unknown>) =>
   kubeRequest(mgmt.kubeConfig(), 'PATCH', HCP_PATH, { body, contentType: 'application/merge-patch+json' });
 
-const OEC2NC = { apiVersion: 'karpenter.hypershift.openshift.io/v1beta1', kind: 'OpenshiftEC2NodeClass' } as const;
+const OEC2NC = { apiVersion: 'karpenter.hypershift.openshift.io/v1', kind: 'OpenshiftEC2NodeClass' } as const;
 const EC2NC = { apiVersion: 'karpenter.k8s.aws/v1', kind: 'EC2NodeClass' } as const;
 const userDataFor = ignitionUserData;
 let stopIgnitionStandIn: (() => void) | undefined;
@@ -363,8 +363,11 @@ describe('HyperShift: management cluster + guest cluster', () => {
       waitFor(
         `a direct spec edit of ${path} to be refused`,
         async () => {
+          // Each kind's own field: one its CRD does not have would be pruned, a no-op the policy lets through.
+          const on = attempt++ % 2 === 0;
+          const spec = path.includes('openshiftec2nodeclasses') ? { monitoring: on ? 'Detailed' : 'Basic' } : { detailedMonitoring: on };
           const r = await kubeRequest<{ message?: string }>(g, 'PATCH', path, {
-            body: { spec: { detailedMonitoring: attempt++ % 2 === 0 } },
+            body: { spec },
             contentType: 'application/merge-patch+json',
           });
           return r.status >= 400 ? r : false;
@@ -373,13 +376,13 @@ describe('HyperShift: management cluster + guest cluster', () => {
       );
     for (const path of [
       '/apis/karpenter.k8s.aws/v1/ec2nodeclasses/foo',
-      '/apis/karpenter.hypershift.openshift.io/v1beta1/openshiftec2nodeclasses/default',
+      '/apis/karpenter.hypershift.openshift.io/v1/openshiftec2nodeclasses/default',
     ]) {
       const refused = await refusedEdit(path);
       expect(refused.status, path).toBe(403);
       expect(refused.body.message).toMatch(/managed for this hosted cluster/);
     }
-    const own = await kubeRequest(g, 'PATCH', '/apis/karpenter.hypershift.openshift.io/v1beta1/openshiftec2nodeclasses/foo', {
+    const own = await kubeRequest(g, 'PATCH', '/apis/karpenter.hypershift.openshift.io/v1/openshiftec2nodeclasses/foo', {
       body: { spec: { tags: { team: 'b' } } },
       contentType: 'application/merge-patch+json',
     });
@@ -831,15 +834,33 @@ describe('HyperShift: the OpenshiftEC2NodeClass translation owns what it maps an
   it('a field removed from an OpenshiftEC2NodeClass is removed from its EC2NodeClass, and a converged world gets no write', async () => {
     const g = guest.kubeConfig();
     const discovery = [{ tags: { 'karpenter.sh/discovery': world.facts.infraId } }];
-    const trimmedBdm = [{ deviceName: '/dev/xvda', rootVolume: true, ebs: { volumeSize: '200Gi', volumeType: 'gp3' } }];
-    const everyField = {
+    // OpenshiftEC2NodeClass v1 and the EC2NodeClass it becomes.
+    const trimmedBdm = [{ deviceName: '/dev/xvda', rootVolume: 'RootVolume', ebs: { volumeSizeGiB: 200, volumeType: 'GP3' } }];
+    const trimmedBdmEc2 = [{ deviceName: '/dev/xvda', rootVolume: true, ebs: { volumeSize: '200Gi', volumeType: 'gp3' } }];
+    const selectors = {
       subnetSelectorTerms: [{ tags: { 'karpenter.sh/discovery': world.facts.infraId, tier: 'private' } }],
       securityGroupSelectorTerms: [{ tags: { 'karpenter.sh/discovery': world.facts.infraId, role: 'worker' } }],
-      associatePublicIPAddress: false,
+    };
+    const everyField = {
+      ...selectors,
+      capacityReservationSelectorTerms: [{ ownerID: '123456789012', instanceMatchCriteria: 'Targeted' }],
+      ipAddressAssociation: 'SubnetDefault',
       tags: { team: 'a' },
       blockDeviceMappings: [{ ...trimmedBdm[0]!, ebs: { ...trimmedBdm[0]!.ebs, iops: 4000 } }],
       instanceStorePolicy: 'RAID0',
+      monitoring: 'Detailed',
+      metadataOptions: { httpPutResponseHopLimit: 2, httpTokens: 'Required' },
+      kubelet: { maxPods: 110, evictionHard: { 'memory.available': '200Mi' } },
+    };
+    const everyFieldEc2 = {
+      ...selectors,
+      capacityReservationSelectorTerms: [{ ownerID: '123456789012', instanceMatchCriteria: 'targeted' }],
+      associatePublicIPAddress: false,
+      blockDeviceMappings: [{ ...trimmedBdmEc2[0]!, ebs: { ...trimmedBdmEc2[0]!.ebs, iops: 4000 } }],
+      instanceStorePolicy: 'RAID0',
       detailedMonitoring: true,
+      metadataOptions: { httpEndpoint: 'enabled', httpProtocolIPv6: 'disabled', httpPutResponseHopLimit: 2, httpTokens: 'required' },
+      kubelet: { maxPods: 110, evictionHard: { 'memory.available': '200Mi' } },
     };
     await applyObject(g, { ...OEC2NC, metadata: { name: 'trimmed' }, spec: everyField } as KubeObj);
     await waitFor(
@@ -850,7 +871,7 @@ describe('HyperShift: the OpenshiftEC2NodeClass translation owns what it maps an
       },
       { timeoutMs: 60_000, abort: operatorDied },
     );
-    expect(await specOf('EC2NodeClass', 'trimmed')).toMatchObject({ ...everyField, tags: { 'red-hat-managed': 'true', team: 'a' } });
+    expect(await specOf('EC2NodeClass', 'trimmed')).toMatchObject({ ...everyFieldEc2, tags: { 'red-hat-managed': 'true', team: 'a' } });
 
     // The user drops fields (server-side apply of the object without them, as `kubectl apply --server-side`).
     await applyObject(g, {
@@ -858,7 +879,7 @@ describe('HyperShift: the OpenshiftEC2NodeClass translation owns what it maps an
       metadata: { name: 'trimmed' },
       spec: { subnetSelectorTerms: discovery, blockDeviceMappings: trimmedBdm },
     } as KubeObj);
-    const gone = ['associatePublicIPAddress', 'instanceStorePolicy', 'detailedMonitoring'];
+    const gone = ['associatePublicIPAddress', 'instanceStorePolicy', 'detailedMonitoring', 'capacityReservationSelectorTerms'];
     const trimmed = await waitFor(
       'EC2NodeClass trimmed without the dropped fields',
       async () => {
@@ -870,11 +891,20 @@ describe('HyperShift: the OpenshiftEC2NodeClass translation owns what it maps an
     expect(trimmed).toMatchObject({
       subnetSelectorTerms: discovery,
       securityGroupSelectorTerms: discovery,
-      blockDeviceMappings: trimmedBdm,
+      blockDeviceMappings: trimmedBdmEc2,
       tags: { 'red-hat-managed': 'true' },
       userData: userDataFor('trimmed'),
     });
-    expect(trimmed['blockDeviceMappings']).toEqual(trimmedBdm);
+    expect(trimmed['blockDeviceMappings']).toEqual(trimmedBdmEc2);
+    // metadataOptions and kubelet go back to the provider's defaults.
+    expect(trimmed['metadataOptions']).toEqual({
+      httpEndpoint: 'enabled',
+      httpProtocolIPv6: 'disabled',
+      httpPutResponseHopLimit: 1,
+      httpTokens: 'required',
+    });
+    expect(trimmed['kubelet']).not.toHaveProperty('maxPods');
+    expect(trimmed['kubelet']).not.toHaveProperty('evictionHard');
     expect(trimmed['tags']).toEqual({ 'red-hat-managed': 'true' });
 
     // Converged: a reconcile of everything, forced by touching the HCP, writes no NodeClass.
@@ -923,7 +953,8 @@ describe('HyperShift: the OpenshiftEC2NodeClass translation owns what it maps an
     }
     // Other changes still go through, and a new OpenshiftEC2NodeClass gets its userData.
     await applyObject(g, { ...OEC2NC, metadata: { name: 'held' }, spec: { tags: { team: 'b' } } } as KubeObj);
-    await applyObject(g, { ...OEC2NC, metadata: { name: 'fresh' } } as KubeObj);
+    // v1 requires a spec with at least one field.
+    await applyObject(g, { ...OEC2NC, metadata: { name: 'fresh' }, spec: { monitoring: 'Basic' } } as KubeObj);
     const heldCondition = (name: string) => async () =>
       conditionOf(await getObject(g, OEC2NC.apiVersion, OEC2NC.kind, name), 'UserDataUpToDate') ?? false;
     for (const name of ['held', 'default']) {

@@ -286,7 +286,7 @@ export const ignitionUserData = (nodeClass: string) =>
 
 /**
  * A stand-in for HyperShift's ignition adapter, which HyperShift keeps in the standalone layout: it reacts only
- * to OpenshiftEC2NodeClass objects in the guest (as HyperShift's does) and writes, in the HCP `namespace`, the
+ * to OpenshiftEC2NodeClass v1 objects in the guest (as HyperShift's does, which has no other version) and writes, in the HCP `namespace`, the
  * ignition Secret HyperShift would write for each one that has none yet (`ignitionUserData`, the seed's x86_64
  * AMI). It never rewrites a Secret (a new release's Secret is a test step of its own). Returns its stop.
  */
@@ -296,7 +296,7 @@ export function startIgnitionStandIn(mgmt: ClusterClient, guest: ClusterClient, 
   void (async () => {
     while (!stopped) {
       try {
-        for (const c of await listObjects(guest.kubeConfig(), 'karpenter.hypershift.openshift.io/v1beta1', 'OpenshiftEC2NodeClass')) {
+        for (const c of await listObjects(guest.kubeConfig(), 'karpenter.hypershift.openshift.io/v1', 'OpenshiftEC2NodeClass')) {
           const name = c.metadata.name;
           if (written.has(name)) continue;
           const secret = anIgnitionSecret({ namespace, nodeClass: name, ami: world.facts.amis.x86_64, userData: ignitionUserData(name) });
