@@ -123,8 +123,9 @@ describe('EventLoopLag before the fine monitor has ticked', () => {
     const max = lag.readAndReset().max;
     expect(lag.fineMonitorOn).toBe(false);
     expect(max).toBeGreaterThanOrEqual(0.05);
-    // The four stalls together are 200 ms (what the window's bound read before `wake`); one is 50 ms.
-    expect(max).toBeLessThan(0.15);
+    // The four stalls together are 200 ms (what the window's bound read before `wake`); one is 50 ms. The bound
+    // sits just under the sum, leaving room for a loaded machine descheduling the test between its stalls.
+    expect(max).toBeLessThan(0.195);
   });
 
   it('a woken iteration is read after the timers that came due during it, and the work they do', async () => {
