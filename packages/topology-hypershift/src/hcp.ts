@@ -8,6 +8,7 @@ import {
   type ResourceTag,
   type TypeRef,
 } from '@karpenter-operator/core';
+import { isRecord } from './records.js';
 
 /**
  * HostedControlPlane (hypershift.openshift.io/v1beta1) → a small validated projection. Field names follow
@@ -104,10 +105,6 @@ export interface HostedControlPlane {
    */
   controlPlaneVersion?: string;
 }
-
-type Rec = Record<string, unknown>;
-
-const isRecord = (v: unknown): v is Rec => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
  * Decodes a HostedControlPlane. Absent optional parts decode to absent; a part of the wrong shape or an

@@ -1,4 +1,5 @@
 import { InvalidInputError, type KubeObject } from '@karpenter-operator/core';
+import { isRecord } from '../records.js';
 
 /** A release as HyperShift reports it: its image, and its version once known. */
 export interface Release {
@@ -14,8 +15,6 @@ export interface ControlPlaneUpgrade {
 
 /** `4.22.0`, or the image while the version is not known. */
 export const releaseName = (r: Release): string => r.version || r.image;
-
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
  * Whether the HostedControlPlane's control plane is upgrading, as HyperShift tells it. Pure.

@@ -5,7 +5,7 @@
  * A value the translation does not know is refused, naming its field: nothing is dropped silently.
  */
 
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+import { isRecord } from '../records.js';
 
 /** Why a v1 spec cannot be translated: the field (a path under `spec`) and what is wrong with it. */
 export interface Refusal {

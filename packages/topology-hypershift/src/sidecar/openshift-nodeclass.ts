@@ -22,6 +22,7 @@ import { ADAPTER_FIELD_MANAGER, EC2NODECLASS_CRD } from './names.js';
 import { HcpScope } from './hcp-scope.js';
 import { controlPlaneUpgrade, releaseName, type ControlPlaneUpgrade } from './control-plane-release.js';
 import { capacityReservationsStatus, translateV1Spec } from './nodeclass-v1.js';
+import { isRecord } from '../records.js';
 
 export const OPENSHIFT_NODECLASS_CONTROLLER = 'openshiftec2nodeclass.translate';
 
@@ -211,8 +212,6 @@ export interface TranslationInput {
 }
 
 export type Translation = { ok: true; object: KubeObject; tagConflicts: string[] } | { ok: false; reason: string; message: string };
-
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
  * OpenshiftEC2NodeClass v1 → EC2NodeClass of the same name, owned by it (controller owner reference, so the

@@ -313,7 +313,7 @@ export class DefaultNodeClassReconciler implements Reconciler {
     const object = structuredClone(rendered.object);
     const target = await this.targetFor({ ...object, metadata: { name } });
     const spec = object.spec as Record<string, unknown>;
-    Object.assign(spec, structuredClone(this.protectedFor(rendered, target)));
+    if (target.hold) Object.assign(spec, this.deps.cloud.launchHold(target.hold.pool));
     if (target.pool && typeof spec.userData === 'string') spec.userData = rewriteIgnitionPool(spec.userData, target.pool);
     return object;
   }
