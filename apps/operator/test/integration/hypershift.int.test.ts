@@ -844,7 +844,7 @@ describe('HyperShift: the OpenshiftEC2NodeClass translation owns what it maps an
     const everyField = {
       ...selectors,
       capacityReservationSelectorTerms: [{ ownerID: '123456789012', instanceMatchCriteria: 'Targeted' }],
-      ipAddressAssociation: 'SubnetDefault',
+      ipAddressAssociation: 'Public',
       tags: { team: 'a' },
       blockDeviceMappings: [{ ...trimmedBdm[0]!, ebs: { ...trimmedBdm[0]!.ebs, iops: 4000 } }],
       instanceStorePolicy: 'RAID0',
@@ -855,7 +855,7 @@ describe('HyperShift: the OpenshiftEC2NodeClass translation owns what it maps an
     const everyFieldEc2 = {
       ...selectors,
       capacityReservationSelectorTerms: [{ ownerID: '123456789012', instanceMatchCriteria: 'targeted' }],
-      associatePublicIPAddress: false,
+      associatePublicIPAddress: true,
       blockDeviceMappings: [{ ...trimmedBdmEc2[0]!, ebs: { ...trimmedBdmEc2[0]!.ebs, iops: 4000 } }],
       instanceStorePolicy: 'RAID0',
       detailedMonitoring: true,
@@ -873,11 +873,12 @@ describe('HyperShift: the OpenshiftEC2NodeClass translation owns what it maps an
     );
     expect(await specOf('EC2NodeClass', 'trimmed')).toMatchObject({ ...everyFieldEc2, tags: { 'red-hat-managed': 'true', team: 'a' } });
 
-    // The user drops fields (server-side apply of the object without them, as `kubectl apply --server-side`).
+    // The user drops fields (server-side apply of the object without them, as `kubectl apply --server-side`),
+    // and hands public IPs back to the subnet: SubnetDefault leaves associatePublicIPAddress unset.
     await applyObject(g, {
       ...OEC2NC,
       metadata: { name: 'trimmed' },
-      spec: { subnetSelectorTerms: discovery, blockDeviceMappings: trimmedBdm },
+      spec: { subnetSelectorTerms: discovery, blockDeviceMappings: trimmedBdm, ipAddressAssociation: 'SubnetDefault' },
     } as KubeObj);
     const gone = ['associatePublicIPAddress', 'instanceStorePolicy', 'detailedMonitoring', 'capacityReservationSelectorTerms'];
     const trimmed = await waitFor(

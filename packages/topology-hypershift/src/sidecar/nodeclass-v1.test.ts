@@ -44,9 +44,10 @@ describe('translateV1Spec: each v1 field in Karpenter terms', () => {
     });
   });
 
-  it('ipAddressAssociation: Public → associatePublicIPAddress true, SubnetDefault → false', () => {
+  it('ipAddressAssociation: Public → associatePublicIPAddress true, SubnetDefault → unset (the subnet decides)', () => {
     expect(ok({ ipAddressAssociation: 'Public' })).toEqual({ associatePublicIPAddress: true });
-    expect(ok({ ipAddressAssociation: 'SubnetDefault' })).toEqual({ associatePublicIPAddress: false });
+    expect(ok({ ipAddressAssociation: 'SubnetDefault' })).toEqual({});
+    expect(ok({ ipAddressAssociation: 'SubnetDefault', monitoring: 'Basic' })).toEqual({ detailedMonitoring: false });
   });
 
   it('tags as given', () => {

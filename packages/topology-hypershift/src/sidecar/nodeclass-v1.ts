@@ -62,9 +62,13 @@ export const KUBELET_FIELDS = [
   'cpuCFSQuota',
 ] as const;
 
-/** v1's enums onto Karpenter's values, per field. */
+/**
+ * v1's enums onto Karpenter's values, per field. `undefined` leaves the EC2NodeClass field unset:
+ * `SubnetDefault` means the subnet's own public-IP setting decides, which is what Karpenter does when
+ * `associatePublicIPAddress` is absent (`false` would turn public IPs off even on a subnet that maps them).
+ */
 const ENUMS = {
-  ipAddressAssociation: { Public: true, SubnetDefault: false },
+  ipAddressAssociation: { Public: true, SubnetDefault: undefined },
   monitoring: { Detailed: true, Basic: false },
   instanceStorePolicy: { RAID0: 'RAID0' },
   instanceMatchCriteria: { Open: 'open', Targeted: 'targeted' },
@@ -75,7 +79,7 @@ const ENUMS = {
   access: { HTTPEndpoint: 'enabled', None: 'disabled' },
   httpIPProtocol: { IPv4: 'disabled', IPv6: 'enabled' },
   httpTokens: { Required: 'required', Optional: 'optional' },
-} as const satisfies Record<string, Record<string, string | boolean>>;
+} as const satisfies Record<string, Record<string, string | boolean | undefined>>;
 
 function enumValue<K extends keyof typeof ENUMS>(kind: K, field: string, v: unknown): (typeof ENUMS)[K][keyof (typeof ENUMS)[K]] {
   const table = ENUMS[kind] as Record<string, unknown>;
@@ -111,13 +115,13 @@ function stringMap(field: string, v: unknown): Record<string, string> {
   return { ...(v as Record<string, string>) };
 }
 
-/** Copies the fields of `from` that are set, translated, into a new object. */
+/** Copies the fields of `from` that are set, translated, into a new object; one translated to `undefined` stays out. */
 function fields(from: Record<string, unknown>, map: Record<string, (v: unknown) => [string, unknown]>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [k, f] of Object.entries(map)) {
     if (from[k] === undefined) continue;
     const [key, value] = f(from[k]);
-    out[key] = value;
+    if (value !== undefined) out[key] = value;
   }
   return out;
 }

@@ -67,7 +67,6 @@ const everyFieldTranslated = {
   subnetSelectorTerms: [{ tags: { tier: 'private', zone: 'a' } }],
   securityGroupSelectorTerms: [{ id: 'sg-0a' }],
   capacityReservationSelectorTerms: [{ ownerID: '123456789012', instanceMatchCriteria: 'targeted' }],
-  associatePublicIPAddress: false,
   blockDeviceMappings: [{ deviceName: '/dev/xvda', rootVolume: true, ebs: { volumeSize: '200Gi', volumeType: 'gp3', iops: 4000 } }],
   instanceStorePolicy: 'RAID0',
   detailedMonitoring: true,

@@ -219,9 +219,9 @@ export type Translation = { ok: true; object: KubeObject; tagConflicts: string[]
  * Secret's userData and AMIs, the HCP's instance profile and the OpenshiftEC2NodeClass's selectors
  * (HyperShift's defaults, `defaultSubnetTerms` and `defaultSecurityGroupTerms`, when it names none); every
  * other v1 field is translated into Karpenter's terms (`translateV1Spec`): capacity reservation selectors,
- * `ipAddressAssociation` (→ `associatePublicIPAddress`), block devices (`volumeSizeGiB` → `volumeSize`, enums
- * lowercased or made booleans), instance-store policy, `monitoring` (→ `detailedMonitoring`), and
- * `metadataOptions` and `kubelet` laid over the provider's defaults field by field. A field that cannot be
+ * `ipAddressAssociation` (`Public` → `associatePublicIPAddress: true`; `SubnetDefault` leaves it unset), block
+ * devices (`volumeSizeGiB` → `volumeSize`, enums lowercased or made booleans), instance-store policy,
+ * `monitoring` (→ `detailedMonitoring`), and `metadataOptions` and `kubelet` laid over the provider's defaults field by field. A field that cannot be
  * translated is refused (reason `UntranslatableField`, the message names it): nothing is rendered and the
  * last good EC2NodeClass stays. Tags, per tag: the HostedCluster's `resourceTags` win over the NodeClass's own on a
  * conflict unless that tag's `overridePolicy` is `Allow` (the keys whose NodeClass value was refused are
