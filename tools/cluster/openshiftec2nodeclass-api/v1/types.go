@@ -45,9 +45,9 @@ type OpenshiftEC2NodeClassSpec struct {
 	// When unset the hosted cluster's private subnets are used.
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=30
-	// +kubebuilder:validation:XValidation:message="subnetSelectorTerms cannot be empty",rule="self.size() != 0"
-	// +kubebuilder:validation:XValidation:message="expected at least one, got none, ['tags', 'id']",rule="self.all(x, has(x.tags) || has(x.id))"
-	// +kubebuilder:validation:XValidation:message="'id' is mutually exclusive, cannot be set with a combination of other fields in subnetSelectorTerms",rule="!self.all(x, has(x.id) && has(x.tags))"
+	// +kubebuilder:validation:XValidation:message="subnetSelectorTerms, when set, has a term",rule="self.size() != 0"
+	// +kubebuilder:validation:XValidation:message="each subnetSelectorTerms term sets tags or id",rule="self.all(x, has(x.tags) || has(x.id))"
+	// +kubebuilder:validation:XValidation:message="a subnetSelectorTerms term with id sets nothing else",rule="!self.all(x, has(x.id) && has(x.tags))"
 	// +listType=atomic
 	// +optional
 	SubnetSelectorTerms []SubnetSelectorTerm `json:"subnetSelectorTerms,omitempty"`
@@ -56,10 +56,10 @@ type OpenshiftEC2NodeClassSpec struct {
 	// When unset the hosted cluster's discovery-tagged groups are used.
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=30
-	// +kubebuilder:validation:XValidation:message="securityGroupSelectorTerms cannot be empty",rule="self.size() != 0"
-	// +kubebuilder:validation:XValidation:message="expected at least one, got none, ['tags', 'id', 'name']",rule="self.all(x, has(x.tags) || has(x.id) || has(x.name))"
-	// +kubebuilder:validation:XValidation:message="'id' is mutually exclusive, cannot be set with a combination of other fields in securityGroupSelectorTerms",rule="!self.all(x, has(x.id) && (has(x.tags) || has(x.name)))"
-	// +kubebuilder:validation:XValidation:message="'name' is mutually exclusive, cannot be set with a combination of other fields in securityGroupSelectorTerms",rule="!self.all(x, has(x.name) && (has(x.tags) || has(x.id)))"
+	// +kubebuilder:validation:XValidation:message="securityGroupSelectorTerms, when set, has a term",rule="self.size() != 0"
+	// +kubebuilder:validation:XValidation:message="each securityGroupSelectorTerms term sets tags, id or name",rule="self.all(x, has(x.tags) || has(x.id) || has(x.name))"
+	// +kubebuilder:validation:XValidation:message="a securityGroupSelectorTerms term with id sets nothing else",rule="!self.all(x, has(x.id) && (has(x.tags) || has(x.name)))"
+	// +kubebuilder:validation:XValidation:message="a securityGroupSelectorTerms term with name sets nothing else",rule="!self.all(x, has(x.name) && (has(x.tags) || has(x.id)))"
 	// +listType=atomic
 	// +optional
 	SecurityGroupSelectorTerms []SecurityGroupSelectorTerm `json:"securityGroupSelectorTerms,omitempty"`
@@ -69,8 +69,8 @@ type OpenshiftEC2NodeClassSpec struct {
 	// stands alone.
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=30
-	// +kubebuilder:validation:XValidation:message="expected at least one, got none, ['tags', 'id', 'ownerID', 'instanceMatchCriteria']",rule="self.all(x, has(x.tags) || has(x.id) || has(x.ownerID) || has(x.instanceMatchCriteria))"
-	// +kubebuilder:validation:XValidation:message="'id' is mutually exclusive, cannot be set along with other fields in a capacity reservation selector term",rule="!self.all(x, has(x.id) && (has(x.tags) || has(x.ownerID) || has(x.instanceMatchCriteria)))"
+	// +kubebuilder:validation:XValidation:message="each capacityReservationSelectorTerms term sets tags, id, ownerID or instanceMatchCriteria",rule="self.all(x, has(x.tags) || has(x.id) || has(x.ownerID) || has(x.instanceMatchCriteria))"
+	// +kubebuilder:validation:XValidation:message="a capacityReservationSelectorTerms term with id sets nothing else",rule="!self.all(x, has(x.id) && (has(x.tags) || has(x.ownerID) || has(x.instanceMatchCriteria)))"
 	// +listType=atomic
 	// +optional
 	CapacityReservationSelectorTerms []CapacityReservationSelectorTerm `json:"capacityReservationSelectorTerms,omitempty"`
@@ -83,12 +83,12 @@ type OpenshiftEC2NodeClassSpec struct {
 	// tags are added to the EC2 resources launched for this NodeClass (instances, volumes, launch templates).
 	// Keys Karpenter and Kubernetes reserve are refused.
 	// +kubebuilder:validation:MinProperties=1
-	// +kubebuilder:validation:XValidation:message="empty tag keys aren't supported",rule="self.all(k, k != '')"
-	// +kubebuilder:validation:XValidation:message="tag contains a restricted tag matching eks:eks-cluster-name",rule="self.all(k, k !='eks:eks-cluster-name')"
-	// +kubebuilder:validation:XValidation:message="tag contains a restricted tag matching kubernetes.io/cluster/",rule="self.all(k, !k.startsWith('kubernetes.io/cluster') )"
-	// +kubebuilder:validation:XValidation:message="tag contains a restricted tag matching karpenter.sh/nodepool",rule="self.all(k, k != 'karpenter.sh/nodepool')"
-	// +kubebuilder:validation:XValidation:message="tag contains a restricted tag matching karpenter.sh/nodeclaim",rule="self.all(k, k !='karpenter.sh/nodeclaim')"
-	// +kubebuilder:validation:XValidation:message="tag contains a restricted tag matching karpenter.k8s.aws/ec2nodeclass",rule="self.all(k, k !='karpenter.k8s.aws/ec2nodeclass')"
+	// +kubebuilder:validation:XValidation:message="a tag key is empty",rule="self.all(k, k != '')"
+	// +kubebuilder:validation:XValidation:message="tag key eks:eks-cluster-name is reserved",rule="self.all(k, k !='eks:eks-cluster-name')"
+	// +kubebuilder:validation:XValidation:message="tag keys starting kubernetes.io/cluster are reserved for Kubernetes",rule="self.all(k, !k.startsWith('kubernetes.io/cluster') )"
+	// +kubebuilder:validation:XValidation:message="tag key karpenter.sh/nodepool is reserved for Karpenter",rule="self.all(k, k != 'karpenter.sh/nodepool')"
+	// +kubebuilder:validation:XValidation:message="tag key karpenter.sh/nodeclaim is reserved for Karpenter",rule="self.all(k, k !='karpenter.sh/nodeclaim')"
+	// +kubebuilder:validation:XValidation:message="tag key karpenter.k8s.aws/ec2nodeclass is reserved for Karpenter",rule="self.all(k, k !='karpenter.k8s.aws/ec2nodeclass')"
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
 
@@ -96,7 +96,7 @@ type OpenshiftEC2NodeClassSpec struct {
 	// When unset a 120 GiB encrypted gp3 root volume is used.
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=50
-	// +kubebuilder:validation:XValidation:message="must have only one blockDeviceMappings with rootVolume",rule="self.filter(x, has(x.rootVolume)?x.rootVolume=='RootVolume':false).size() <= 1"
+	// +kubebuilder:validation:XValidation:message="at most one of blockDeviceMappings is the RootVolume",rule="self.filter(x, has(x.rootVolume)?x.rootVolume=='RootVolume':false).size() <= 1"
 	// +listType=atomic
 	// +optional
 	BlockDeviceMappings []BlockDeviceMapping `json:"blockDeviceMappings,omitempty"`
@@ -120,7 +120,7 @@ type OpenshiftEC2NodeClassSpec struct {
 	// HyperShift's ignition generator resolves it and reports condition VersionResolved.
 	// +kubebuilder:validation:MinLength=5
 	// +kubebuilder:validation:MaxLength=64
-	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|[1-9]\\\\d*)\\\\.(0|[1-9]\\\\d*)\\\\.(0|[1-9]\\\\d*)(?:-((?:0|[1-9]\\\\d*|\\\\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\\\\.(?:0|[1-9]\\\\d*|\\\\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\\\\+([0-9a-zA-Z-]+(?:\\\\.[0-9a-zA-Z-]+)*))?$')",message="version must be a valid semantic version (e.g., 4.20.1)"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|[1-9]\\\\d*)\\\\.(0|[1-9]\\\\d*)\\\\.(0|[1-9]\\\\d*)(?:-((?:0|[1-9]\\\\d*|\\\\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\\\\.(?:0|[1-9]\\\\d*|\\\\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\\\\+([0-9a-zA-Z-]+(?:\\\\.[0-9a-zA-Z-]+)*))?$')",message="version is a semantic version such as 4.20.1"
 	// +optional
 	Version string `json:"version,omitempty"`
 
@@ -135,13 +135,13 @@ type SubnetSelectorTerm struct {
 	// tags to match ('*' as a value: the key is present with any value).
 	// +kubebuilder:validation:MinProperties=1
 	// +kubebuilder:validation:MaxProperties=20
-	// +kubebuilder:validation:XValidation:message="empty tag keys or values aren't supported",rule="self.all(k, k != '' && self[k] != '')"
+	// +kubebuilder:validation:XValidation:message="a tag key or value is empty",rule="self.all(k, k != '' && self[k] != '')"
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
 	// id of the subnet (subnet-...).
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=256
-	// +kubebuilder:validation:XValidation:rule="self.matches('^subnet-[0-9a-z]+$')",message="id must match the pattern subnet-[0-9a-z]+"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^subnet-[0-9a-z]+$')",message="id is a subnet ID (subnet- and lowercase letters or digits)"
 	// +optional
 	ID string `json:"id,omitempty"`
 }
@@ -152,13 +152,13 @@ type SecurityGroupSelectorTerm struct {
 	// tags to match ('*' as a value: the key is present with any value).
 	// +kubebuilder:validation:MinProperties=1
 	// +kubebuilder:validation:MaxProperties=20
-	// +kubebuilder:validation:XValidation:message="empty tag keys or values aren't supported",rule="self.all(k, k != '' && self[k] != '')"
+	// +kubebuilder:validation:XValidation:message="a tag key or value is empty",rule="self.all(k, k != '' && self[k] != '')"
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
 	// id of the security group (sg-...).
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=256
-	// +kubebuilder:validation:XValidation:rule="self.matches('^sg-[0-9a-z]+$')",message="id must match the pattern sg-[0-9a-z]+"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^sg-[0-9a-z]+$')",message="id is a security group ID (sg- and lowercase letters or digits)"
 	// +optional
 	ID string `json:"id,omitempty"`
 	// name of the security group (its EC2 group name, not its Name tag).
@@ -174,19 +174,19 @@ type CapacityReservationSelectorTerm struct {
 	// tags to match ('*' as a value: the key is present with any value).
 	// +kubebuilder:validation:MinProperties=1
 	// +kubebuilder:validation:MaxProperties=20
-	// +kubebuilder:validation:XValidation:message="empty tag keys or values aren't supported",rule="self.all(k, k != '' && self[k] != '')"
+	// +kubebuilder:validation:XValidation:message="a tag key or value is empty",rule="self.all(k, k != '' && self[k] != '')"
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
 	// id of the reservation (cr-...).
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=256
-	// +kubebuilder:validation:XValidation:rule="self.matches('^cr-[0-9a-z]+$')",message="id must match the pattern cr-[0-9a-z]+"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^cr-[0-9a-z]+$')",message="id is a capacity reservation ID (cr- and lowercase letters or digits)"
 	// +optional
 	ID string `json:"id,omitempty"`
 	// ownerID: the 12-digit AWS account that owns the reservation.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=12
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[0-9]{12}$')",message="ownerID must be a 12-digit AWS account ID"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[0-9]{12}$')",message="ownerID is an AWS account ID (12 digits)"
 	// +optional
 	OwnerID string `json:"ownerID,omitempty"`
 	// instanceMatchCriteria: Open (any matching instance uses it) or Targeted (only instances naming it).
@@ -204,7 +204,7 @@ type BlockDeviceMapping struct {
 	// +optional
 	DeviceName string `json:"deviceName,omitempty"`
 	// ebs: the EBS volume behind the device; it names a snapshot, a size, or both.
-	// +kubebuilder:validation:XValidation:message="snapshotID or volumeSizeGiB must be defined",rule="has(self.snapshotID) || has(self.volumeSizeGiB)"
+	// +kubebuilder:validation:XValidation:message="ebs sets snapshotID, volumeSizeGiB or both",rule="has(self.snapshotID) || has(self.volumeSizeGiB)"
 	// +optional
 	EBS BlockDevice `json:"ebs,omitempty"`
 	// rootVolume: RootVolume when this device holds the kubelet's root directory.
@@ -273,11 +273,11 @@ type EvictionThreshold string
 // KubeletConfiguration: kubelet settings. The fields below are validated; other kubelet configuration keys
 // are kept as given (unvalidated) for HyperShift's ignition generator to pass on to the node.
 // +kubebuilder:pruning:PreserveUnknownFields
-// +kubebuilder:validation:XValidation:rule="!has(self.imageGCHighThresholdPercent) || !has(self.imageGCLowThresholdPercent) || self.imageGCHighThresholdPercent > self.imageGCLowThresholdPercent",message="imageGCHighThresholdPercent must be greater than imageGCLowThresholdPercent"
-// +kubebuilder:validation:XValidation:rule="!has(self.podsPerCore) || !has(self.maxPods) || self.podsPerCore <= self.maxPods",message="podsPerCore must not exceed maxPods"
-// +kubebuilder:validation:XValidation:rule="!has(self.evictionSoft) || (has(self.evictionSoftGracePeriod) && self.evictionSoft.all(e, e in self.evictionSoftGracePeriod))",message="evictionSoft entry does not have a matching evictionSoftGracePeriod"
-// +kubebuilder:validation:XValidation:rule="!has(self.evictionSoftGracePeriod) || (has(self.evictionSoft) && self.evictionSoftGracePeriod.all(e, e in self.evictionSoft))",message="evictionSoftGracePeriod entry does not have a matching evictionSoft"
-// +kubebuilder:validation:XValidation:rule="!has(self.evictionHard) || !has(self.evictionSoft) || self.evictionHard.all(key, !(key in self.evictionSoft) || ((self.evictionSoft[key].endsWith('%') && self.evictionHard[key].endsWith('%')) ? (self.evictionSoft[key].size() <= 1 || self.evictionHard[key].size() <= 1 || double(self.evictionSoft[key].substring(0, self.evictionSoft[key].size() - 1)) >= double(self.evictionHard[key].substring(0, self.evictionHard[key].size() - 1))) : (!(isQuantity(self.evictionSoft[key]) && isQuantity(self.evictionHard[key])) || quantity(self.evictionSoft[key]).compareTo(quantity(self.evictionHard[key])) >= 0)))",message="evictionSoft threshold must be greater than or equal to evictionHard threshold for the same signal (soft eviction should fire before hard)"
+// +kubebuilder:validation:XValidation:rule="!has(self.imageGCHighThresholdPercent) || !has(self.imageGCLowThresholdPercent) || self.imageGCHighThresholdPercent > self.imageGCLowThresholdPercent",message="imageGCHighThresholdPercent is above imageGCLowThresholdPercent"
+// +kubebuilder:validation:XValidation:rule="!has(self.podsPerCore) || !has(self.maxPods) || self.podsPerCore <= self.maxPods",message="podsPerCore is at most maxPods"
+// +kubebuilder:validation:XValidation:rule="!has(self.evictionSoft) || (has(self.evictionSoftGracePeriod) && self.evictionSoft.all(e, e in self.evictionSoftGracePeriod))",message="every evictionSoft signal needs an evictionSoftGracePeriod entry"
+// +kubebuilder:validation:XValidation:rule="!has(self.evictionSoftGracePeriod) || (has(self.evictionSoft) && self.evictionSoftGracePeriod.all(e, e in self.evictionSoft))",message="every evictionSoftGracePeriod entry needs an evictionSoft signal"
+// +kubebuilder:validation:XValidation:rule="!has(self.evictionHard) || !has(self.evictionSoft) || self.evictionHard.all(key, !(key in self.evictionSoft) || ((self.evictionSoft[key].endsWith('%') && self.evictionHard[key].endsWith('%')) ? (self.evictionSoft[key].size() <= 1 || self.evictionHard[key].size() <= 1 || double(self.evictionSoft[key].substring(0, self.evictionSoft[key].size() - 1)) >= double(self.evictionHard[key].substring(0, self.evictionHard[key].size() - 1))) : (!(isQuantity(self.evictionSoft[key]) && isQuantity(self.evictionHard[key])) || quantity(self.evictionSoft[key]).compareTo(quantity(self.evictionHard[key])) >= 0)))",message="for a signal in both, the evictionSoft threshold is at least the evictionHard one, so soft eviction comes first"
 type KubeletConfiguration struct {
 	// maxPods on a node (1 to 2500).
 	// +kubebuilder:validation:Minimum=1
@@ -292,37 +292,37 @@ type KubeletConfiguration struct {
 	// systemReserved: cpu, memory, ephemeral-storage and pid held back for the system.
 	// +kubebuilder:validation:MinProperties=1
 	// +kubebuilder:validation:MaxProperties=20
-	// +kubebuilder:validation:XValidation:message="valid keys for systemReserved are ['cpu','memory','ephemeral-storage','pid']",rule="self.all(x, x=='cpu' || x=='memory' || x=='ephemeral-storage' || x=='pid')"
-	// +kubebuilder:validation:XValidation:message="systemReserved value cannot be a negative resource quantity",rule="self.all(x, !self[x].startsWith('-'))"
-	// +kubebuilder:validation:XValidation:message="systemReserved values must not be empty",rule="self.all(x, self[x].size() > 0)"
+	// +kubebuilder:validation:XValidation:message="systemReserved keys are cpu, memory, ephemeral-storage or pid",rule="self.all(x, x=='cpu' || x=='memory' || x=='ephemeral-storage' || x=='pid')"
+	// +kubebuilder:validation:XValidation:message="a systemReserved quantity is negative",rule="self.all(x, !self[x].startsWith('-'))"
+	// +kubebuilder:validation:XValidation:message="a systemReserved quantity is empty",rule="self.all(x, self[x].size() > 0)"
 	// +optional
 	SystemReserved map[string]string `json:"systemReserved,omitempty"`
 	// kubeReserved: cpu, memory, ephemeral-storage and pid held back for Kubernetes' own components.
 	// +kubebuilder:validation:MinProperties=1
 	// +kubebuilder:validation:MaxProperties=20
-	// +kubebuilder:validation:XValidation:message="valid keys for kubeReserved are ['cpu','memory','ephemeral-storage','pid']",rule="self.all(x, x=='cpu' || x=='memory' || x=='ephemeral-storage' || x=='pid')"
-	// +kubebuilder:validation:XValidation:message="kubeReserved value cannot be a negative resource quantity",rule="self.all(x, !self[x].startsWith('-'))"
-	// +kubebuilder:validation:XValidation:message="kubeReserved values must not be empty",rule="self.all(x, self[x].size() > 0)"
+	// +kubebuilder:validation:XValidation:message="kubeReserved keys are cpu, memory, ephemeral-storage or pid",rule="self.all(x, x=='cpu' || x=='memory' || x=='ephemeral-storage' || x=='pid')"
+	// +kubebuilder:validation:XValidation:message="a kubeReserved quantity is negative",rule="self.all(x, !self[x].startsWith('-'))"
+	// +kubebuilder:validation:XValidation:message="a kubeReserved quantity is empty",rule="self.all(x, self[x].size() > 0)"
 	// +optional
 	KubeReserved map[string]string `json:"kubeReserved,omitempty"`
 	// evictionHard: per signal, the threshold at which pods are evicted at once.
 	// +kubebuilder:validation:MinProperties=1
 	// +kubebuilder:validation:MaxProperties=20
-	// +kubebuilder:validation:XValidation:message="valid keys for evictionHard are ['memory.available','nodefs.available','nodefs.inodesFree','imagefs.available','imagefs.inodesFree','pid.available']",rule="self.all(x, x in ['memory.available','nodefs.available','nodefs.inodesFree','imagefs.available','imagefs.inodesFree','pid.available'])"
-	// +kubebuilder:validation:XValidation:message="evictionHard values must not be empty",rule="self.all(x, self[x].size() > 0)"
+	// +kubebuilder:validation:XValidation:message="evictionHard signals are memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, imagefs.inodesFree or pid.available",rule="self.all(x, x in ['memory.available','nodefs.available','nodefs.inodesFree','imagefs.available','imagefs.inodesFree','pid.available'])"
+	// +kubebuilder:validation:XValidation:message="an evictionHard threshold is empty",rule="self.all(x, self[x].size() > 0)"
 	// +optional
 	EvictionHard map[string]EvictionThreshold `json:"evictionHard,omitempty"`
 	// evictionSoft: per signal, the threshold at which pods are evicted after its grace period.
 	// +kubebuilder:validation:MinProperties=1
 	// +kubebuilder:validation:MaxProperties=20
-	// +kubebuilder:validation:XValidation:message="valid keys for evictionSoft are ['memory.available','nodefs.available','nodefs.inodesFree','imagefs.available','imagefs.inodesFree','pid.available']",rule="self.all(x, x in ['memory.available','nodefs.available','nodefs.inodesFree','imagefs.available','imagefs.inodesFree','pid.available'])"
-	// +kubebuilder:validation:XValidation:message="evictionSoft values must not be empty",rule="self.all(x, self[x].size() > 0)"
+	// +kubebuilder:validation:XValidation:message="evictionSoft signals are memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, imagefs.inodesFree or pid.available",rule="self.all(x, x in ['memory.available','nodefs.available','nodefs.inodesFree','imagefs.available','imagefs.inodesFree','pid.available'])"
+	// +kubebuilder:validation:XValidation:message="an evictionSoft threshold is empty",rule="self.all(x, self[x].size() > 0)"
 	// +optional
 	EvictionSoft map[string]EvictionThreshold `json:"evictionSoft,omitempty"`
 	// evictionSoftGracePeriod: per soft-eviction signal, how long it must hold (a duration, e.g. 1m30s).
 	// +kubebuilder:validation:MinProperties=1
 	// +kubebuilder:validation:MaxProperties=20
-	// +kubebuilder:validation:XValidation:message="valid keys for evictionSoftGracePeriod are ['memory.available','nodefs.available','nodefs.inodesFree','imagefs.available','imagefs.inodesFree','pid.available']",rule="self.all(x, x in ['memory.available','nodefs.available','nodefs.inodesFree','imagefs.available','imagefs.inodesFree','pid.available'])"
+	// +kubebuilder:validation:XValidation:message="evictionSoftGracePeriod signals are memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, imagefs.inodesFree or pid.available",rule="self.all(x, x in ['memory.available','nodefs.available','nodefs.inodesFree','imagefs.available','imagefs.inodesFree','pid.available'])"
 	// +optional
 	EvictionSoftGracePeriod map[string]string `json:"evictionSoftGracePeriod,omitempty"`
 	// evictionMaxPodGracePeriod: the longest grace period, in seconds, a pod gets on a soft eviction.
