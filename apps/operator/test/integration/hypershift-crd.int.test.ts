@@ -117,6 +117,41 @@ describe('OpenshiftEC2NodeClass CRD: v1 served and stored', () => {
     expect((await kubeRequest(kc, 'GET', '/apis/karpenter.hypershift.openshift.io/v1beta1/openshiftec2nodeclasses')).status).toBe(404);
   });
 
+  // v1's validation rules, enforced by the API server under the applied CRD (the previous case installed it).
+  it.each([
+    { field: 'subnetSelectorTerms', spec: { subnetSelectorTerms: [{ id: 'subnet-0a', tags: { a: 'b' } }] }, message: 'sets nothing else' },
+    { field: 'securityGroupSelectorTerms', spec: { securityGroupSelectorTerms: [{}] }, message: 'sets tags, id or name' },
+    { field: 'subnet id', spec: { subnetSelectorTerms: [{ id: 'vpc-0a' }] }, message: 'is a subnet ID' },
+    {
+      field: 'capacityReservationSelectorTerms',
+      spec: { capacityReservationSelectorTerms: [{ ownerID: '12345' }] },
+      message: 'AWS account ID (12 digits)',
+    },
+    { field: 'tags', spec: { tags: { 'kubernetes.io/cluster/x': 'owned' } }, message: 'reserved for Kubernetes' },
+    {
+      field: 'blockDeviceMappings',
+      spec: {
+        blockDeviceMappings: [
+          { rootVolume: 'RootVolume', ebs: { volumeSizeGiB: 100 } },
+          { rootVolume: 'RootVolume', ebs: { volumeSizeGiB: 100 } },
+        ],
+      },
+      message: 'at most one of blockDeviceMappings is the RootVolume',
+    },
+    {
+      field: 'kubelet eviction',
+      spec: { kubelet: { evictionSoft: { 'memory.available': '100Mi' } } },
+      message: 'needs an evictionSoftGracePeriod entry',
+    },
+    { field: 'version', spec: { version: '4.20' }, message: 'semantic version' },
+  ])('refuses a $field that breaks a v1 rule, with its message', async ({ spec, message }) => {
+    const r = await kubeRequest<{ message?: string }>(kc, 'POST', OBJ_PATH, {
+      body: { ...stored, metadata: { name: 'invalid' }, spec },
+    });
+    expect(r.status, JSON.stringify(r.body)).toBe(422);
+    expect(r.body.message).toContain(message);
+  });
+
   it('applied over a CRD that still stores v1beta1 objects: refused by the API server (there is no conversion)', async () => {
     await removeCrd();
     // A v1beta1-only CRD of the same name (schema left open), and an object stored at v1beta1.
