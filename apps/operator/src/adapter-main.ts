@@ -97,7 +97,7 @@ async function main(argv: string[]): Promise<number> {
   manager.addServer(
     await startHttpServer(healthAddr.host, healthAddr.port, {
       healthy: () => true,
-      ready: () => (runtime.hasSynced() ? { ok: true, detail: 'ok' } : { ok: false, detail: 'caches not synced' }),
+      ready: () => (runtime.hasSynced() ? { ok: true, detail: 'ok' } : { ok: false, detail: runtime.syncDetail() ?? 'caches not synced' }),
     }),
   );
   manager.addServer(

@@ -222,7 +222,7 @@ export async function runOperator(config: OperatorConfig, env: Record<string, st
       healthy: () => true,
       ready: () => {
         if (!live.runtime) return { ok: false, detail: live.waitingFor ?? 'starting' };
-        if (!live.runtime.hasSynced()) return { ok: false, detail: 'caches not synced' };
+        if (!live.runtime.hasSynced()) return { ok: false, detail: live.runtime.syncDetail() ?? 'caches not synced' };
         return { ok: true, detail: elector && !elector.isLeader() ? 'standby' : 'leading' };
       },
     }),

@@ -270,8 +270,10 @@ describe('Informer', () => {
     informer.start();
     await vi.advanceTimersByTimeAsync(0);
     expect(informer.hasSynced()).toBe(false);
+    expect(informer.syncProblem()).toContain('deployments.apps is forbidden');
     await vi.advanceTimersByTimeAsync(1_000);
     expect(informer.hasSynced()).toBe(true);
+    expect(informer.syncProblem()).toBeUndefined();
   });
 
   it('a kind that is not served (404: its CRD is not installed yet) is synced and empty, and appears once served', async () => {

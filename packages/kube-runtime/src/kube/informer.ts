@@ -117,6 +117,8 @@ export class Informer implements SharedInformer {
   private stopCurrentWatch: (() => void) | undefined;
   private backoffWake: AbortController | undefined;
   private failing = false;
+  /** Why the last list failed, until the first one succeeds (`syncProblem`). */
+  private listProblem: string | undefined;
   private readonly onReachable: (() => void) | undefined;
   private readonly crdEstablished: InformerOptions['crdEstablished'];
   /** Restarts so far, for tests and diagnostics. */
@@ -181,6 +183,10 @@ export class Informer implements SharedInformer {
 
   hasSynced(): boolean {
     return this.synced;
+  }
+
+  syncProblem(): string | undefined {
+    return this.synced ? undefined : this.listProblem;
   }
 
   waitForSync(signal?: AbortSignal): Promise<void> {
@@ -281,6 +287,7 @@ export class Informer implements SharedInformer {
   private setSynced(): void {
     if (this.synced) return;
     this.synced = true;
+    this.listProblem = undefined;
     this.metrics.set(RuntimeMetrics.informerSynced.name, 1, { kind: this.watch.type.kind });
     for (const w of this.syncWaiters.splice(0)) w();
   }
@@ -344,6 +351,10 @@ export class Informer implements SharedInformer {
         const reason = e instanceof StaleWatchError ? 'stale' : 'error';
         this.countRestart(reason);
         const fields = { attempt: failures, retryInMs: delay, error: describeError(e) };
+        if (!this.synced) {
+          const status = httpStatusOf(e);
+          this.listProblem = status === undefined ? serverMessage(e) : `HTTP ${status}: ${serverMessage(e)}`;
+        }
         if (reason === 'stale' || failures < 5) this.logger.warn('watch failed; restarting', fields);
         else this.logger.error('watch keeps failing; restarting', fields);
         this.failing = reason === 'error';

@@ -14,6 +14,11 @@ export interface SharedInformer {
   stop(): Promise<void>;
   /** True once the first list completed (stays true across watch restarts). */
   hasSynced(): boolean;
+  /**
+   * While not synced: why the last list failed, in the API server's words (a 403 names the verb, the
+   * resource and the user). Undefined once synced, or before a list has failed.
+   */
+  syncProblem(): string | undefined;
   /** Resolves once synced; rejects when `signal` aborts first. */
   waitForSync(signal?: AbortSignal): Promise<void>;
   /** The cached object (a shared reference: callers must not mutate it). */

@@ -24,6 +24,10 @@ class FakeInformer implements SharedInformer {
   hasSynced() {
     return this.synced;
   }
+  problem: string | undefined;
+  syncProblem() {
+    return this.synced ? undefined : this.problem;
+  }
   waitForSync(signal?: AbortSignal) {
     if (this.synced) return Promise.resolve();
     return new Promise<void>((r, reject) => {
@@ -155,6 +159,9 @@ describe('ControllerRuntime', () => {
     caches.informerFor({ type: Types.Node }).emit(obj('Node', 'n1'));
     caches.informerFor({ type: Types.Node }).emit(obj('Node', 'n1'));
     expect(rt.hasSynced()).toBe(false);
+    expect(rt.syncDetail()).toBe('caches not synced: Node');
+    caches.informerFor({ type: Types.Node }).problem = 'nodes is forbidden: User "x" cannot list resource "nodes"';
+    expect(rt.syncDetail()).toBe('caches not synced: Node (nodes is forbidden: User "x" cannot list resource "nodes")');
     let started = false;
     const start = rt.start().then(() => (started = true));
     await vi.advanceTimersByTimeAsync(1_000);
@@ -163,6 +170,7 @@ describe('ControllerRuntime', () => {
     caches.syncAll();
     await start;
     expect(rt.hasSynced()).toBe(true);
+    expect(rt.syncDetail()).toBeUndefined();
     await rt.queue('a.one')!.whenIdle();
     expect(a.runs).toEqual(['/n1']);
   });

@@ -118,6 +118,23 @@ export class ControllerRuntime {
     return this.informersStarted && [...this.informers].every((i) => i.hasSynced());
   }
 
+  /**
+   * Why `hasSynced` is false, for `/readyz`: the kinds still unlisted (namespace too, when scoped) and what
+   * their last list said, e.g. a 403 under a Role that lacks `list` on one of them. Undefined when synced.
+   */
+  syncDetail(): string | undefined {
+    if (!this.informersStarted) return 'informers not started';
+    const waiting = [...this.informers].filter((i) => !i.hasSynced());
+    if (!waiting.length) return undefined;
+    const shown = waiting.slice(0, 3).map((i) => {
+      const what = i.watch.namespace ? `${i.watch.type.kind} in ${i.watch.namespace}` : i.watch.type.kind;
+      const problem = i.syncProblem();
+      return problem ? `${what} (${problem})` : what;
+    });
+    const more = waiting.length > shown.length ? ` and ${waiting.length - shown.length} more` : '';
+    return `caches not synced: ${shown.join('; ')}${more}`;
+  }
+
   async waitForSync(signal?: AbortSignal): Promise<void> {
     await Promise.all([...this.informers].map((i) => i.waitForSync(signal)));
   }
