@@ -845,7 +845,8 @@ describe('HyperShift: the OpenshiftEC2NodeClass translation owns what it maps an
       ...selectors,
       capacityReservationSelectorTerms: [{ ownerID: '123456789012', instanceMatchCriteria: 'Targeted' }],
       ipAddressAssociation: 'Public',
-      tags: { team: 'a' },
+      // red-hat-managed is the HostedCluster's too (value true, no override allowed): its value wins.
+      tags: { team: 'a', 'red-hat-managed': 'false' },
       blockDeviceMappings: [{ ...trimmedBdm[0]!, ebs: { ...trimmedBdm[0]!.ebs, iops: 4000 } }],
       instanceStorePolicy: 'RAID0',
       monitoring: 'Detailed',
@@ -872,6 +873,14 @@ describe('HyperShift: the OpenshiftEC2NodeClass translation owns what it maps an
       { timeoutMs: 60_000, abort: operatorDied },
     );
     expect(await specOf('EC2NodeClass', 'trimmed')).toMatchObject({ ...everyFieldEc2, tags: { 'red-hat-managed': 'true', team: 'a' } });
+    const tagConflict = async () =>
+      conditionOf(await getObject(guest.kubeConfig(), OEC2NC.apiVersion, OEC2NC.kind, 'trimmed'), 'AWSResourceTagConflict');
+    const conflict = await waitFor('AWSResourceTagConflict on trimmed', async () => (await tagConflict()) ?? false, {
+      timeoutMs: 30_000,
+      abort: operatorDied,
+    });
+    expect(conflict).toMatchObject({ status: 'True', reason: 'TagConflictDetected' });
+    expect(conflict.message).toContain('red-hat-managed');
 
     // The user drops fields (server-side apply of the object without them, as `kubectl apply --server-side`),
     // and hands public IPs back to the subnet: SubnetDefault leaves associatePublicIPAddress unset.
@@ -907,6 +916,11 @@ describe('HyperShift: the OpenshiftEC2NodeClass translation owns what it maps an
     expect(trimmed['kubelet']).not.toHaveProperty('maxPods');
     expect(trimmed['kubelet']).not.toHaveProperty('evictionHard');
     expect(trimmed['tags']).toEqual({ 'red-hat-managed': 'true' });
+    // No tags of its own: no tag condition.
+    await waitFor('AWSResourceTagConflict gone from trimmed', async () => (await tagConflict()) === undefined, {
+      timeoutMs: 30_000,
+      abort: operatorDied,
+    });
 
     // Converged: a reconcile of everything, forced by touching the HCP, writes no NodeClass.
     await new Promise((r) => setTimeout(r, 2_000));

@@ -11,6 +11,7 @@ import {
   OpenshiftEC2NodeClassType,
   OpenshiftNodeClassReconciler,
   renderDefaultOpenshiftNodeClass,
+  tagConflictCondition,
   TRANSLATED_SPEC_FIELDS,
   translateOpenshiftNodeClass,
 } from './openshift-nodeclass.js';
@@ -212,6 +213,38 @@ describe('translateOpenshiftNodeClass', () => {
   });
 });
 
+describe('tagConflictCondition', () => {
+  const tagged = hcpOf({
+    spec: {
+      platform: {
+        aws: {
+          resourceTags: [
+            { key: 'cost-center', value: 'platform', overridePolicy: 'Allow' },
+            { key: 'env', value: 'prod' },
+          ],
+        },
+      },
+    },
+  });
+  it('is absent when the HostedCluster or the NodeClass has no tags, or spec.tags is not a map of strings', () => {
+    expect(tagConflictCondition(hcpOf({ spec: { platform: { aws: { resourceTags: [] } } } }), { tags: { env: 'dev' } })).toBeUndefined();
+    expect(tagConflictCondition(tagged, {})).toBeUndefined();
+    expect(tagConflictCondition(tagged, { tags: {} })).toBeUndefined();
+    expect(tagConflictCondition(tagged, { tags: { env: 3 } })).toBeUndefined();
+  });
+  it('False/NoTagConflict when no key has another value; the overrides the HostedCluster allows are named', () => {
+    expect(tagConflictCondition(tagged, { tags: { env: 'prod', team: 'a' } })).toMatchObject({ status: 'False', reason: 'NoTagConflict' });
+    const allowed = tagConflictCondition(tagged, { tags: { 'cost-center': 'team-a' } });
+    expect(allowed).toMatchObject({ status: 'False', reason: 'NoTagConflict' });
+    expect(allowed?.message).toContain('cost-center');
+  });
+  it('True/TagConflictDetected naming each key whose HostedCluster value wins, and the allowed overrides beside', () => {
+    const c = tagConflictCondition(tagged, { tags: { env: 'dev', 'cost-center': 'team-a' } });
+    expect(c).toMatchObject({ status: 'True', reason: 'TagConflictDetected' });
+    expect(c?.message).toMatch(/^spec\.tags env: .*allow no override.*; .*override cost-center/);
+  });
+});
+
 describe('mirroredStatus', () => {
   const ec2 = (status: Record<string, unknown>): KubeObject => ({ ...EC2NodeClass, metadata: { name: 'foo' }, status });
   const ready = { type: 'Ready', status: 'True', reason: 'Ready', message: '', lastTransitionTime: '2026-01-01T00:00:00Z' };
@@ -283,6 +316,14 @@ describe('mirroredStatus', () => {
     const resolved = { ...failed, status: 'True', reason: 'VersionNotSpecified', message: 'No version specified' };
     expect(mirroredStatus(ec2({ conditions: [ready] }), undefined, 't3', { conditions: [resolved] }).conditions).toEqual([ready, resolved]);
     expect(mirroredStatus(ec2({ conditions: [ready] }), undefined, 't3', undefined).conditions).toEqual([ready]);
+    // AWSResourceTagConflict: added with its transition time, kept while status and reason last, gone without.
+    const conflict = { status: 'True' as const, reason: 'TagConflictDetected', message: 'spec.tags env: …' };
+    const withConflict = mirroredStatus(ec2({ conditions: [ready] }), undefined, 't4', undefined, undefined, conflict);
+    expect(withConflict.conditions).toEqual([ready, { type: 'AWSResourceTagConflict', ...conflict, lastTransitionTime: 't4' }]);
+    expect(
+      mirroredStatus(ec2({ conditions: [ready] }), undefined, 't5', withConflict, undefined, { ...conflict, message: 'm' }).conditions,
+    ).toEqual([ready, { type: 'AWSResourceTagConflict', ...conflict, message: 'm', lastTransitionTime: 't4' }]);
+    expect(mirroredStatus(ec2({ conditions: [ready] }), undefined, 't5', withConflict).conditions).toEqual([ready]);
   });
 
   it('a problem is Ready False with its reason, its transition time kept while it lasts', () => {
@@ -361,6 +402,29 @@ describe('OpenshiftNodeClassReconciler', () => {
     await r.reconcile('default');
     expect(guest.writes).toEqual([]);
     expect(management.writes).toEqual([]);
+  });
+
+  it("reports AWSResourceTagConflict on the OpenshiftEC2NodeClass while its tags lose to the HostedCluster's, once per change", async () => {
+    const { guest, events, r } = setup();
+    guest.seed(oec2nc('foo', { tags: { 'red-hat-managed': 'no', team: 'a' } }));
+    await r.reconcile('foo');
+    const conditionOf = async () =>
+      (
+        (await guest.get({ ...OpenshiftEC2NodeClassType, name: 'foo' }))?.status as
+          { conditions?: Array<Record<string, unknown>> } | undefined
+      )?.conditions?.find((c) => c['type'] === 'AWSResourceTagConflict');
+    expect(await conditionOf()).toMatchObject({ status: 'True', reason: 'TagConflictDetected' });
+    expect(String((await conditionOf())?.['message'])).toContain('red-hat-managed');
+    expect(events.events.filter((e) => e.reason === 'ResourceTagsOverride')).toHaveLength(1);
+    guest.clearWrites();
+    await r.reconcile('foo');
+    expect(guest.writes).toEqual([]);
+    guest.seed({ ...(await guest.get({ ...OpenshiftEC2NodeClassType, name: 'foo' }))!, spec: { tags: { team: 'a' } } });
+    await r.reconcile('foo');
+    expect(await conditionOf()).toMatchObject({ status: 'False', reason: 'NoTagConflict' });
+    guest.seed({ ...(await guest.get({ ...OpenshiftEC2NodeClassType, name: 'foo' }))!, spec: {} });
+    await r.reconcile('foo');
+    expect(await conditionOf()).toBeUndefined();
   });
 
   it('keeps set-karpenter-taint, and karpenter-subnets from the resolved subnets (gone when there are none)', async () => {
@@ -666,6 +730,10 @@ describe('OpenshiftNodeClassReconciler', () => {
             message: `EC2NodeClass ${name} keeps its userData while the control plane upgrades from 4.22.0 to 4.23.0: the new userData (Secret ${HCP_NAMESPACE}/${name}-ignition-4-23) is applied once the upgrade completes`,
             lastTransitionTime: '2026-02-02T00:00:00Z',
           },
+          // foo's own tags meet the HostedCluster's without a conflict.
+          ...(name === 'foo'
+            ? [expect.objectContaining({ type: 'AWSResourceTagConflict', status: 'False', reason: 'NoTagConflict' })]
+            : []),
         ]);
       }
       expect((specOf(await guest.get({ ...EC2NodeClass, name: 'foo' }))?.tags as Record<string, string>)['team']).toBe('b');
@@ -681,7 +749,9 @@ describe('OpenshiftNodeClassReconciler', () => {
       for (const name of ['default', 'foo']) {
         expect(await userDataOf(guest, name)).toBe(`${name}-user-data-4.23`);
         expect(specOf(await guest.get({ ...EC2NodeClass, name }))?.amiSelectorTerms).toEqual([{ id: 'ami-0423' }]);
-        expect(await conditionsOf(guest, name)).toEqual([expect.objectContaining({ type: 'Ready', status: 'Unknown' })]);
+        expect((await conditionsOf(guest, name)).filter((c) => c['type'] !== 'AWSResourceTagConflict')).toEqual([
+          expect.objectContaining({ type: 'Ready', status: 'Unknown' }),
+        ]);
       }
       guest.clearWrites();
       await r.reconcile('*');

@@ -53,6 +53,10 @@ export const OpenshiftNodeClassReasons = {
   controlPlaneUpgrading: 'ControlPlaneUpgrading',
   /** `Ready` False when `VersionResolved` is not True and gives no reason of its own (HyperShift's fallback reason). */
   versionResolutionFailed: 'ResolutionFailed',
+  /** `AWSResourceTagConflict` True: a key of spec.tags the HostedCluster sets otherwise and does not let it override. */
+  tagConflictDetected: 'TagConflictDetected',
+  /** `AWSResourceTagConflict` False: no such key (overrides the HostedCluster allows are named). */
+  noTagConflict: 'NoTagConflict',
 } as const;
 
 /** Condition on an OpenshiftEC2NodeClass, present (False) only while its new userData is held back. */
@@ -62,6 +66,11 @@ export const USERDATA_UP_TO_DATE_CONDITION = 'UserDataUpToDate';
  * run was resolved (its `spec.version`, or the control plane's when it names none). Not ours: read, never written.
  */
 export const VERSION_RESOLVED_CONDITION = 'VersionResolved';
+/**
+ * HyperShift's condition on an OpenshiftEC2NodeClass whose `spec.tags` meet the HostedCluster's
+ * `resourceTags` (`tagConflictCondition`); absent when either has no tags.
+ */
+export const TAG_CONFLICT_CONDITION = 'AWSResourceTagConflict';
 
 /**
  * The condition types the sidecar writes on an OpenshiftEC2NodeClass: the EC2NodeClass's own (Karpenter
@@ -78,6 +87,7 @@ const OWN_CONDITION_TYPES: ReadonlySet<string> = new Set([
   'ValidationSucceeded',
   'PlacementGroupReady',
   USERDATA_UP_TO_DATE_CONDITION,
+  TAG_CONFLICT_CONDITION,
 ]);
 
 /**
@@ -266,8 +276,7 @@ export function translateOpenshiftNodeClass(input: TranslationInput): Translatio
     return Array.isArray(v) && v.length ? (v as Array<Record<string, unknown>>) : fallback;
   };
   const ownTags = (translated.tags as Record<string, string> | undefined) ?? {};
-  const { tags, conflicts } = mergeNodeClassTags(hcp.resourceTags, ownTags, hcp.resourceTagOverridesAllowed);
-  const kept = conflicts.filter((k) => !hcp.resourceTagOverridesAllowed.includes(k));
+  const { tags, blocked: kept } = resourceTagMerge(hcp, ownTags);
   const source: NodeClassSource = {
     userData: input.ignition.userData,
     imageSelectorTerms: input.ignition.amiSelectorTerms.map((t) => ({ ...t })),
@@ -348,9 +357,58 @@ export function holdIgnitionDuringUpgrade(
 }
 
 /**
+ * A NodeClass's own tags laid over the HostedCluster's `resourceTags`: the merged tags, the keys whose
+ * HostedCluster value wins over the NodeClass's (`blocked`) and those whose HostedCluster tag has
+ * `overridePolicy: Allow`, so the NodeClass's value is used (`allowed`). Pure.
+ */
+export function resourceTagMerge(
+  hcp: HostedControlPlane,
+  ownTags: Readonly<Record<string, string>>,
+): { tags: Record<string, string>; blocked: string[]; allowed: string[] } {
+  const { tags, conflicts } = mergeNodeClassTags(hcp.resourceTags, ownTags, hcp.resourceTagOverridesAllowed);
+  const allowed = conflicts.filter((k) => hcp.resourceTagOverridesAllowed.includes(k));
+  return { tags, blocked: conflicts.filter((k) => !allowed.includes(k)), allowed };
+}
+
+/**
+ * `AWSResourceTagConflict` for an OpenshiftEC2NodeClass spec, as HyperShift reports it: True
+ * (`TagConflictDetected`) while a key of `spec.tags` has another value in the HostedCluster's `resourceTags`
+ * and that tag does not allow an override (the HostedCluster's value is used); False (`NoTagConflict`)
+ * otherwise, naming the overrides the HostedCluster allows; undefined (no condition) when the HostedCluster
+ * or the NodeClass has no tags, or `spec.tags` is not a map of strings (the translation refuses that). Pure.
+ */
+export function tagConflictCondition(
+  hcp: HostedControlPlane,
+  spec: Record<string, unknown>,
+): { status: 'True' | 'False'; reason: string; message: string } | undefined {
+  const own = spec.tags;
+  if (!hcp.resourceTags.length || !isRecord(own) || !Object.keys(own).length) return undefined;
+  if (Object.values(own).some((v) => typeof v !== 'string')) return undefined;
+  const { blocked, allowed } = resourceTagMerge(hcp, own as Record<string, string>);
+  const overrides = allowed.length
+    ? `the HostedCluster lets spec.tags override ${allowed.join(', ')}, so this NodeClass's values are used`
+    : '';
+  if (!blocked.length) {
+    return {
+      status: 'False',
+      reason: OpenshiftNodeClassReasons.noTagConflict,
+      message: overrides || "no key of spec.tags has another value in the HostedCluster's resourceTags",
+    };
+  }
+  return {
+    status: 'True',
+    reason: OpenshiftNodeClassReasons.tagConflictDetected,
+    message:
+      `spec.tags ${blocked.join(', ')}: the HostedCluster's resourceTags set other values and allow no override, so theirs are used` +
+      (overrides ? `; ${overrides}` : ''),
+  };
+}
+
+/**
  * The OpenshiftEC2NodeClass status that mirrors its EC2NodeClass's: resolved subnets and security groups and
  * Karpenter's conditions; with `problem`, a `Ready` False condition saying why there is no EC2NodeClass; with
- * `held`, a `UserDataUpToDate` False condition saying why its userData did not change.
+ * `held`, a `UserDataUpToDate` False condition saying why its userData did not change; with `tagConflict`,
+ * `AWSResourceTagConflict` as `tagConflictCondition` gives it (without, none).
  *
  * `Ready` is HyperShift's: whatever the EC2NodeClass says, it is False while HyperShift's ignition generator
  * reports `VersionResolved` other than True, with that condition's reason (`ResolutionFailed` when it has
@@ -365,6 +423,7 @@ export function mirroredStatus(
   now: string,
   current: Record<string, unknown> | undefined,
   held?: { reason: string; message: string },
+  tagConflict?: { status: 'True' | 'False'; reason: string; message: string },
 ): Record<string, unknown> {
   const status = isRecord(ec2?.status) ? ec2.status : {};
   const list = (v: unknown): Array<Record<string, unknown>> => (Array.isArray(v) ? v.filter(isRecord) : []);
@@ -376,18 +435,19 @@ export function mirroredStatus(
   let conditions = list(status.conditions).map((c) =>
     pick(c, ['type', 'status', 'reason', 'message', 'lastTransitionTime', 'observedGeneration']),
   );
-  // A False condition of ours keeps its transition time while its reason lasts.
-  const falseCondition = (type: string, why: { reason: string; message: string }) => {
+  // A condition of ours keeps its transition time while its status and reason last.
+  const ownCondition = (type: string, status: string, why: { reason: string; message: string }) => {
     const was = list(current?.conditions).find((c) => c.type === type);
-    const same = was && was.status === 'False' && was.reason === why.reason;
+    const same = was && was.status === status && was.reason === why.reason;
     return {
       type,
-      status: 'False',
+      status,
       reason: why.reason,
       message: why.message,
       lastTransitionTime: same && typeof was.lastTransitionTime === 'string' ? was.lastTransitionTime : now,
     };
   };
+  const falseCondition = (type: string, why: { reason: string; message: string }) => ownCondition(type, 'False', why);
   if (problem) conditions = [falseCondition('Ready', problem)];
   const version = list(current?.conditions).find((c) => c.type === VERSION_RESOLVED_CONDITION);
   if (version && version.status !== 'True') {
@@ -423,6 +483,7 @@ export function mirroredStatus(
       ...conditions.filter((c) => c.type !== USERDATA_UP_TO_DATE_CONDITION),
       falseCondition(USERDATA_UP_TO_DATE_CONDITION, held),
     ];
+  if (tagConflict) conditions = [...conditions, ownCondition(TAG_CONFLICT_CONDITION, tagConflict.status, tagConflict)];
   // A merge patch replaces the list whole: conditions of other writers go back in as they are.
   const ours = new Set(conditions.map((c) => c.type));
   const theirs = list(current?.conditions).filter(
@@ -614,7 +675,8 @@ export class OpenshiftNodeClassReconciler implements Reconciler {
     // condition another writer adds meanwhile is not overwritten (409, retried).
     const latest = (await guest.get(ref)) ?? openshift;
     const current = latest.status as Record<string, unknown> | undefined;
-    const status = mirroredStatus(ec2, t.ok ? undefined : t, this.deps.now(), current, t.ok ? hold.held : undefined);
+    const tagConflict = tagConflictCondition(hcp, isRecord(latest.spec) ? latest.spec : {});
+    const status = mirroredStatus(ec2, t.ok ? undefined : t, this.deps.now(), current, t.ok ? hold.held : undefined, tagConflict);
     const rv = latest.metadata.resourceVersion;
     // v1's status has at least one property (MinProperties=1): with nothing to say yet (no EC2NodeClass status,
     // no problem), nothing is written, rather than an empty status the API server refuses.
