@@ -443,6 +443,22 @@ describe('ec2nodeclass.default', () => {
     });
   });
 
+  it('holds a NodeClass whose name can have no pool, and its event names the name problem, not a pool to wait for', async () => {
+    const name = `n${'x'.repeat(60)}`; // 61 characters: karpenter-<name> is no label value
+    w = world([machineSet('worker-a', 'ami-0x86'), userDataSecret()]);
+    w.store.seed({
+      ...EC2NodeClass,
+      metadata: { name },
+      spec: { amiFamily: 'Custom', amiSelectorTerms: [{ id: 'ami-0x86' }], role: 'r', userData: pointer('worker') },
+    });
+    const { second } = await twice(w, name);
+    expect(second).toEqual([]);
+    expect(await specOf(w, name)).toMatchObject({ amiSelectorTerms: held(`karpenter-${name}`), userData: pointer('worker') });
+    const heldEvent = w.events.events.find((e) => e.reason === 'LaunchHeld');
+    expect(heldEvent?.message).toContain('name is 61 characters');
+    expect(heldEvent?.message).not.toContain('does not exist yet');
+  });
+
   it('holds nothing with per-NodeClass pools off: the cluster userData and images', async () => {
     const store = new MemoryClusterStore([machineSet('worker-a', 'ami-0x86'), userDataSecret()]);
     const r = new DefaultNodeClassReconciler({

@@ -10,7 +10,7 @@ import type { ClusterStore } from '../../ports/cluster-store.js';
 import type { EventRecorder } from '../../ports/event-recorder.js';
 import type { Logger } from '../../ports/logger.js';
 import type { Reconciler, Result, Watch } from '../../runtime/reconciler.js';
-import { nodeClassOfRegistrationTaint, poolServing } from '../node-config/render.js';
+import { nodeClassOfRegistrationTaint, poolProblem, poolServing } from '../node-config/render.js';
 import type { StatusBoard } from '../status-board.js';
 import { discoveryNode, discoveryNodes, type DiscoveryNodeMemo } from './discovery-nodes.js';
 import { protectedFieldsPatch } from './protected-fields.js';
@@ -86,8 +86,11 @@ export function describeSources(sources: DiscoveredNodeClass['sources']): string
 interface PoolTarget {
   /** userData names this pool. */
   pool?: string;
-  /** The pool does not serve yet: launches are held, and why. */
-  hold?: { pool: string; message: string };
+  /**
+   * The pool does not serve yet: launches are held, and why. `unpoolable`: the NodeClass's name can have no
+   * pool (`poolProblem`), so the hold lasts until the NodeClass is replaced by one with a name that can.
+   */
+  hold?: { pool: string; message: string; unpoolable?: boolean };
 }
 
 interface VerifyState {
@@ -324,6 +327,9 @@ export class DefaultNodeClassReconciler implements Reconciler {
   }
 
   private heldMessage(hold: NonNullable<PoolTarget['hold']>): string {
+    if (hold.unpoolable) {
+      return `launches are held (${Names.launchHoldKey}=${hold.pool}) for good: ${hold.message}`;
+    }
     return (
       `launches are held (${Names.launchHoldKey}=${hold.pool}) until MachineConfigPool ${hold.pool} serves the ` +
       `registration taint: ${hold.message}`
@@ -344,6 +350,11 @@ export class DefaultNodeClassReconciler implements Reconciler {
   private async targetFor(nodeClass: KubeObject): Promise<PoolTarget> {
     if (this.deps.perNodeClassPools === false) return {};
     const pool = poolNameFor(nodeClass.metadata.name);
+    const problem = poolProblem(nodeClass.metadata.name);
+    if (problem) {
+      const message = `NodeClass ${nodeClass.metadata.name} can have no MachineConfigPool (${problem}), so its nodes could not register; create it again under a name that can`;
+      return { hold: { pool, message, unpoolable: true } };
+    }
     const current = (nodeClass.spec as { userData?: unknown } | undefined)?.userData;
     if (typeof current === 'string' && ignitionPools(current).includes(pool)) return { pool };
     const [mcp, kubeletConfigs] = await Promise.all([
