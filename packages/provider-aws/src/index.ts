@@ -19,6 +19,7 @@ export { EC2NodeClassType, EC2NodeClassLabel, EC2_FILTER_VALUES_MAX, EC2_LIVE_IN
 export {
   renderEc2NodeClass,
   isRestrictedTagKey,
+  isLaunchHoldTerm,
   DEFAULT_ROOT_VOLUME,
   OPENSHIFT_SYSTEM_RESERVED,
   OPENSHIFT_KUBE_RESERVED,

@@ -25,6 +25,7 @@ import {
   type ManagedProcess,
   type SeededWorld,
 } from '@karpenter-operator/testkit';
+import { isLaunchHoldTerm } from '@karpenter-operator/provider-aws';
 import { parsePromText, type PromSample } from './prom.js';
 
 export const OPERATOR_NS = 'openshift-karpenter';
@@ -359,12 +360,14 @@ export async function crdEstablished(kc: KubeConfig, name: string): Promise<bool
 export async function waitConverged(ctx: BenchContext, timeoutMs = 180_000): Promise<void> {
   const kc = ctx.admin();
   await waitFor(
-    'the operator to converge (ClusterOperator AsExpected, not Progressing; EC2NodeClass default rendered)',
+    'the operator to converge (ClusterOperator AsExpected, not Progressing; EC2NodeClass default rendered, launches not held)',
     async () => {
       const co = await getObject(kc, 'config.openshift.io/v1', 'ClusterOperator', 'karpenter');
       if (conditionOf(co, 'Available')?.reason !== 'AsExpected' || conditionOf(co, 'Progressing')?.status !== 'False') return false;
       const nc = await getObject(kc, EC2NODECLASS.apiVersion, EC2NODECLASS.kind, 'default').catch(() => undefined);
-      return ((nc?.spec as { amiSelectorTerms?: unknown[] } | undefined)?.amiSelectorTerms?.length ?? 0) > 0;
+      // Held until its MachineConfigPool serves: the release's AMIs are not there yet, so nothing could launch.
+      const terms = (nc?.spec as { amiSelectorTerms?: Array<Record<string, unknown>> } | undefined)?.amiSelectorTerms ?? [];
+      return terms.length > 0 && !terms.some(isLaunchHoldTerm);
     },
     { timeoutMs, intervalMs: 500 },
   );
